@@ -1,0 +1,2 @@
+build/obj/core/sse.o: core/sse.c core/sse.h
+core/sse.h:

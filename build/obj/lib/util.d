@@ -1,0 +1,2 @@
+build/obj/lib/util.o: lib/util.c lib/util.h
+lib/util.h:

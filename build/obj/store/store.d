@@ -1,0 +1,2 @@
+build/obj/store/store.o: store/store.c store/store.h
+store/store.h:

@@ -1,0 +1,245 @@
+/*
+ * sandgate: the command line tool. Keys, config checks; later issues add
+ * exec, sessions and reap. Run as root against a store owned by the
+ * service user, it becomes that user first: a root-owned -wal or -shm
+ * file would leave the store read-only for the gateway.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/config.h"
+#include "../lib/util.h"
+#include "../store/store.h"
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: sandgate [--config FILE] COMMAND\n"
+	    "  keys create NAME    make a key, print it once, store its hash\n"
+	    "  keys list           list keys (names and hash prefixes)\n"
+	    "  keys revoke NAME    revoke the active key of that name\n"
+	    "  check-config        load the config; unknown keys are errors\n");
+	exit(2);
+}
+
+/* Become the owner of the store (or of its directory, or server.user). */
+static int
+become_store_owner(const struct sg_cfg *cfg)
+{
+	char dir[1024], *slash;
+	struct passwd *pw;
+	struct stat sb;
+	uid_t uid;
+	gid_t gid;
+
+	if (geteuid() != 0)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", cfg->store.path);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir)
+		*slash = '\0';
+	if (stat(cfg->store.path, &sb) == 0 || stat(dir, &sb) == 0) {
+		uid = sb.st_uid;
+		gid = sb.st_gid;
+	} else if (cfg->server.user != NULL &&
+	    (pw = getpwnam(cfg->server.user)) != NULL) {
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	} else
+		return 0;
+	if (uid == 0)
+		return 0;
+	if ((pw = getpwuid(uid)) == NULL || initgroups(pw->pw_name, gid) == -1 ||
+	    setgid(gid) == -1 || setuid(uid) == -1) {
+		fprintf(stderr, "sandgate: cannot become the store's owner "
+		    "(uid %d): %s\n", (int)uid, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static struct sg_store *
+open_store(const struct sg_cfg *cfg)
+{
+	struct sg_store *st;
+	char err[512];
+
+	if (become_store_owner(cfg) == -1)
+		return NULL;
+	if (sg_store_open(cfg->store.path, &st, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sandgate: %s\n", err);
+		return NULL;
+	}
+	if (sg_store_migrate(st) != SG_STORE_OK) {
+		fprintf(stderr, "sandgate: %s: %s\n", cfg->store.path,
+		    sg_store_errmsg(st));
+		sg_store_close(st);
+		return NULL;
+	}
+	return st;
+}
+
+static int
+keys_create(const struct sg_cfg *cfg, const char *name)
+{
+	struct sg_store *st;
+	char key[80], hash[65];
+	size_t i;
+	int rc;
+
+	if (strlen(name) == 0 || strlen(name) > 63) {
+		fprintf(stderr, "sandgate: a key name has 1 to 63 characters\n");
+		return 1;
+	}
+	for (i = 0; i < cfg->auth.nkeys; i++)
+		if (strcmp(cfg->auth.keys[i].name, name) == 0) {
+			fprintf(stderr, "sandgate: %s is a key of the config "
+			    "file already\n", name);
+			return 1;
+		}
+	if (sg_rand_id(key, sizeof(key), "sk-sg-", 24) == -1) {
+		fprintf(stderr, "sandgate: no randomness from the kernel\n");
+		return 1;
+	}
+	sg_sha256_hex(key, strlen(key), hash);
+	if ((st = open_store(cfg)) == NULL)
+		return 1;
+	rc = sg_store_key_add(st, name, hash);
+	if (rc == SG_STORE_EXISTS)
+		fprintf(stderr, "sandgate: an active key named %s exists; "
+		    "revoke it first\n", name);
+	else if (rc != SG_STORE_OK)
+		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
+	else
+		printf("%s\n", key);
+	sg_store_close(st);
+	return rc == SG_STORE_OK ? 0 : 1;
+}
+
+static int
+print_key(void *arg, const struct sg_store_key *k)
+{
+	char when[32];
+	time_t t = (time_t)k->created_at;
+
+	(void)arg;
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	printf("%-24s %.12s…  created %s  %s\n", k->name, k->sha256, when,
+	    k->revoked_at != 0 ? "revoked" : "active");
+	return 0;
+}
+
+static int
+keys_list(const struct sg_cfg *cfg)
+{
+	struct sg_store *st;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < cfg->auth.nkeys; i++)
+		printf("%-24s %.12s…  from %s\n", cfg->auth.keys[i].name,
+		    cfg->auth.keys[i].sha256[0] != '\0' ?
+		    cfg->auth.keys[i].sha256 : "(unresolved)", cfg->path);
+	if ((st = open_store(cfg)) == NULL)
+		return 1;
+	rc = sg_store_key_list(st, print_key, NULL);
+	if (rc != SG_STORE_OK)
+		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
+	sg_store_close(st);
+	return rc == SG_STORE_OK ? 0 : 1;
+}
+
+static int
+keys_revoke(const struct sg_cfg *cfg, const char *name)
+{
+	struct sg_store *st;
+	int rc;
+
+	if ((st = open_store(cfg)) == NULL)
+		return 1;
+	rc = sg_store_key_revoke(st, name);
+	if (rc == SG_STORE_NOTFOUND)
+		fprintf(stderr, "sandgate: no active key named %s in the "
+		    "store\n", name);
+	else if (rc != SG_STORE_OK)
+		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
+	else
+		printf("revoked %s\n", name);
+	sg_store_close(st);
+	return rc == SG_STORE_OK ? 0 : 1;
+}
+
+static int
+check_config(const struct sg_cfg *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nwarnings; i++)
+		fprintf(stderr, "%s\n", cfg->warnings[i]);
+	if (cfg->nwarnings > 0)
+		return 1;
+	printf("%s: ok (%zu models, %zu sandbox tools, %zu keys)\n", cfg->path,
+	    cfg->nmodels, cfg->ntools, cfg->auth.nkeys);
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = NULL, *cmd, *sub;
+	struct sg_cfg *cfg;
+	char err[512];
+	int c, rc = 2;
+
+	while ((c = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
+		if (c == 'c')
+			config = optarg;
+		else
+			usage();
+	}
+	if (optind >= argc)
+		usage();
+	cmd = argv[optind];
+	sub = optind + 1 < argc ? argv[optind + 1] : NULL;
+	if (sg_cfg_load(sg_cfg_default_path(config), &cfg, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (strcmp(cmd, "check-config") == 0 && argc - optind == 1)
+		rc = check_config(cfg);
+	else if (strcmp(cmd, "keys") == 0 && sub != NULL) {
+		const char *name = optind + 2 < argc ? argv[optind + 2] : NULL;
+		int nargs = argc - optind;
+
+		if (strcmp(sub, "create") == 0 && name != NULL && nargs == 3)
+			rc = keys_create(cfg, name);
+		else if (strcmp(sub, "list") == 0 && nargs == 2)
+			rc = keys_list(cfg);
+		else if (strcmp(sub, "revoke") == 0 && name != NULL && nargs == 3)
+			rc = keys_revoke(cfg, name);
+		else {
+			sg_cfg_free(cfg);
+			usage();
+		}
+	} else {
+		sg_cfg_free(cfg);
+		usage();
+	}
+	sg_cfg_free(cfg);
+	return rc;
+}

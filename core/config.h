@@ -1,0 +1,100 @@
+/*
+ * sg_cfg: the parsed configuration (libconfig syntax, design §3.2).
+ * Loaded once in the master before any fork and shared read-only by the
+ * children. Secrets may be literal, "env:NAME", "os.environ/NAME" or
+ * "file:/path"; a secret whose source is missing leaves the field NULL
+ * and its *_problem set, so the thing using it can say why.
+ */
+#ifndef SG_CONFIG_H
+#define SG_CONFIG_H
+
+#include <stddef.h>
+
+enum sg_provider_kind {
+	SG_PROVIDER_LOCAL,
+	SG_PROVIDER_E2B,
+	SG_PROVIDER_OPENSANDBOX,
+};
+
+struct sg_cfg_model {
+	char	*name;		/* what clients send; "*" matches any */
+	char	*api_base;	/* without trailing slash */
+	char	*api_key;	/* NULL: none configured, or unresolved */
+	char	*api_key_problem; /* why api_key is NULL, or NULL */
+	char	*model;		/* upstream id; NULL: the client's name */
+	int	 max_agentic_loops; /* 0: interception's */
+	int	 timeout;	/* seconds the upstream may stay silent */
+};
+
+struct sg_cfg_key {
+	char	*name;
+	char	 sha256[65];	/* lower-case hex; "" when unresolved */
+	char	*problem;
+};
+
+struct sg_cfg_tool {
+	char	*name;
+	enum sg_provider_kind provider;
+	char	*api_key, *api_key_problem;
+	char	*api_base, *template, *image, *sandbox_url, *isolation;
+	int	 memory_mb, disk_mb, max_procs, allow_internet_access;
+	int	 cpu;		/* opensandbox CPU limit; 0: provider's */
+};
+
+struct sg_cfg {
+	char	*path;
+	struct {
+		int	 workers_min, workers_max;
+		char	*user;
+		char	*mount_prefix;
+		size_t	 max_body_bytes;
+		int	 request_timeout;
+		int	 idle_retire;	/* seconds before a spare responder retires */
+		int	 grace;		/* seconds a busy responder gets on stop */
+		int	 socket_mode;	/* for --listen /path; -1: umask */
+		char	*socket_owner;	/* "user" or "user:group"; NULL: ours */
+	} server;
+	struct {
+		char	*path;
+	} store;
+	struct {
+		struct sg_cfg_key *keys;
+		size_t	 nkeys;
+		int	 allow_anonymous;
+	} auth;
+	struct sg_cfg_model *models;
+	size_t	 nmodels;
+	struct sg_cfg_tool *tools;
+	size_t	 ntools;
+	struct {
+		int	 enabled;
+		char	*sandbox_tool;
+		int	 max_agentic_loops;
+		char	*tool_name;
+		int	 exec_timeout;
+	} interception;
+	struct {
+		int	 max_per_key;
+		int	 ttl;
+	} sessions;
+	/* "file:line: ..." for unknown keys and unresolved secrets: warnings
+	 * at start, errors for `sandgate check-config`. */
+	char	**warnings;
+	size_t	 nwarnings;
+};
+
+/* New: *out on success (0). On -1, err holds "file:line: reason". */
+int	 sg_cfg_load(const char *path, struct sg_cfg **out, char *err,
+	    size_t errsz);
+void	 sg_cfg_free(struct sg_cfg *);
+/* The config path: argument, else $SANDGATE_CONFIG, else the default. */
+const char *sg_cfg_default_path(const char *arg);
+/* Borrowed: the model entry clients address as name, or NULL. */
+const struct sg_cfg_model *sg_cfg_model(const struct sg_cfg *, const char *name);
+const struct sg_cfg_tool *sg_cfg_tool(const struct sg_cfg *, const char *name);
+/* Resolve a secret spec. New string in *out (NULL when the source is
+ * missing, with a new reason in *problem). -1 only when out of memory. */
+int	 sg_cfg_secret(const char *spec, char **out, char **problem);
+const char *sg_provider_name(enum sg_provider_kind);
+
+#endif

@@ -1,0 +1,271 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "auth.h"
+#include "gateway.h"
+#include "router.h"
+#include "upstream.h"
+#include "../lib/util.h"
+#include "../store/store.h"
+
+struct sg_gw {
+	const struct sg_cfg	*cfg;
+	struct sg_store		*store;
+	struct sg_upstream	*up;
+	sg_metrics_fn		 metrics;
+	void			*metrics_arg;
+};
+
+int
+sg_gw_new(const struct sg_cfg *cfg, struct sg_gw **out, char *err,
+    size_t errsz)
+{
+	struct sg_gw *gw;
+
+	*out = NULL;
+	if ((gw = calloc(1, sizeof(*gw))) == NULL) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	gw->cfg = cfg;
+	if (sg_store_open(cfg->store.path, &gw->store, err, errsz) != 0) {
+		free(gw);
+		return -1;
+	}
+	if ((gw->up = sg_upstream_new()) == NULL) {
+		snprintf(err, errsz, "cannot make a libcurl handle");
+		sg_gw_free(gw);
+		return -1;
+	}
+	*out = gw;
+	return 0;
+}
+
+void
+sg_gw_free(struct sg_gw *gw)
+{
+	if (gw == NULL)
+		return;
+	sg_upstream_free(gw->up);
+	sg_store_close(gw->store);
+	free(gw);
+}
+
+void
+sg_gw_set_metrics(struct sg_gw *gw, sg_metrics_fn fn, void *arg)
+{
+	gw->metrics = fn;
+	gw->metrics_arg = arg;
+}
+
+void
+sg_gw_req_init(const struct sg_cfg *cfg, struct sg_req *req)
+{
+	req->start_ms = sg_now_ms();
+	if (sg_rand_id(req->id, sizeof(req->id), "req_", 16) == -1)
+		snprintf(req->id, sizeof(req->id), "req_unknown");
+	if (sg_route_path(cfg->server.mount_prefix, req->uri, req->path,
+	    sizeof(req->path)) == -1)
+		req->path[0] = '\0';
+}
+
+static void
+healthz(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	struct sg_error err;
+	json_t *body;
+
+	if (sg_store_ping(gw->store) != 0) {
+		sg_error_set(&err, 503, "server_error", NULL, NULL,
+		    "The store does not answer: %s", sg_store_errmsg(gw->store));
+		sg_http_error(out, req, &err);
+		return;
+	}
+	body = json_pack("{s:s}", "status", "ok");
+	sg_http_json(out, req, 200, body);
+	json_decref(body);
+}
+
+static void
+metrics(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	char buf[8192];
+	size_t n = 0;
+
+	if (gw->metrics != NULL)
+		n = gw->metrics(gw->metrics_arg, buf, sizeof(buf));
+	if (sg_http_begin(out, req, 200, "text/plain; version=0.0.4", NULL) == 0)
+		out->write(out, buf, n);
+}
+
+static void
+models(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	json_t *data = json_array(), *body;
+	size_t i;
+
+	for (i = 0; i < gw->cfg->nmodels; i++) {
+		const char *name = gw->cfg->models[i].name;
+
+		if (strcmp(name, "*") != 0)
+			json_array_append_new(data, json_pack("{s:s,s:s,s:i,s:s}",
+			    "id", name, "object", "model", "created", 0,
+			    "owned_by", "sandgate"));
+	}
+	body = json_pack("{s:s,s:o}", "object", "list", "data", data);
+	sg_http_json(out, req, 200, body);
+	json_decref(body);
+}
+
+/* Whether the request asks for OpenAI's built-in code_interpreter tool.
+ * body is borrowed. */
+static int
+wants_code_interpreter(const json_t *body)
+{
+	const json_t *tools = json_object_get(body, "tools"), *t;
+	size_t i;
+
+	json_array_foreach(tools, i, t) {
+		const char *type = json_string_value(json_object_get(t, "type"));
+
+		if (type != NULL && strcmp(type, "code_interpreter") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Parse and check the body of a model route. New reference or NULL with
+ * err filled. */
+static json_t *
+model_body(const struct sg_req *req, struct sg_error *err)
+{
+	json_error_t jerr;
+	json_t *body, *model;
+
+	body = json_loadb(req->body != NULL ? req->body : "", req->body_len,
+	    JSON_ALLOW_NUL, &jerr);
+	if (body == NULL) {
+		sg_error_invalid(err, NULL, NULL, "We could not parse the JSON "
+		    "body of your request: %s (line %d, column %d).", jerr.text,
+		    jerr.line, jerr.column);
+		return NULL;
+	}
+	if (!json_is_object(body)) {
+		json_decref(body);
+		sg_error_invalid(err, NULL, "invalid_type", "The body of your "
+		    "request must be a JSON object.");
+		return NULL;
+	}
+	model = json_object_get(body, "model");
+	if (model == NULL || json_is_null(model)) {
+		json_decref(body);
+		sg_error_invalid(err, "model", "missing_required_parameter",
+		    "Missing required parameter: 'model'.");
+		return NULL;
+	}
+	if (!json_is_string(model)) {
+		json_decref(body);
+		sg_error_invalid(err, "model", "invalid_type", "Invalid type for "
+		    "'model': expected a string.");
+		return NULL;
+	}
+	return body;
+}
+
+static int
+model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
+    enum sg_surface surface, struct sg_error *err)
+{
+	const struct sg_cfg_model *m;
+	const char *name;
+	json_t *body;
+	char *text;
+	int rc;
+
+	if ((body = model_body(req, err)) == NULL)
+		return -1;
+	name = json_string_value(json_object_get(body, "model"));
+	snprintf(req->model, sizeof(req->model), "%s", name);
+	if ((m = sg_cfg_model(gw->cfg, name)) == NULL) {
+		sg_error_set(err, 404, "invalid_request_error", "model_not_found",
+		    "model", "The model `%s` does not exist or you do not have "
+		    "access to it.", name);
+		json_decref(body);
+		return -1;
+	}
+	if (m->api_base == NULL || (m->api_key == NULL &&
+	    m->api_key_problem != NULL)) {
+		sg_error_server(err, 500, "Model %s is not usable on this "
+		    "gateway: %s.", m->name, m->api_key_problem);
+		json_decref(body);
+		return -1;
+	}
+	if (gw->cfg->interception.enabled && wants_code_interpreter(body)) {
+		sg_error_invalid(err, "tools", "unsupported_value", "The "
+		    "code_interpreter tool is not available on this gateway "
+		    "yet.");
+		json_decref(body);
+		return -1;
+	}
+	if (m->model != NULL)
+		json_object_set_new(body, "model", json_string(m->model));
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (text == NULL)
+		return sg_error_server(err, 500, "out of memory");
+	rc = sg_upstream_relay(gw->up, m, surface, text, strlen(text),
+	    req->start_ms + (int64_t)gw->cfg->server.request_timeout * 1000,
+	    req, out, err);
+	free(text);
+	return rc;
+}
+
+void
+sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
+{
+	enum sg_route route = sg_route_find(req->method, req->path);
+	struct sg_auth who;
+	struct sg_error err;
+	int rc = 0;
+
+	if (route == SG_ROUTE_NONE) {
+		sg_error_set(&err, 404, "invalid_request_error", NULL, NULL,
+		    "Invalid URL (%s %s)", req->method, req->path[0] != '\0' ?
+		    req->path : req->uri);
+		sg_http_error(out, req, &err);
+		return;
+	}
+	if (sg_route_authed(route)) {
+		if (sg_auth_check(gw->cfg, gw->store, req->authorization, &who,
+		    &err) == -1) {
+			sg_http_error(out, req, &err);
+			return;
+		}
+		snprintf(req->key_name, sizeof(req->key_name), "%s", who.name);
+		memcpy(req->tenant, who.tenant, sizeof(req->tenant));
+	}
+	switch (route) {
+	case SG_ROUTE_HEALTHZ:
+		healthz(gw, req, out);
+		break;
+	case SG_ROUTE_METRICS:
+		metrics(gw, req, out);
+		break;
+	case SG_ROUTE_MODELS:
+		models(gw, req, out);
+		break;
+	case SG_ROUTE_CHAT:
+		rc = model_route(gw, req, out, SG_SURFACE_CHAT, &err);
+		break;
+	case SG_ROUTE_RESPONSES:
+		rc = model_route(gw, req, out, SG_SURFACE_RESPONSES, &err);
+		break;
+	case SG_ROUTE_NONE:
+		break;
+	}
+	if (rc == -1 && !out->started)
+		sg_http_error(out, req, &err);
+}

@@ -1,0 +1,100 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+const char *
+sg_http_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 413: return "Payload Too Large";
+	case 422: return "Unprocessable Entity";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default:  return "Unknown";
+	}
+}
+
+int
+sg_http_begin(struct sg_out *out, const struct sg_req *req, int status,
+    const char *content_type, const char *extra)
+{
+	char head[512];
+	int n;
+
+	if (out->started)
+		return -1;
+	n = snprintf(head, sizeof(head),
+	    "Status: %d %s\r\nContent-Type: %s\r\nx-request-id: %s\r\n",
+	    status, sg_http_reason(status), content_type, req->id);
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return -1;
+	out->started = 1;
+	out->status = status;
+	if (out->write(out, head, (size_t)n) == -1)
+		return -1;
+	if (extra != NULL && out->write(out, extra, strlen(extra)) == -1)
+		return -1;
+	return out->write(out, "\r\n", 2);
+}
+
+int
+sg_http_write(struct sg_out *out, const void *buf, size_t len)
+{
+	return out->write(out, buf, len);
+}
+
+static int
+send_json(struct sg_out *out, const struct sg_req *req, int status,
+    const json_t *body, const char *extra)
+{
+	char *text;
+	int rc;
+
+	if ((text = json_dumps(body, JSON_COMPACT)) == NULL)
+		return -1;
+	rc = sg_http_begin(out, req, status, "application/json", extra);
+	if (rc == 0)
+		rc = out->write(out, text, strlen(text));
+	free(text);
+	return rc;
+}
+
+int
+sg_http_json(struct sg_out *out, const struct sg_req *req, int status,
+    const json_t *body)
+{
+	return send_json(out, req, status, body, NULL);
+}
+
+int
+sg_http_error(struct sg_out *out, const struct sg_req *req,
+    const struct sg_error *err)
+{
+	json_t *body;
+	int rc;
+
+	if (out->started)
+		return -1;
+	if ((body = sg_error_json(err)) == NULL)
+		return -1;
+	rc = send_json(out, req, err->status, body,
+	    err->no_retry ? "x-should-retry: false\r\n" : NULL);
+	json_decref(body);
+	return rc;
+}

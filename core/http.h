@@ -1,0 +1,55 @@
+/*
+ * The request as core sees it, and the output interface fcgi/ implements.
+ * core/ never includes fcgi/: it writes CGI-style responses ("Status:",
+ * headers, blank line, body) through struct sg_out, so every handler can be
+ * driven by a unit test with a memory-backed sg_out.
+ */
+#ifndef SG_HTTP_H
+#define SG_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "error.h"
+
+struct sg_out {
+	/* 0 on success, -1 when the client is gone. */
+	int	(*write)(struct sg_out *, const void *, size_t);
+	int	(*flush)(struct sg_out *);
+	/* 1 while the client is still connected. Cheap: may be polled. */
+	int	(*alive)(struct sg_out *);
+	/* Set by sg_http_*: whether the head went out, and its status. */
+	int	 started;
+	int	 status;
+};
+
+struct sg_req {
+	const char	*method;	/* borrowed from the server's params */
+	const char	*uri;		/* REQUEST_URI, raw */
+	char		 path[1024];	/* uri minus mount prefix, no query */
+	const char	*authorization;	/* HTTP_AUTHORIZATION or NULL */
+	const char	*content_type;
+	char		*body;		/* owned, NUL-terminated */
+	size_t		 body_len;
+	char		 id[40];	/* "req_" + hex, x-request-id */
+	int64_t		 start_ms;
+	/* Filled as the request is handled, for the log line. */
+	char		 key_name[64];
+	char		 tenant[65];
+	char		 model[128];
+};
+
+/* Head of a response; extra is NULL or "Name: value\r\n..." lines. */
+int	 sg_http_begin(struct sg_out *, const struct sg_req *, int status,
+	    const char *content_type, const char *extra);
+int	 sg_http_write(struct sg_out *, const void *, size_t);
+/* Whole JSON response. body is borrowed. */
+int	 sg_http_json(struct sg_out *, const struct sg_req *, int status,
+	    const json_t *body);
+/* OpenAI-shaped error response; a no-op if the head already went out. */
+int	 sg_http_error(struct sg_out *, const struct sg_req *,
+	    const struct sg_error *);
+const char *sg_http_reason(int status);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * sg_upstream: the client of the configured OpenAI-compatible model
+ * servers. One per responder: its libcurl handle is reused, so the
+ * connection to the upstream stays alive between requests.
+ */
+#ifndef SG_UPSTREAM_H
+#define SG_UPSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+#include "http.h"
+
+struct sg_upstream;
+
+enum sg_surface {
+	SG_SURFACE_CHAT,	/* /chat/completions: data-only SSE */
+	SG_SURFACE_RESPONSES,	/* /responses: event: + data: SSE */
+};
+
+/* New, or NULL when libcurl cannot make a handle. */
+struct sg_upstream *sg_upstream_new(void);
+void	 sg_upstream_free(struct sg_upstream *);
+
+/*
+ * POST body to the model's upstream and relay its answer to out
+ * unchanged: status, JSON, or an SSE stream event by event as it arrives.
+ * Returns 0 when an answer went out (whatever its status); -1 with err
+ * filled when nothing did (the caller sends err); -1 with out->started
+ * when the client vanished or the stream broke (an error event was sent).
+ */
+int	 sg_upstream_relay(struct sg_upstream *, const struct sg_cfg_model *,
+	    enum sg_surface, const char *body, size_t len, int64_t deadline_ms,
+	    const struct sg_req *, struct sg_out *, struct sg_error *);
+
+#endif

@@ -1,0 +1,11 @@
+#!/bin/sh
+# `make run`: the dev config through lighttpd on http://127.0.0.1:8080,
+# in the foreground. Ctrl-C stops lighttpd and with it sandgate.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+run="$root/build/run"
+mkdir -p "$run/www"
+export SANDGATE_ROOT="$root" SANDGATE_RUN="$run" SANDGATE_PORT="${PORT:-8080}"
+"$root/build/sandgate" --config "$root/etc/sandgate-dev.conf" check-config || true
+echo "sandgate: http://127.0.0.1:$SANDGATE_PORT (try: curl http://127.0.0.1:$SANDGATE_PORT/healthz)"
+exec /usr/sbin/lighttpd -D -f "$root/etc/lighttpd-dev.conf"

@@ -1,0 +1,103 @@
+/*
+ * sandgate-fcgi: the gateway. FastCGI on fd 0 (spawned by lighttpd's
+ * bin-path or spawn-fcgi) or on a socket of its own (--listen).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "fcgi.h"
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: sandgate-fcgi [--config FILE] "
+	    "[--listen HOST:PORT|:PORT|/path.sock] [--workers MIN[:MAX]]\n");
+	exit(2);
+}
+
+static int
+parse_workers(const char *s, struct sg_cfg *cfg)
+{
+	char *end;
+	long lo, hi;
+
+	lo = strtol(s, &end, 10);
+	hi = lo;
+	if (*end == ':')
+		hi = strtol(end + 1, &end, 10);
+	if (*end != '\0' || lo < 1 || hi < lo || hi > 256)
+		return -1;
+	cfg->server.workers_min = (int)lo;
+	cfg->server.workers_max = (int)hi;
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = NULL, *listen_spec = NULL, *workers = NULL;
+	struct sg_cfg *cfg;
+	char err[512];
+	size_t i;
+	int c, fd;
+
+	while ((c = getopt_long(argc, argv, "c:l:w:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': config = optarg; break;
+		case 'l': listen_spec = optarg; break;
+		case 'w': workers = optarg; break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	config = sg_cfg_default_path(config);
+	if (sg_cfg_load(config, &cfg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandgate: %s\n", err);
+		return 1;
+	}
+	for (i = 0; i < cfg->nwarnings; i++)
+		fprintf(stderr, "sandgate: warning: %s\n", cfg->warnings[i]);
+	if (workers != NULL && parse_workers(workers, cfg) == -1) {
+		fprintf(stderr, "sandgate: --workers %s: expected MIN[:MAX] "
+		    "with 1 <= MIN <= MAX <= 256\n", workers);
+		return 1;
+	}
+	if (listen_spec != NULL) {
+		if ((fd = sg_listen_open(listen_spec, cfg, err, sizeof(err))) == -1) {
+			fprintf(stderr, "sandgate: %s\n", err);
+			return 1;
+		}
+	} else if (sg_listen_check(0) == 0) {
+		fd = 0;
+		listen_spec = "fd 0";
+	} else {
+		fprintf(stderr, "sandgate: fd 0 is not a listening socket: "
+		    "start under a FastCGI server or use --listen\n");
+		return 1;
+	}
+	/* Before any fork: libcurl's global state is not fork-safe to init. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fprintf(stderr, "sandgate: curl_global_init failed\n");
+		return 1;
+	}
+	if (sg_prepare_store(cfg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandgate: %s\n", err);
+		return 1;
+	}
+	return sg_master_run(cfg, fd, listen_spec);
+}

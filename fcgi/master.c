@@ -1,0 +1,290 @@
+/*
+ * The master: holds the listen socket and the parsed config, nothing else
+ * (no SQLite connection, no libcurl state at any fork). It keeps between
+ * workers_min and workers_max responders alive, growing the pool when all
+ * are busy (a stream holds one for minutes) and retiring spare ones.
+ * Responders report state in a shared-memory scoreboard and write a byte
+ * to the wake pipe when they turn busy, so growth needs no polling delay.
+ */
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fcgi.h"
+#include "../lib/util.h"
+
+#define TICK_MS		1000
+#define QUICK_DEATH_MS	1000	/* a responder that dies this young ... */
+#define BACKOFF_MS	1000	/* ... pauses spawning this long */
+
+static volatile sig_atomic_t got_term, got_hup;
+static int self_pipe[2] = { -1, -1 };
+
+struct master {
+	struct sg_cfg	*cfg;
+	struct sg_board	*board;
+	int		 listen_fd;
+	int		 wake[2];
+	int64_t		 spawn_after;
+};
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+
+	if (sig == SIGHUP)
+		got_hup = 1;
+	else if (sig == SIGTERM || sig == SIGINT)
+		got_term = 1;
+	(void)!write(self_pipe[1], "s", 1);
+	errno = saved;
+}
+
+static int
+install_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) == -1)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_signal;	/* no SA_RESTART, on purpose */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	return 0;
+}
+
+static int
+slot_state(const struct sg_slot *s)
+{
+	return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+}
+
+static void
+spawn(struct master *m)
+{
+	struct sg_env env = { m->cfg, m->board, m->listen_fd, m->wake[1] };
+	struct sg_slot *s;
+	pid_t pid;
+	int i;
+
+	for (i = 0; i < SG_SLOTS; i++)
+		if (slot_state(&m->board->slots[i]) == SG_SLOT_FREE &&
+		    m->board->slots[i].pid == 0)
+			break;
+	if (i == SG_SLOTS)
+		return;
+	s = &m->board->slots[i];
+	s->started_ms = s->since_ms = sg_now_ms();
+	__atomic_store_n(&s->state, SG_SLOT_STARTING, __ATOMIC_RELEASE);
+	if ((pid = fork()) == -1) {
+		fprintf(stderr, "sandgate: fork: %s\n", strerror(errno));
+		__atomic_store_n(&s->state, SG_SLOT_FREE, __ATOMIC_RELEASE);
+		m->spawn_after = sg_now_ms() + BACKOFF_MS;
+		return;
+	}
+	if (pid == 0) {
+		close(self_pipe[0]);
+		close(self_pipe[1]);
+		close(m->wake[0]);
+		sg_responder_run(&env, i);
+	}
+	s->pid = pid;
+}
+
+static void
+reap(struct master *m)
+{
+	int status, i;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (i = 0; i < SG_SLOTS; i++) {
+			struct sg_slot *s = &m->board->slots[i];
+
+			if (s->pid != pid)
+				continue;
+			if (slot_state(s) != SG_SLOT_RETIRING && !got_term) {
+				fprintf(stderr, "sandgate: responder %d died "
+				    "(%s %d); replacing it\n", (int)pid,
+				    WIFSIGNALED(status) ? "signal" : "exit",
+				    WIFSIGNALED(status) ? WTERMSIG(status) :
+				    WEXITSTATUS(status));
+				if (sg_now_ms() - s->started_ms < QUICK_DEATH_MS)
+					m->spawn_after = sg_now_ms() + BACKOFF_MS;
+			}
+			s->pid = 0;
+			__atomic_store_n(&s->state, SG_SLOT_FREE,
+			    __ATOMIC_RELEASE);
+			break;
+		}
+	}
+}
+
+static void
+retire(struct sg_slot *s)
+{
+	__atomic_store_n(&s->state, SG_SLOT_RETIRING, __ATOMIC_RELEASE);
+	kill(s->pid, SIGTERM);
+}
+
+/* Grow when no responder is free, shrink spare ones idle too long. */
+static void
+balance(struct master *m)
+{
+	const struct sg_cfg *cfg = m->cfg;
+	int i, live = 0, spare = 0, oldest = -1;
+	int64_t now = sg_now_ms(), oldest_since = now;
+
+	for (i = 0; i < SG_SLOTS; i++) {
+		struct sg_slot *s = &m->board->slots[i];
+		int st = slot_state(s);
+
+		if (s->pid == 0 || st == SG_SLOT_RETIRING || st == SG_SLOT_FREE)
+			continue;
+		live++;
+		if (st == SG_SLOT_IDLE || st == SG_SLOT_STARTING)
+			spare++;
+		if (st == SG_SLOT_IDLE && s->since_ms < oldest_since) {
+			oldest_since = s->since_ms;
+			oldest = i;
+		}
+	}
+	if (now < m->spawn_after)
+		return;
+	while (live < cfg->server.workers_min ||
+	    (spare == 0 && live < cfg->server.workers_max)) {
+		spawn(m);
+		live++;
+		spare++;
+	}
+	if (live > cfg->server.workers_min && spare > 1 && oldest >= 0 &&
+	    now - oldest_since >= (int64_t)cfg->server.idle_retire * 1000)
+		retire(&m->board->slots[oldest]);
+}
+
+/* SIGTERM: idle responders leave at once, busy ones get the grace period. */
+static void
+stop(struct master *m)
+{
+	int64_t until = sg_now_ms() + (int64_t)m->cfg->server.grace * 1000;
+	int i, left;
+
+	do {
+		left = 0;
+		for (i = 0; i < SG_SLOTS; i++) {
+			struct sg_slot *s = &m->board->slots[i];
+
+			if (s->pid == 0)
+				continue;
+			/* Again each round: one may have been between its
+			 * stop check and accept() when the first came. */
+			kill(s->pid, SIGTERM);
+			left++;
+		}
+		if (left == 0)
+			return;
+		poll(NULL, 0, 100);
+		reap(m);
+	} while (sg_now_ms() < until);
+	for (i = 0; i < SG_SLOTS; i++)
+		if (m->board->slots[i].pid != 0)
+			kill(m->board->slots[i].pid, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0)
+		;
+}
+
+/* SIGHUP: a good file replaces the config and rolls every responder; a
+ * broken one is refused and the old config stays. */
+static void
+reload(struct master *m)
+{
+	struct sg_cfg *cfg;
+	char err[512];
+	size_t i;
+	int j;
+
+	if (sg_cfg_load(m->cfg->path, &cfg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandgate: reload refused, keeping the running "
+		    "config: %s\n", err);
+		return;
+	}
+	for (i = 0; i < cfg->nwarnings; i++)
+		fprintf(stderr, "sandgate: warning: %s\n", cfg->warnings[i]);
+	if (sg_prepare_store(cfg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "sandgate: reload refused: %s\n", err);
+		sg_cfg_free(cfg);
+		return;
+	}
+	sg_cfg_free(m->cfg);
+	m->cfg = cfg;
+	for (j = 0; j < SG_SLOTS; j++) {
+		struct sg_slot *s = &m->board->slots[j];
+
+		if (s->pid != 0 && slot_state(s) != SG_SLOT_RETIRING)
+			retire(s);
+	}
+	fprintf(stderr, "sandgate: reloaded %s\n", cfg->path);
+}
+
+static void
+drain(int fd)
+{
+	char buf[256];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+int
+sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec)
+{
+	struct master m = { .cfg = cfg, .listen_fd = listen_fd };
+	struct pollfd pfd[2];
+
+	m.board = mmap(NULL, sizeof(*m.board), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (m.board == MAP_FAILED) {
+		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
+		return 1;
+	}
+	if (install_signals() == -1 ||
+	    pipe2(m.wake, O_CLOEXEC | O_NONBLOCK) == -1) {
+		fprintf(stderr, "sandgate: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	fprintf(stderr, "sandgate: serving %s on %s with %d..%d responders\n",
+	    cfg->path, listen_spec, cfg->server.workers_min,
+	    cfg->server.workers_max);
+	while (!got_term) {
+		balance(&m);
+		pfd[0] = (struct pollfd){ .fd = self_pipe[0], .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = m.wake[0], .events = POLLIN };
+		poll(pfd, 2, TICK_MS);
+		drain(self_pipe[0]);
+		drain(m.wake[0]);
+		reap(&m);
+		if (got_hup) {
+			got_hup = 0;
+			reload(&m);
+		}
+	}
+	fprintf(stderr, "sandgate: stopping\n");
+	stop(&m);
+	sg_cfg_free(m.cfg);
+	return 0;
+}

@@ -1,0 +1,129 @@
+#include <sys/random.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "util.h"
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t need, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		need = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		need = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		need = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (n < need)
+		return 0;
+	for (i = 1; i < need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF. */
+	if ((need == 3 && cp < 0x800) || (need == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return need;
+}
+
+json_t *
+sg_json_string_lossy(const char *buf, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)buf;
+	char *fixed, *p;
+	size_t i, n;
+	json_t *j;
+
+	j = json_stringn(buf, len);
+	if (j != NULL || len == 0)
+		return j;
+	/* Worst case every byte becomes the 3-byte U+FFFD. */
+	if ((fixed = malloc(len * 3 + 1)) == NULL)
+		return NULL;
+	for (p = fixed, i = 0; i < len; i += n) {
+		n = utf8_seq(s + i, len - i);
+		if (n == 0) {
+			memcpy(p, "\xef\xbf\xbd", 3);
+			p += 3;
+			n = 1;
+		} else {
+			memcpy(p, s + i, n);
+			p += n;
+		}
+	}
+	j = json_stringn(fixed, (size_t)(p - fixed));
+	free(fixed);
+	return j;
+}
+
+int
+sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[64];
+	size_t plen = strlen(prefix), i;
+	ssize_t got;
+
+	if (nbytes > sizeof(raw) || outsz < plen + 2 * nbytes + 1)
+		return -1;
+	do
+		got = getrandom(raw, nbytes, 0);
+	while (got < 0 && errno == EINTR);
+	if (got != (ssize_t)nbytes)
+		return -1;
+	memcpy(out, prefix, plen);
+	for (i = 0; i < nbytes; i++) {
+		out[plen + 2 * i] = hex[raw[i] >> 4];
+		out[plen + 2 * i + 1] = hex[raw[i] & 0x0f];
+	}
+	out[plen + 2 * nbytes] = '\0';
+	return 0;
+}
+
+void
+sg_sha256_hex(const void *buf, size_t len, char out[65])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[32];
+	unsigned int mdlen = 0, i;
+
+	EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
+	for (i = 0; i < 32; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 0x0f];
+	}
+	out[64] = '\0';
+}
+
+int64_t
+sg_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+sg_secret_eq(const void *a, const void *b, size_t len)
+{
+	return CRYPTO_memcmp(a, b, len) == 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * lib/: small helpers below every module (fcgi, core, providers and store
+ * may all use them; they use nothing of ours).
+ */
+#ifndef SG_UTIL_H
+#define SG_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+/* New reference: a JSON string of buf[0..len), invalid UTF-8 (a peer's
+ * bytes, or a cap that cut a character) replaced by U+FFFD, so a key is
+ * never dropped. NULL only when out of memory. */
+json_t	*sg_json_string_lossy(const char *buf, size_t len);
+
+/* Fill out with prefix + 2*nbytes random hex digits; out must hold
+ * strlen(prefix) + 2*nbytes + 1. Returns 0, or -1 if the kernel's random
+ * source failed. */
+int	 sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes);
+
+/* Lower-case hex SHA-256 of buf into out[65]. */
+void	 sg_sha256_hex(const void *buf, size_t len, char out[65]);
+
+/* Milliseconds of a monotonic clock. */
+int64_t	 sg_now_ms(void);
+
+/* Constant-time compare of two equal-length buffers: 1 when equal. */
+int	 sg_secret_eq(const void *a, const void *b, size_t len);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * sg_store: the SQLite file shared by every process of sandgate. The only
+ * module with SQL. One struct sg_store per process, opened after fork and
+ * never carried across one. WAL, a busy timeout and short BEGIN IMMEDIATE
+ * transactions let all responders write without SQLITE_BUSY escaping.
+ */
+#ifndef SG_STORE_H
+#define SG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum sg_store_rc {
+	SG_STORE_OK = 0,
+	SG_STORE_ERROR = -1,	/* see sg_store_errmsg */
+	SG_STORE_NOTFOUND = -2,
+	SG_STORE_EXISTS = -3,
+};
+
+#define SG_STORE_SCHEMA_VERSION 1
+
+struct sg_store;
+
+struct sg_store_key {
+	int64_t		 id;
+	const char	*name;		/* borrowed, valid during the callback */
+	const char	*sha256;	/* hex */
+	int64_t		 created_at;	/* unix seconds */
+	int64_t		 revoked_at;	/* 0 while active */
+};
+
+/* New: *out. Creates the file (mode 0600) when missing. */
+int	 sg_store_open(const char *path, struct sg_store **out, char *err,
+	    size_t errsz);
+void	 sg_store_close(struct sg_store *);
+/* Borrowed message of the last failure. */
+const char *sg_store_errmsg(const struct sg_store *);
+
+/* Bring the schema to SG_STORE_SCHEMA_VERSION; refuses a newer one. */
+int	 sg_store_migrate(struct sg_store *);
+int	 sg_store_version(struct sg_store *, int *version);
+/* A cheap query: 0 when the store answers. */
+int	 sg_store_ping(struct sg_store *);
+
+/* EXISTS when an active key already has this name. */
+int	 sg_store_key_add(struct sg_store *, const char *name,
+	    const char *sha256_hex);
+/* OK and the name copied into name[namesz], or NOTFOUND. Revoked keys
+ * are not found. */
+int	 sg_store_key_find(struct sg_store *, const char *sha256_hex,
+	    char *name, size_t namesz);
+/* NOTFOUND when no active key has this name. */
+int	 sg_store_key_revoke(struct sg_store *, const char *name);
+/* Calls fn for every key, oldest first; stops early when fn returns -1. */
+int	 sg_store_key_list(struct sg_store *,
+	    int (*fn)(void *, const struct sg_store_key *), void *arg);
+
+#endif

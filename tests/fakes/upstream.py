@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Fake OpenAI-compatible model server ("the upstream") for sandgate tests and benchmarks.
+
+Standard library only. Serves POST /v1/chat/completions, POST /v1/responses and GET /v1/models
+in OpenAI's wire formats (reference: openai-shapes.md §1, §3-§7; output validates against the
+OpenAPI spec), and injects faults chosen by the request's `model`:
+
+  <any other name>   answer "echo: <last user text>"      fault-500 / fault-429 / fault-400
+  slow-N             sleep N s, then answer                json-error-stream  400 JSON even if streaming
+  slowstream-N       stream with N s between events        drop-N  cut the stream after N events
+
+Every /v1 exchange is recorded; GET /__requests returns {"requests": [{"method", "path",
+"headers" (lower-cased), "body" (parsed JSON or null), "raw_body", "response_status",
+"response_body" (body text as sent; for SSE the event stream without HTTP chunk framing)}]}
+and POST /__reset clears the record.
+
+Usage: upstream.py [--host 127.0.0.1] [--port 0] [--port-file PATH] [--api-key KEY] [--quiet]
+"""
+import argparse
+import collections
+import ipaddress
+import json
+import math
+import os
+import re
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+FINGERPRINT = "fp_fake0a1b2c"
+LISTED_MODELS = ["echo", "gpt-4.1-mini", "slow-2", "slow-0.5", "slowstream-1", "drop-3",
+                 "fault-500", "fault-429", "fault-400", "json-error-stream"]
+
+
+def dumps(obj):
+    # Compact, non-ASCII kept verbatim: the gateway must relay UTF-8 byte for byte.
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def rand_id(prefix, nhex=48):
+    return prefix + secrets.token_hex((nhex + 1) // 2)[:nhex]
+
+
+def err(message, etype="invalid_request_error", param=None, code=None):
+    return {"error": {"message": message, "type": etype, "param": param, "code": code}}
+
+
+# model -> (status, body, extra headers). Errors are always plain JSON, even when the
+# request asked for a stream: OpenAI reports pre-stream failures as ordinary HTTP errors.
+FAULTS = {
+    "fault-500": (500, err("The server had an error while processing your request. Sorry about that!",
+                           "server_error"), {}),
+    "fault-429": (429, err("Rate limit reached for fault-429 in organization org-fake on requests per min "
+                           "(RPM): Limit 3, Used 3, Requested 1. Please try again in 1s. Visit "
+                           "https://platform.openai.com/account/rate-limits to learn more.",
+                           "requests", None, "rate_limit_exceeded"), {"retry-after": "1"}),
+    "fault-400": (400, err("Invalid value for 'temperature': expected a number between 0 and 2.",
+                           "invalid_request_error", "temperature", "invalid_value"), {}),
+    "json-error-stream": (400, err("Streaming is not supported for this model (fake json-error-stream).",
+                                   "invalid_request_error", "stream", "unsupported_value"), {}),
+}
+
+
+def model_arg(model, prefix):
+    """The N of `prefix-N` as a float (finite, >= 0), or None."""
+    if not model.startswith(prefix):
+        return None
+    try:
+        n = float(model[len(prefix):])
+    except ValueError:
+        return None
+    return n if math.isfinite(n) and n >= 0 else None
+
+
+def split_text(text):
+    """Word-ish pieces (whitespace kept, so they join back to `text`), at least 3 of them."""
+    pieces = re.findall(r"\S+\s*|\s+", text)
+    while len(pieces) < 3:
+        i = max(range(len(pieces)), key=lambda k: len(pieces[k]), default=None)
+        if i is None or len(pieces[i]) < 2:
+            break
+        half = len(pieces[i]) // 2
+        pieces[i:i + 1] = [pieces[i][:half], pieces[i][half:]]
+    return pieces
+
+
+def parts_text(content, kinds):
+    """A message content: a string, or an array whose parts of type in `kinds` are joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content
+                       if isinstance(p, dict) and p.get("type") in kinds and isinstance(p.get("text"), str))
+    return ""
+
+
+def last_user(items, kinds):
+    for m in reversed(items if isinstance(items, list) else []):
+        if isinstance(m, dict) and m.get("role") == "user":
+            return parts_text(m.get("content"), kinds)
+    return ""
+
+
+def ntokens(text):
+    return max(1, len(text.split()))
+
+
+# ---------------------------------------------------------------- Chat Completions (§6)
+
+def chat_usage(prompt, pieces):
+    p, c = ntokens(prompt), len(pieces)
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
+
+
+def chat_completion(model, prompt, text):
+    return {"id": rand_id("chatcmpl-", 29), "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0,
+                         "message": {"role": "assistant", "content": text, "refusal": None, "annotations": []},
+                         "logprobs": None, "finish_reason": "stop"}],
+            "usage": chat_usage(prompt, split_text(text)),
+            "service_tier": "default", "system_fingerprint": FINGERPRINT}
+
+
+def chat_frames(req, model, prompt, text):
+    """SSE frames (data-only, §6.3), ending with `data: [DONE]`."""
+    opts = req.get("stream_options")
+    with_usage = isinstance(opts, dict) and opts.get("include_usage") is True
+    head = {"id": rand_id("chatcmpl-", 29), "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model, "service_tier": "default", "system_fingerprint": FINGERPRINT}
+    pieces = split_text(text)
+
+    def chunk(delta, finish=None):
+        c = dict(head, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        if with_usage:  # the usage key exists only when include_usage was asked for
+            c["usage"] = None
+        return c
+
+    # role is sent once only: the Python SDK concatenates repeated string fields (§6.4).
+    chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    chunks += [chunk({"content": p}) for p in pieces]
+    chunks.append(chunk({}, "stop"))
+    if with_usage:
+        chunks.append(dict(head, choices=[], usage=chat_usage(prompt, pieces)))
+    return ["data: %s\n\n" % dumps(c) for c in chunks] + ["data: [DONE]\n\n"]
+
+
+# ---------------------------------------------------------------- Responses (§3-§5)
+
+def response_obj(req, model, rid, created, output, usage=None):
+    """A full `response` object. usage=None means the in-progress snapshot."""
+    def pick(key, default, types):
+        v = req.get(key, default)
+        return v if v is None or isinstance(v, types) else default
+
+    reasoning = req.get("reasoning") if isinstance(req.get("reasoning"), dict) else {}
+    done = usage is not None
+    r = {"id": rid, "object": "response", "created_at": created,
+         "status": "completed" if done else "in_progress",
+         "background": bool(req.get("background", False)),
+         "completed_at": int(time.time()) if done else None,
+         "error": None, "incomplete_details": None,
+         "instructions": pick("instructions", None, (str, list)),
+         "max_output_tokens": pick("max_output_tokens", None, int),
+         "max_tool_calls": pick("max_tool_calls", None, int),
+         "model": model, "output": output,
+         "parallel_tool_calls": bool(req.get("parallel_tool_calls", True)),
+         "previous_response_id": pick("previous_response_id", None, str),
+         "prompt_cache_key": pick("prompt_cache_key", None, str),
+         "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
+         "safety_identifier": pick("safety_identifier", None, str),
+         "service_tier": "default" if done else "auto",
+         "store": bool(req.get("store", True)),
+         "temperature": pick("temperature", 1, (int, float)),
+         "text": req["text"] if isinstance(req.get("text"), dict) else {"format": {"type": "text"},
+                                                                          "verbosity": "medium"},
+         "tool_choice": pick("tool_choice", "auto", (str, dict)) or "auto",
+         "tools": pick("tools", [], list) or [],
+         "top_logprobs": pick("top_logprobs", 0, int),
+         "top_p": pick("top_p", 1, (int, float)),
+         "truncation": pick("truncation", "disabled", str) or "disabled",
+         "metadata": pick("metadata", {}, dict) or {}}
+    # Real OpenAI sends "usage": null / "user": null, but the spec types both as non-nullable
+    # (ResponseUsage, string), so absent values are omitted to keep the output schema-valid.
+    if done:
+        r["usage"] = usage
+    if isinstance(req.get("user"), str):
+        r["user"] = req["user"]
+    return r
+
+
+def responses_usage(prompt, pieces):
+    i, o = ntokens(prompt), len(pieces)
+    return {"input_tokens": i, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": o, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": i + o}
+
+
+def responses_prompt(req):
+    inp = req.get("input")
+    return inp if isinstance(inp, str) else last_user(inp, ("input_text", "text"))
+
+
+def text_part(text):
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+
+
+def message_item(mid, text, done):
+    return {"id": mid, "type": "message", "status": "completed" if done else "in_progress",
+            "role": "assistant", "content": [text_part(text)] if done else []}
+
+
+def response_full(req, model, prompt, text):
+    item = message_item(rand_id("msg_"), text, True)
+    return response_obj(req, model, rand_id("resp_"), int(time.time()), [item],
+                        responses_usage(prompt, split_text(text)))
+
+
+def responses_frames(req, model, prompt, text):
+    """SSE frames (`event:` + `data:`, §5.1) of the official text-answer sequence (§5.2),
+    generated lazily as they are sent."""
+    rid, mid, created = rand_id("resp_"), rand_id("msg_"), int(time.time())
+    pieces = split_text(text)
+    snapshot = response_obj(req, model, rid, created, [])
+    loc = {"item_id": mid, "output_index": 0, "content_index": 0}
+    events = [("response.created", {"response": snapshot}),
+              ("response.in_progress", {"response": snapshot}),
+              ("response.output_item.added", {"output_index": 0, "item": message_item(mid, "", False)}),
+              ("response.content_part.added", dict(loc, part=text_part("")))]
+    events += [("response.output_text.delta", dict(loc, delta=p, logprobs=[])) for p in pieces]
+    events += [("response.output_text.done", dict(loc, text=text, logprobs=[])),
+               ("response.content_part.done", dict(loc, part=text_part(text))),
+               ("response.output_item.done", {"output_index": 0, "item": message_item(mid, text, True)})]
+    events.append(("response.completed", None))  # built when about to be sent: real completed_at
+    for seq, (etype, fields) in enumerate(events):
+        if fields is None:
+            fields = {"response": response_obj(req, model, rid, created, [message_item(mid, text, True)],
+                                               responses_usage(prompt, pieces))}
+        yield "event: %s\ndata: %s\n\n" % (etype, dumps(dict({"type": etype, "sequence_number": seq}, **fields)))
+
+
+# ---------------------------------------------------------------- HTTP plumbing
+
+class Recorder:
+    """The /v1 exchanges seen so far (newest `limit`), shared by all handler threads."""
+
+    def __init__(self, limit):
+        self.lock = threading.Lock()
+        self.items = collections.deque(maxlen=limit or None)
+
+    def put(self, entry, add, **fields):
+        with self.lock:
+            entry.update(fields)
+            if add:
+                self.items.append(entry)
+
+    def snapshot(self):
+        with self.lock:
+            return [dict(e) for e in self.items]
+
+    def clear(self):
+        with self.lock:
+            self.items.clear()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, and chunked SSE bodies
+    server_version = "fake-openai-upstream/1.0"
+    sys_version = ""
+
+    def version_string(self):
+        return self.server_version
+
+    def log_message(self, fmt, *args):
+        if not self.server.quiet:
+            sys.stderr.write("upstream: %s - %s\n" % (self.address_string(), fmt % args))
+
+    def log_error(self, fmt, *args):
+        sys.stderr.write("upstream: error: %s\n" % (fmt % args))
+
+    def handle(self):
+        # A client (the gateway) hanging up mid-response is expected; never dump a traceback.
+        try:
+            super().handle()
+        except DISCONNECTS:
+            self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = lambda self: self.dispatch()
+
+    # -- low-level output; everything sent as body is mirrored into self.sent for the record
+    def publish(self, last=b""):
+        """Record the exchange just *before* its last bytes go out, so a client that has seen the
+        end of a response always finds it in /__requests (dispatch() corrects the entry if the
+        write then fails)."""
+        if self.rec is not None and not self.published:
+            self.server.recorder.put(self.rec, True, response_status=self.status,
+                                     response_body=(bytes(self.sent) + last).decode("utf-8", "replace"))
+            self.published = True
+
+    def begin(self, status, headers):
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("x-request-id", rand_id("req_fake", 24))
+        self.send_header("openai-processing-ms", "1")
+        self.end_headers()
+        self.status = status
+
+    def send_json(self, status, obj, extra=None):
+        body = dumps(obj).encode()
+        self.begin(status, {"Content-Type": "application/json", "Content-Length": str(len(body)),
+                            **(extra or {})})
+        self.publish(body)
+        self.wfile.write(body)
+        self.sent += body
+
+    def send_truncated(self, obj):
+        # Promise 100 bytes, deliver 10, hang up: the gateway must notice the short body.
+        body = dumps(obj).encode()[:10]
+        self.begin(200, {"Content-Type": "application/json", "Content-Length": "100"})
+        self.wfile.write(body)
+        self.sent += body
+        self.close_connection = True
+
+    def send_stream(self, frames, gap=0.0, drop=None):
+        """One HTTP/1.1 chunk per SSE event, flushed at once; the gateway must strip the
+        hop-by-hop Transfer-Encoding when relaying, so it is sent for real."""
+        self.begin(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
+                         "Transfer-Encoding": "chunked"})
+        frames = iter(frames)
+        frame, i = next(frames, None), 0
+        while frame is not None and (drop is None or i < drop):
+            if i and gap:
+                time.sleep(gap)
+            following = next(frames, None)  # look ahead: the last frame is published first
+            data = frame.encode()
+            if following is None and drop is None:
+                self.publish(data)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+            self.sent += data
+            frame, i = following, i + 1
+        if drop is not None:  # never send the terminating chunk: the body is left unfinished
+            self.close_connection = True
+            return
+        self.wfile.write(b"0\r\n\r\n")
+
+    def read_body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            out = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return bytes(out)
+                out += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    # -- routing
+    def dispatch(self):
+        self.status, self.sent, self.rec, self.published = None, bytearray(), None, False
+        path = self.path.split("?", 1)[0]
+        raw = self.read_body()
+        if not path.startswith("/v1/"):
+            if (self.command, path) == ("GET", "/__requests"):
+                return self.send_json(200, {"requests": self.server.recorder.snapshot()})
+            if (self.command, path) == ("POST", "/__reset"):
+                self.server.recorder.clear()
+                return self.send_json(200, {})
+            return self.send_json(404, err("Invalid URL (%s %s)" % (self.command, path)))
+        text = raw.decode("utf-8", "replace")
+        try:
+            body = json.loads(text) if raw else None
+        except ValueError:
+            body = None
+        headers = {}
+        for k, v in self.headers.items():
+            k = k.lower()
+            headers[k] = headers[k] + ", " + v if k in headers else v
+        self.rec = {"method": self.command, "path": self.path, "headers": headers, "body": body,
+                    "raw_body": text, "response_status": None, "response_body": ""}
+        try:
+            self.handle_v1(path, body)
+        except DISCONNECTS:
+            raise
+        except Exception:  # a bug in the fake: say so loudly, answer 500 if still possible
+            traceback.print_exc()
+            if self.status is None:
+                self.send_json(500, err("fake upstream crashed: see its stderr", "server_error"))
+        finally:
+            # Final state: what was really written (a dropped client may have cut it short).
+            self.server.recorder.put(self.rec, not self.published, response_status=self.status,
+                                     response_body=self.sent.decode("utf-8", "replace"))
+
+    def handle_v1(self, path, body):
+        key = self.server.api_key
+        if key is not None:
+            auth = self.headers.get("Authorization", "")
+            scheme, _, given = auth.partition(" ")
+            given = given.strip()
+            if scheme.lower() != "bearer" or not given:
+                return self.send_json(401, err(
+                    "You didn't provide an API key. You need to provide your API key in an Authorization "
+                    "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY). You can obtain an API "
+                    "key from https://platform.openai.com/account/api-keys.", code="invalid_api_key"))
+            if given != key:
+                shown = given[:6] + "*" * (len(given) - 10) + given[-4:] if len(given) > 10 else given
+                return self.send_json(401, err(
+                    "Incorrect API key provided: %s. You can find your API key at "
+                    "https://platform.openai.com/account/api-keys." % shown, code="invalid_api_key"))
+        route = (self.command, path)
+        if route == ("GET", "/v1/models"):
+            return self.send_json(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 1700000000, "owned_by": "sandgate-fake"}
+                for m in LISTED_MODELS]})
+        if route not in (("POST", "/v1/chat/completions"), ("POST", "/v1/responses")):
+            return self.send_json(404, err("Invalid URL (%s %s)" % (self.command, path)))
+        if not isinstance(body, dict):
+            return self.send_json(400, err(
+                "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+                "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+                "sent was not valid JSON. If you have trouble figuring out how to fix this, please "
+                "contact us through our help center at help.openai.com.)"))
+        model = body.get("model")
+        if model is None:
+            return self.send_json(400, err("Missing required parameter: 'model'.", param="model",
+                                           code="missing_required_parameter"))
+        if not isinstance(model, str):
+            return self.send_json(400, err("Invalid type for 'model': expected a string, but got %s instead."
+                                           % type(model).__name__, param="model", code="invalid_type"))
+        if model in FAULTS:
+            status, payload, extra = FAULTS[model]
+            return self.send_json(status, payload, extra)
+
+        stream = body.get("stream") is True
+        slow, gap = model_arg(model, "slow-"), model_arg(model, "slowstream-")
+        drop = model_arg(model, "drop-")
+        if slow is not None or (gap is not None and not stream):
+            time.sleep(slow if slow is not None else gap)
+            gap = None
+
+        chat = path == "/v1/chat/completions"
+        prompt = last_user(body.get("messages"), ("text",)) if chat else responses_prompt(body)
+        answer = "echo: " + prompt
+        if stream:
+            frames = (chat_frames if chat else responses_frames)(body, model, prompt, answer)
+            return self.send_stream(frames, gap or 0.0, None if drop is None else int(drop))
+        obj = (chat_completion(model, prompt, answer) if chat else response_full(body, model, prompt, answer))
+        if drop is not None:
+            return self.send_truncated(obj)
+        return self.send_json(200, obj)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # benchmarks open many connections at once
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], DISCONNECTS):
+            super().handle_error(request, client_address)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Fake OpenAI-compatible upstream for sandgate tests.")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    ap.add_argument("--port-file", help="write the chosen port here (atomically)")
+    ap.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on /v1 requests")
+    ap.add_argument("--quiet", action="store_true", help="no per-request log lines")
+    ap.add_argument("--max-records", type=int, default=10000,
+                    help="keep only the newest N recorded requests (0 = unlimited)")
+    args = ap.parse_args()
+
+    host = "127.0.0.1" if args.host == "localhost" else args.host
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        ap.error("--host must be a loopback address, got %r" % args.host)
+    if ":" in host:
+        Server.address_family = socket.AF_INET6
+
+    server = Server((host, args.port), Handler)
+    server.quiet, server.api_key = args.quiet, args.api_key
+    server.recorder = Recorder(max(0, args.max_records))
+    port = server.server_address[1]
+    if args.port_file:
+        tmp = args.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(str(port))
+        os.replace(tmp, args.port_file)  # readers never see a partial file
+    print("listening on %s:%d" % (host, port), flush=True)
+
+    def stop(signum, frame):
+        raise SystemExit(0)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

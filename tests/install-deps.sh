@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install what building and testing sandgate needs, and only what is
+# missing: on a fresh Debian 12 machine `make test` and `make run` are the
+# whole set-up. Node and npm come with the machine: never apt-get them.
+set -eu
+pkgs="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
+libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev lighttpd bubblewrap
+python3 curl valgrind sqlite3 procps"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "install-deps: installing$missing"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+	# Debian starts the packaged lighttpd on port 80; we start our own.
+	if command -v systemctl >/dev/null 2>&1; then
+		$sudo systemctl disable --now lighttpd >/dev/null 2>&1 || true
+	fi
+fi
+# The integration tests' npm packages (openai, ajv), pinned by the lockfile.
+dir=$(cd "$(dirname "$0")/integration" && pwd)
+if [ -f "$dir/package-lock.json" ] && [ ! -d "$dir/node_modules/openai" ]; then
+	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
