@@ -16,5 +16,6 @@ for t in "$build"/tests/test_*; do
 		"$t" || failed=$((failed + 1))
 	fi
 done
-echo "unit ($build${mode:+, $mode}): $((total - failed)) passed, $failed failed"
+echo "unit tests of $build${mode:+ under $mode}:"
+echo "unit: $((total - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]
