@@ -33,7 +33,8 @@ struct relay {
 	struct sg_sse		*parser;
 	long			 events;	/* data events relayed */
 	int64_t			 deadline, next_alive;
-	int			 client_gone, deadline_hit, too_big;
+	int64_t			 last_rx, silence_ms;
+	int			 client_gone, deadline_hit, too_big, silent;
 };
 
 /* Upstream headers worth a client's while; everything else (hop-by-hop,
@@ -85,6 +86,7 @@ on_header(char *line, size_t size, size_t nitems, void *arg)
 	size_t len = size * nitems, nlen, vlen, i;
 	const char *colon, *val;
 
+	r->last_rx = sg_now_ms();
 	/* A status line starts a new header block (after a 100 Continue). */
 	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
 		r->hlen = 0;
@@ -163,6 +165,7 @@ on_body(char *buf, size_t size, size_t nmemb, void *arg)
 	struct relay *r = arg;
 	size_t len = size * nmemb;
 
+	r->last_rx = sg_now_ms();
 	if (!r->decided && decide(r) == -1)
 		return 0;
 	if (r->sse)
@@ -199,6 +202,12 @@ on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	(void)dt, (void)dn, (void)ut, (void)un;
 	if (now >= r->deadline) {
 		r->deadline_hit = 1;
+		return 1;
+	}
+	/* libcurl's low-speed check counts the upload too, so a silent
+	 * upstream after a quick request body would never trip it. */
+	if (now - r->last_rx >= r->silence_ms) {
+		r->silent = 1;
 		return 1;
 	}
 	if (now >= r->next_alive) {
@@ -279,7 +288,7 @@ fail_transfer(struct relay *r, const struct sg_cfg_model *m, CURLcode rc,
 	if (r->deadline_hit)
 		snprintf(msg, sizeof(msg), "The request took longer than the "
 		    "gateway's request_timeout.");
-	else if (rc == CURLE_OPERATION_TIMEDOUT)
+	else if (r->silent)
 		snprintf(msg, sizeof(msg), "The upstream of model %s sent "
 		    "nothing for %d s.", m->name, m->timeout);
 	else if (r->too_big)
@@ -293,7 +302,7 @@ fail_transfer(struct relay *r, const struct sg_cfg_model *m, CURLcode rc,
 		stream_error(r, msg);
 		return -1;
 	}
-	return sg_error_server(err, r->deadline_hit ||
+	return sg_error_server(err, r->deadline_hit || r->silent ||
 	    rc == CURLE_OPERATION_TIMEDOUT ? 504 : 502, "%s", msg);
 }
 
@@ -340,9 +349,6 @@ sg_upstream_relay(struct sg_upstream *up, const struct sg_cfg_model *m,
 	curl_easy_setopt(up->h, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(left < CONNECT_TIMEOUT_MS ? (left > 1 ? left : 1) :
 	    CONNECT_TIMEOUT_MS));
-	/* Silence, not total time, bounds a stream. */
-	curl_easy_setopt(up->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(up->h, CURLOPT_LOW_SPEED_TIME, (long)m->timeout);
 	curl_easy_setopt(up->h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(up->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(up->h, CURLOPT_HEADERDATA, &r);
@@ -351,7 +357,10 @@ sg_upstream_relay(struct sg_upstream *up, const struct sg_cfg_model *m,
 	curl_easy_setopt(up->h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(up->h, CURLOPT_XFERINFODATA, &r);
 	curl_easy_setopt(up->h, CURLOPT_NOPROGRESS, 0L);
-	r.next_alive = sg_now_ms() + ALIVE_EVERY_MS;
+	/* Silence, not total time, bounds a stream (on_progress). */
+	r.last_rx = sg_now_ms();
+	r.silence_ms = (int64_t)m->timeout * 1000;
+	r.next_alive = r.last_rx + ALIVE_EVERY_MS;
 
 	rc = curl_easy_perform(up->h);
 	curl_slist_free_all(hdrs);

@@ -1,0 +1,273 @@
+// Starts the real stack for a test file: the fake upstream, sandgate-fcgi
+// and lighttpd in front of it, in a fresh directory. How it starts is set
+// by the environment (tests/integration/run.sh runs every combination):
+//   SG_BUILD   directory with sandgate-fcgi and sandgate (default: build)
+//   SG_START   "binpath": lighttpd spawns sandgate on fd 0 (as root, the
+//              responders drop to SG_USER); "listen": sandgate is started
+//              by us with --listen, as SG_USER when we are root
+//   SG_USER    the unprivileged service user (default: sgtest)
+import { spawn, execFileSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const root = path.resolve(here, "../..");
+const build = path.resolve(root, process.env.SG_BUILD || "build");
+const startMode = process.env.SG_START || "binpath";
+const isRoot = process.getuid() === 0;
+export const serviceUser = isRoot ? (process.env.SG_USER || "sgtest") : os.userInfo().username;
+
+export const KEYS = {
+  alice: "sk-alice-" + crypto.randomBytes(8).toString("hex"),
+  bob: "sk-bob-" + crypto.randomBytes(8).toString("hex"),
+  carol: "sk-carol-" + crypto.randomBytes(8).toString("hex"),
+};
+export const UPSTREAM_KEY = "upstream-secret-" + crypto.randomBytes(4).toString("hex");
+const sha256 = (s) => crypto.createHash("sha256").update(s).digest("hex");
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(fn, what, ms = 15000) {
+  const until = Date.now() + ms;
+  let last;
+  while (Date.now() < until) {
+    try {
+      if (await fn()) return;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? ": " + last.message : ""}`);
+}
+
+function ids(user) {
+  const uid = Number(execFileSync("id", ["-u", user]).toString().trim());
+  const gid = Number(execFileSync("id", ["-g", user]).toString().trim());
+  return { uid, gid };
+}
+
+// The gateway's config; extra is spliced into the server group.
+export function gatewayConfig(dir, fakePort, extra = {}) {
+  const up = `http://127.0.0.1:${fakePort}/v1`;
+  const model = (name, upstream, more = "") =>
+    `{ name = "${name}"; api_base = "${up}"; api_key = "${UPSTREAM_KEY}"; model = "${upstream}"; ${more} }`;
+  return `
+server: {
+  workers = [2, 8];
+  user = "${serviceUser}";
+  max_body_bytes = ${extra.max_body_bytes ?? 65536};
+  request_timeout = ${extra.request_timeout ?? 30};
+  idle_retire = ${extra.idle_retire ?? 2};
+  grace = 5;
+  mount_prefix = "${extra.mount_prefix ?? ""}";
+};
+store: { path = "${dir}/state/store/sandgate.db"; };
+auth: {
+  keys = (
+    { name = "alice"; key = "env:SG_TEST_KEY_ALICE"; },
+    { name = "bob"; key_sha256 = "${sha256(KEYS.bob)}"; },
+    { name = "carol"; key = "file:${dir}/carol.key"; }
+  );
+};
+models = (
+  ${model("gpt-test", "echo")},
+  ${model("gpt-4.1-mini", "gpt-4.1-mini")},
+  ${model("fault-500", "fault-500")},
+  ${model("fault-429", "fault-429")},
+  ${model("fault-400", "fault-400")},
+  ${model("json-error-stream", "json-error-stream")},
+  ${model("drop", "drop-3")},
+  ${model("slowstream", "slowstream-0.4")},
+  ${model("slow", "slow-4", "timeout = 1;")},
+  { name = "unreachable"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; },
+  { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; }${extra.models ? "," + extra.models : ""}
+);
+sandbox_tools = ( { name = "local"; provider = "local"; } );
+`;
+}
+
+export class Stack {
+  constructor(opts = {}) {
+    this.opts = opts;
+    this.procs = [];
+  }
+
+  async start() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgit-"));
+    this.dir = dir;
+    fs.chmodSync(dir, 0o755);
+    // Our own copies: the clone may sit in a directory the service user
+    // cannot enter.
+    fs.mkdirSync(`${dir}/bin`);
+    for (const b of ["sandgate-fcgi", "sandgate"]) fs.copyFileSync(`${build}/${b}`, `${dir}/bin/${b}`);
+    for (const b of ["sandgate-fcgi", "sandgate"]) fs.chmodSync(`${dir}/bin/${b}`, 0o755);
+    fs.mkdirSync(`${dir}/state`);
+    fs.mkdirSync(`${dir}/san`, { mode: 0o777 });
+    fs.chmodSync(`${dir}/san`, 0o777);
+    fs.mkdirSync(`${dir}/www`);
+    fs.writeFileSync(`${dir}/carol.key`, KEYS.carol + "\n", { mode: 0o600 });
+    if (isRoot) {
+      const { uid, gid } = ids(serviceUser);
+      // Root mode: the master makes state/store for the service user.
+      // Listen mode: the whole gateway runs as that user.
+      fs.chownSync(`${dir}/state`, startMode === "listen" ? uid : 0, startMode === "listen" ? gid : 0);
+      fs.chownSync(`${dir}/carol.key`, uid, gid);
+    }
+
+    this.fakePort = await this.startFake();
+    this.gwPort = await freePort();
+    fs.writeFileSync(`${dir}/sandgate.conf`, gatewayConfig(dir, this.fakePort, this.opts));
+    this.env = {
+      ...process.env,
+      SG_TEST_KEY_ALICE: KEYS.alice,
+      ASAN_OPTIONS: `log_path=${dir}/san/asan:detect_leaks=1`,
+      UBSAN_OPTIONS: `log_path=${dir}/san/ubsan:print_stacktrace=1`,
+    };
+    this.httpPort = await freePort();
+    await this.startGateway();
+    this.base = `http://127.0.0.1:${this.httpPort}`;
+    await waitFor(async () => (await fetch(`${this.base}/healthz`)).status === 200, "gateway /healthz");
+    return this;
+  }
+
+  async startFake() {
+    const portFile = `${this.dir}/fake.port`;
+    const p = spawn("python3", [path.join(root, "tests/fakes/upstream.py"), "--port", "0",
+      "--port-file", portFile, "--api-key", UPSTREAM_KEY, "--quiet"], { stdio: ["ignore", "ignore", "inherit"] });
+    this.procs.push(p);
+    this.fake = p;
+    await waitFor(() => fs.existsSync(portFile), "fake upstream");
+    return Number(fs.readFileSync(portFile, "utf8").trim());
+  }
+
+  async startGateway() {
+    const { dir } = this;
+    const bin = `${dir}/bin/sandgate-fcgi`;
+    const cfgArgs = `--config ${dir}/sandgate.conf --workers 2:8`;
+    let backend;
+    if (startMode === "listen") {
+      const port = await freePort();
+      const log = fs.openSync(`${dir}/sandgate.log`, "a");
+      const args = [bin, ...cfgArgs.split(" "), "--listen", `127.0.0.1:${port}`];
+      const cmd = isRoot ? "setpriv" : args.shift();
+      const argv = isRoot ? [`--reuid=${serviceUser}`, `--regid=${serviceUser}`, "--init-groups", ...args] : args;
+      this.gateway = spawn(cmd, argv, { env: this.env, stdio: ["ignore", log, log] });
+      this.procs.push(this.gateway);
+      // lighttpd marks a refusing backend down for a while: wait first.
+      await waitFor(() => new Promise((res) => {
+        const c = net.connect(port, "127.0.0.1", () => { c.destroy(); res(true); });
+        c.on("error", () => res(false));
+      }), "sandgate --listen");
+      backend = `"host" => "127.0.0.1", "port" => ${port},`;
+    } else {
+      const envs = ["SG_TEST_KEY_ALICE", "ASAN_OPTIONS", "UBSAN_OPTIONS"]
+        .map((k) => `"${k}" => "${this.env[k]}"`).join(", ");
+      backend = `"socket" => "${dir}/fcgi.sock", "bin-path" => "${bin} ${cfgArgs}",
+        "max-procs" => 1, "bin-environment" => ( ${envs} ),`;
+    }
+    fs.writeFileSync(`${dir}/lighttpd.conf`, `
+server.port = ${this.httpPort}
+server.bind = "127.0.0.1"
+server.document-root = "${dir}/www"
+server.modules += ( "mod_fastcgi" )
+server.stream-response-body = 2
+server.max-request-size = 16384
+$HTTP["url"] =~ "^/(v1/|healthz$|metrics$)" {
+  fastcgi.server = ( "/" => (( ${backend} "check-local" => "disable" )) )
+}
+`);
+    // A bin-path backend writes its log lines to lighttpd's stderr.
+    const log = fs.openSync(`${dir}/sandgate.log`, "a");
+    this.lighttpd = spawn("/usr/sbin/lighttpd", ["-D", "-f", `${dir}/lighttpd.conf`], { stdio: ["ignore", log, log] });
+    this.procs.push(this.lighttpd);
+  }
+
+  // The sandgate master's pid and its responders' pids, from /proc.
+  processes() {
+    const bin = `${this.dir}/bin/sandgate-fcgi`;
+    const all = [];
+    for (const d of fs.readdirSync("/proc")) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const cmd = fs.readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0");
+        if (!cmd.includes(bin) || cmd[0] === "setpriv") continue;
+        const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        if (fields[0] === "Z") continue;
+        all.push({ pid: Number(d), ppid: Number(fields[1]) });
+      } catch { /* gone meanwhile */ }
+    }
+    const pids = new Set(all.map((p) => p.pid));
+    const master = all.find((p) => !pids.has(p.ppid));
+    return { master: master?.pid, responders: all.filter((p) => p.ppid === master?.pid).map((p) => p.pid) };
+  }
+
+  log() {
+    try {
+      return fs.readFileSync(`${this.dir}/sandgate.log`, "utf8");
+    } catch {
+      return "";
+    }
+  }
+
+  async fakeRequests() {
+    const r = await fetch(`http://127.0.0.1:${this.fakePort}/__requests`);
+    return (await r.json()).requests;
+  }
+
+  async resetFake() {
+    await fetch(`http://127.0.0.1:${this.fakePort}/__reset`, { method: "POST" });
+  }
+
+  url(p) {
+    return `${this.base}${this.opts.mount_prefix ?? ""}${p}`;
+  }
+
+  // Sanitizer reports written by any gateway process so far.
+  sanitizerReports() {
+    return fs.readdirSync(`${this.dir}/san`).map((f) => fs.readFileSync(`${this.dir}/san/${f}`, "utf8"));
+  }
+
+  async stop() {
+    const { master } = this.processes();
+    // lighttpd stops its bin-path backend; a --listen one is ours to stop.
+    for (const p of this.procs.reverse()) if (p.exitCode === null) p.kill("SIGTERM");
+    if (master) try { process.kill(master, "SIGTERM"); } catch { /* gone */ }
+    await waitFor(() => !this.processes().master, "sandgate to stop", 10000).catch(() => {});
+    await Promise.all(this.procs.map((p) => p.exitCode !== null || p.signalCode ? null :
+      new Promise((r) => p.once("exit", r))));
+    const reports = this.sanitizerReports();
+    if (!process.env.SG_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
+    if (reports.length) throw new Error("sanitizer reports:\n" + reports.join("\n"));
+  }
+}
+
+// Parse an SSE body into [{event, data}] (what a test compares).
+export function sseEvents(text) {
+  return text.split(/\r\n\r\n|\n\n|\r\r/).filter((b) => b.trim()).map((b) => {
+    const lines = b.split(/\r\n|\n|\r/);
+    const ev = lines.find((l) => l.startsWith("event:"));
+    const data = lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+    return { event: ev ? ev.slice(6).trim() : null, data };
+  });
+}
+
+export async function startStack(opts) {
+  return new Stack(opts).start();
+}

@@ -1,0 +1,44 @@
+// Validate what sandgate returns against OpenAI's published OpenAPI spec.
+import Ajv from "ajv";
+import addFormats from "ajv-formats";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const candidates = [
+  process.env.SG_OPENAPI,
+  path.join(here, "../../../shared/reference/openai-openapi/openapi.json"),
+  path.join(here, "../../../../shared/reference/openai-openapi/openapi.json"),
+].filter(Boolean);
+const specPath = candidates.find((p) => fs.existsSync(p));
+if (!specPath) throw new Error("openapi.json not found; set SG_OPENAPI");
+
+const spec = JSON.parse(fs.readFileSync(specPath, "utf8"));
+// OpenAPI 3.0's `nullable: true` becomes anyOf [schema, null]: ajv cannot
+// apply nullable beside $ref or enum.
+(function fix(n) {
+  if (Array.isArray(n)) return n.forEach(fix);
+  if (!n || typeof n !== "object") return;
+  for (const k of Object.keys(n)) fix(n[k]);
+  if (n.nullable === true) {
+    const rest = { ...n };
+    delete rest.nullable;
+    for (const k of Object.keys(n)) delete n[k];
+    n.anyOf = [rest, { type: "null" }];
+  }
+})(spec);
+const ajv = new Ajv({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addFormat("unixtime", true);
+ajv.addSchema(spec, "openapi");
+
+// Throws with the validator's errors when obj does not match the schema.
+export function validate(name, obj) {
+  const v = ajv.getSchema("openapi#/components/schemas/" + name);
+  if (!v) throw new Error("no schema " + name);
+  if (!v(obj)) {
+    throw new Error(`${name} mismatch: ${JSON.stringify(v.errors.slice(0, 5))}\n` +
+      JSON.stringify(obj).slice(0, 600));
+  }
+}
