@@ -142,7 +142,7 @@ export class Stack {
     this.httpPort = await freePort();
     await this.startGateway();
     this.base = `http://127.0.0.1:${this.httpPort}`;
-    await waitFor(async () => (await fetch(`${this.base}/healthz`)).status === 200, "gateway /healthz");
+    await waitFor(async () => (await fetch(this.url("/healthz"))).status === 200, "gateway /healthz");
     return this;
   }
 
@@ -188,7 +188,7 @@ server.document-root = "${dir}/www"
 server.modules += ( "mod_fastcgi" )
 server.stream-response-body = 2
 server.max-request-size = 16384
-$HTTP["url"] =~ "^/(v1/|healthz$|metrics$)" {
+$HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
   fastcgi.server = ( "/" => (( ${backend} "check-local" => "disable" )) )
 }
 `);

@@ -1,0 +1,76 @@
+// The command line tool against the live gateway's store.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import OpenAI from "openai";
+import { startStack, serviceUser } from "./harness.mjs";
+
+let stack;
+
+before(async () => { stack = await startStack(); });
+after(async () => { await stack?.stop(); });
+
+function cli(...args) {
+  const r = spawnSync(`${stack.dir}/bin/sandgate`, ["--config", `${stack.dir}/sandgate.conf`, ...args],
+    { encoding: "utf8", env: { ...process.env, SG_TEST_KEY_ALICE: "unused" } });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+async function models(key) {
+  const c = new OpenAI({ apiKey: key, baseURL: stack.url("/v1"), maxRetries: 0 });
+  return c.models.list();
+}
+
+test("keys create prints a key once; it works; list never shows it; revoke stops it", async () => {
+  const made = cli("keys", "create", "dave");
+  assert.equal(made.code, 0, made.err);
+  const key = made.out.trim();
+  assert.match(key, /^sk-sg-[0-9a-f]{48}$/);
+  assert.ok((await models(key)).data.length > 0);
+  assert.match(stack.log(), /key=dave GET \/v1\/models/);
+
+  const list = cli("keys", "list");
+  assert.equal(list.code, 0, list.err);
+  assert.match(list.out, /^dave\s+[0-9a-f]{12}…\s+created \S+\s+active$/m);
+  assert.match(list.out, /^alice\s/m, "config keys listed too");
+  assert.ok(!list.out.includes(key), "the key itself is never shown again");
+
+  const again = cli("keys", "create", "dave");
+  assert.equal(again.code, 1);
+  assert.match(again.err, /active key named dave exists/);
+
+  const rev = cli("keys", "revoke", "dave");
+  assert.equal(rev.code, 0, rev.err);
+  await assert.rejects(models(key), (e) => e.status === 401);
+  assert.equal(cli("keys", "revoke", "dave").code, 1, "nothing left to revoke");
+});
+
+test("run as root, the tool leaves every store file owned by the service user", { skip: process.getuid() !== 0 }, () => {
+  assert.equal(cli("keys", "create", "erin").code, 0);
+  const dir = `${stack.dir}/state/store`;
+  const uid = Number(spawnSync("id", ["-u", serviceUser], { encoding: "utf8" }).stdout.trim());
+  const files = fs.readdirSync(dir);
+  assert.ok(files.includes("sandgate.db"));
+  for (const f of files) assert.equal(fs.statSync(`${dir}/${f}`).uid, uid, `${f} owned by ${serviceUser}`);
+});
+
+test("check-config: ok, unknown keys are errors with file:line, syntax errors too", () => {
+  const good = `${stack.dir}/good.conf`;
+  fs.writeFileSync(good, 'models = ( { name = "m"; api_base = "http://127.0.0.1:9/v1"; } );\n');
+  const ok = cli("--config", good, "check-config");
+  assert.equal(ok.code, 0, ok.err);
+  assert.match(ok.out, /ok \(1 models/);
+
+  const unknown = `${stack.dir}/unknown.conf`;
+  fs.writeFileSync(unknown, 'server: {\n  workers = [1, 2];\n  wrokers = 3;\n};\n');
+  const u = cli("--config", unknown, "check-config");
+  assert.equal(u.code, 1);
+  assert.match(u.err, /unknown\.conf:3: unknown setting server\.wrokers/);
+
+  const broken = `${stack.dir}/broken.conf`;
+  fs.writeFileSync(broken, 'server: {\n  workers = [1, ;\n};\n');
+  const b = cli("--config", broken, "check-config");
+  assert.equal(b.code, 1);
+  assert.match(b.err, /broken\.conf:2: /);
+});

@@ -1,0 +1,347 @@
+/*
+ * lib/util: lossy JSON strings, random ids, SHA-256, constant-time compare.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "../../lib/util.h"
+
+#define FFFD "\xef\xbf\xbd"
+
+/* The JSON string lossy() makes of buf[0..len), as bytes and length. */
+static json_t *
+lossy(const char *buf, size_t len)
+{
+	json_t *j = sg_json_string_lossy(buf, len);
+
+	assert_non_null(j);
+	assert_true(json_is_string(j));
+	return j;
+}
+
+/* Assert that lossy(in) is exactly want[0..wantlen). */
+static void
+check_exact(const char *in, size_t inlen, const char *want, size_t wantlen)
+{
+	json_t *j = lossy(in, inlen);
+	size_t got = json_string_length(j);
+
+	if (got != wantlen || memcmp(json_string_value(j), want, got) != 0) {
+		json_decref(j);
+		fail_msg("lossy result has length %zu, want %zu or differs",
+		    got, wantlen);
+	}
+	json_decref(j);
+}
+
+/*
+ * Assert that lossy(in) is head, then one or more U+FFFD, then tail: the
+ * bad bytes are replaced (how many replacement characters one broken
+ * sequence gives is a policy choice), nothing else is lost or altered.
+ */
+static void
+check_replaced(const char *in, size_t inlen, const char *head,
+    const char *tail)
+{
+	json_t *j = lossy(in, inlen);
+	const char *s = json_string_value(j);
+	size_t len = json_string_length(j), hl = strlen(head), tl = strlen(tail);
+	size_t mid, i;
+	int ok;
+
+	ok = len >= hl + 3 + tl && memcmp(s, head, hl) == 0 &&
+	    memcmp(s + len - tl, tail, tl) == 0;
+	mid = ok ? len - hl - tl : 0;
+	ok = ok && mid % 3 == 0;
+	for (i = 0; ok && i < mid; i += 3)
+		ok = memcmp(s + hl + i, FFFD, 3) == 0;
+	json_decref(j);
+	if (!ok)
+		fail_msg("lossy(\"%s...\") is not head + U+FFFD... + tail", head);
+}
+
+static void
+lossy_valid_ascii_unchanged(void **state)
+{
+	(void)state;
+	check_exact("hello, world", 12, "hello, world", 12);
+}
+
+static void
+lossy_valid_multibyte_unchanged(void **state)
+{
+	/* 2-, 3- and 4-byte sequences, and the extremes U+FFFF, U+10FFFF. */
+	static const char s[] = "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac "
+	    "\xf0\x9f\x98\x80 \xef\xbf\xbf \xf4\x8f\xbf\xbf";
+
+	(void)state;
+	check_exact(s, sizeof(s) - 1, s, sizeof(s) - 1);
+}
+
+static void
+lossy_empty(void **state)
+{
+	(void)state;
+	check_exact("", 0, "", 0);
+}
+
+static void
+lossy_stray_byte_replaced(void **state)
+{
+	(void)state;
+	check_exact("a\xff" "b", 3, "a" FFFD "b", 5);
+	check_exact("\x80", 1, FFFD, 3);
+	check_exact("x\xfe\xffy", 4, "x" FFFD FFFD "y", 8);
+}
+
+static void
+lossy_valid_char_after_bad_byte_kept(void **state)
+{
+	/* The character right after a bad lead byte must not be swallowed. */
+	(void)state;
+	check_exact("\xff\xc3\xa9!", 4, FFFD "\xc3\xa9!", 6);
+	check_exact("\xe2\xf0\x9f\x98\x80", 5, FFFD "\xf0\x9f\x98\x80", 7);
+}
+
+static void
+lossy_truncated_at_end(void **state)
+{
+	/* What a byte cap leaves of "é", "€" and "😀". */
+	(void)state;
+	check_replaced("ab\xc3", 3, "ab", "");
+	check_replaced("ab\xe2\x82", 4, "ab", "");
+	check_replaced("ab\xf0\x9f\x98", 5, "ab", "");
+}
+
+static void
+lossy_truncated_in_middle(void **state)
+{
+	(void)state;
+	check_replaced("a\xe2\x82z", 4, "a", "z");
+	check_replaced("a\xf0\x9f" "bc", 5, "a", "bc");
+}
+
+static void
+lossy_overlong_replaced(void **state)
+{
+	/* "/" as C0 AF, E0 80 AF and F0 80 80 AF; NUL as C0 80. */
+	(void)state;
+	check_replaced("a\xc0\xaf" "b", 4, "a", "b");
+	check_replaced("a\xe0\x80\xaf" "b", 5, "a", "b");
+	check_replaced("a\xf0\x80\x80\xaf" "b", 6, "a", "b");
+	check_replaced("a\xc0\x80" "b", 4, "a", "b");
+}
+
+static void
+lossy_surrogates_replaced(void **state)
+{
+	/* U+D800 and U+DFFF encoded (CESU / WTF-8 leftovers). */
+	(void)state;
+	check_replaced("a\xed\xa0\x80" "b", 5, "a", "b");
+	check_replaced("a\xed\xbf\xbf" "b", 5, "a", "b");
+	/* A whole CESU-8 pair for U+1F600. */
+	check_replaced("a\xed\xa0\xbd\xed\xb8\x80" "b", 8, "a", "b");
+}
+
+static void
+lossy_beyond_u10ffff_replaced(void **state)
+{
+	(void)state;
+	check_replaced("a\xf4\x90\x80\x80" "b", 6, "a", "b");
+	check_replaced("a\xf5\x80\x80\x80" "b", 6, "a", "b");
+}
+
+static void
+lossy_embedded_nul_kept(void **state)
+{
+	(void)state;
+	/* Valid input: the NUL and what follows it stay. */
+	check_exact("a\0b", 3, "a\0b", 3);
+	/* Invalid input takes the repair path: still length-aware. */
+	check_exact("a\0b\xff" "c", 5, "a\0b" FFFD "c", 7);
+}
+
+static void
+lossy_result_is_valid_utf8(void **state)
+{
+	/* Every byte value at every position: the result must always be a
+	 * string jansson accepts, so never NULL. */
+	char buf[3];
+	int b;
+
+	(void)state;
+	for (b = 0; b < 256; b++) {
+		json_t *j;
+
+		buf[0] = 'x';
+		buf[1] = (char)b;
+		buf[2] = (char)(b ^ 0x40);
+		j = sg_json_string_lossy(buf, sizeof(buf));
+		assert_non_null(j);
+		assert_non_null(json_string_value(j));
+		json_decref(j);
+	}
+}
+
+static int
+all_hex(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+static void
+rand_id_shape(void **state)
+{
+	char id[64];
+
+	(void)state;
+	assert_int_equal(sg_rand_id(id, sizeof(id), "req_", 16), 0);
+	assert_int_equal(strlen(id), 4 + 32);
+	assert_memory_equal(id, "req_", 4);
+	assert_true(all_hex(id + 4, 32));
+}
+
+static void
+rand_id_exact_fit(void **state)
+{
+	/* prefix + 2 * nbytes + 1 is enough, one less is not. */
+	char id[5 + 16 + 1];
+
+	(void)state;
+	memset(id, 'Z', sizeof(id));
+	assert_int_equal(sg_rand_id(id, sizeof(id), "cntr_", 8), 0);
+	assert_int_equal(strlen(id), 5 + 16);
+	assert_true(all_hex(id + 5, 16));
+	assert_int_equal(sg_rand_id(id, sizeof(id) - 1, "cntr_", 8), -1);
+}
+
+static void
+rand_id_too_small(void **state)
+{
+	char id[8];
+
+	(void)state;
+	assert_int_equal(sg_rand_id(id, sizeof(id), "req_", 16), -1);
+	assert_int_equal(sg_rand_id(id, 0, "", 1), -1);
+}
+
+static void
+rand_id_differs(void **state)
+{
+	char a[64], b[64];
+
+	(void)state;
+	assert_int_equal(sg_rand_id(a, sizeof(a), "req_", 16), 0);
+	assert_int_equal(sg_rand_id(b, sizeof(b), "req_", 16), 0);
+	assert_string_not_equal(a, b);
+}
+
+static void
+rand_id_empty_prefix(void **state)
+{
+	char id[16];
+
+	(void)state;
+	assert_int_equal(sg_rand_id(id, sizeof(id), "", 4), 0);
+	assert_int_equal(strlen(id), 8);
+	assert_true(all_hex(id, 8));
+}
+
+static void
+sha256_known_vectors(void **state)
+{
+	char out[65];
+
+	(void)state;
+	sg_sha256_hex("abc", 3, out);
+	assert_string_equal(out, "ba7816bf8f01cfea414140de5dae2223"
+	    "b00361a396177a9cb410ff61f20015ad");
+	sg_sha256_hex("", 0, out);
+	assert_string_equal(out, "e3b0c44298fc1c149afbf4c8996fb924"
+	    "27ae41e4649b934ca495991b7852b855");
+	sg_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+	    56, out);
+	assert_string_equal(out, "248d6a61d20638b8e5c026930c3e6039"
+	    "a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void
+sha256_length_aware(void **state)
+{
+	char a[65], b[65];
+
+	(void)state;
+	/* Bytes after a NUL count. */
+	sg_sha256_hex("a\0b", 3, a);
+	sg_sha256_hex("a", 1, b);
+	assert_string_not_equal(a, b);
+	assert_int_equal(strlen(a), 64);
+}
+
+static void
+secret_eq_compares(void **state)
+{
+	(void)state;
+	assert_int_equal(sg_secret_eq("abcdef", "abcdef", 6), 1);
+	assert_int_equal(sg_secret_eq("abcdef", "abcdeF", 6), 0);
+	assert_int_equal(sg_secret_eq("xbcdef", "abcdef", 6), 0);
+	/* Only len bytes are compared. */
+	assert_int_equal(sg_secret_eq("abcX", "abcY", 3), 1);
+	assert_int_equal(sg_secret_eq("a\0c", "a\0d", 3), 0);
+	assert_int_equal(sg_secret_eq("", "", 0), 1);
+}
+
+static void
+now_ms_monotonic(void **state)
+{
+	int64_t a, b;
+
+	(void)state;
+	a = sg_now_ms();
+	b = sg_now_ms();
+	assert_true(a > 0);
+	assert_true(b >= a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lossy_valid_ascii_unchanged),
+		cmocka_unit_test(lossy_valid_multibyte_unchanged),
+		cmocka_unit_test(lossy_empty),
+		cmocka_unit_test(lossy_stray_byte_replaced),
+		cmocka_unit_test(lossy_valid_char_after_bad_byte_kept),
+		cmocka_unit_test(lossy_truncated_at_end),
+		cmocka_unit_test(lossy_truncated_in_middle),
+		cmocka_unit_test(lossy_overlong_replaced),
+		cmocka_unit_test(lossy_surrogates_replaced),
+		cmocka_unit_test(lossy_beyond_u10ffff_replaced),
+		cmocka_unit_test(lossy_embedded_nul_kept),
+		cmocka_unit_test(lossy_result_is_valid_utf8),
+		cmocka_unit_test(rand_id_shape),
+		cmocka_unit_test(rand_id_exact_fit),
+		cmocka_unit_test(rand_id_too_small),
+		cmocka_unit_test(rand_id_differs),
+		cmocka_unit_test(rand_id_empty_prefix),
+		cmocka_unit_test(sha256_known_vectors),
+		cmocka_unit_test(sha256_length_aware),
+		cmocka_unit_test(secret_eq_compares),
+		cmocka_unit_test(now_ms_monotonic),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

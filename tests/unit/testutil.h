@@ -1,0 +1,81 @@
+/*
+ * Small helpers shared by the unit tests: temp dirs under /tmp, files,
+ * substring asserts. Everything is static inline so a test file that uses
+ * only part of it still builds with -Wall -Wextra -Werror.
+ */
+#ifndef SG_TESTUTIL_H
+#define SG_TESTUTIL_H
+
+#include <sys/stat.h>
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A fresh directory /tmp/sg-unit-XXXXXX into out; 0 or -1. */
+static inline int
+tu_mkdtemp(char *out, size_t outsz)
+{
+	if (snprintf(out, outsz, "/tmp/sg-unit-XXXXXX") >= (int)outsz)
+		return -1;
+	return mkdtemp(out) != NULL ? 0 : -1;
+}
+
+static inline int
+tu_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* rm -rf dir (only ever called on our own mkdtemp directories). */
+static inline void
+tu_rmrf(const char *dir)
+{
+	if (dir != NULL && strncmp(dir, "/tmp/sg-unit-", 13) == 0)
+		nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Write len bytes (or strlen(text) when len is -1) to path; 0 or -1. */
+static inline int
+tu_write_file(const char *path, const char *text, long len)
+{
+	size_t n = len < 0 ? strlen(text) : (size_t)len;
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (f == NULL)
+		return -1;
+	rc = fwrite(text, 1, n, f) == n ? 0 : -1;
+	if (fclose(f) != 0)
+		rc = -1;
+	return rc;
+}
+
+/* memmem that tolerates NULL haystacks (a failed call's output). */
+static inline int
+tu_contains(const char *hay, size_t haylen, const char *needle)
+{
+	return hay != NULL && memmem(hay, haylen, needle, strlen(needle)) != NULL;
+}
+
+/* Fail the test, showing both strings, unless hay contains needle. */
+#define assert_contains(hay, needle) do {				\
+	const char *tu_h_ = (hay), *tu_n_ = (needle);			\
+	if (tu_h_ == NULL || strstr(tu_h_, tu_n_) == NULL)		\
+		fail_msg("expected \"%s\" to contain \"%s\"",		\
+		    tu_h_ != NULL ? tu_h_ : "(null)", tu_n_);		\
+} while (0)
+
+#define assert_not_contains(hay, needle) do {				\
+	const char *tu_h_ = (hay), *tu_n_ = (needle);			\
+	if (tu_h_ != NULL && strstr(tu_h_, tu_n_) != NULL)		\
+		fail_msg("expected \"%s\" not to contain \"%s\"",	\
+		    tu_h_, tu_n_);					\
+} while (0)
+
+#endif
