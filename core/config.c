@@ -275,9 +275,10 @@ load_server(struct loader *ld, const config_setting_t *g)
 	if (mode != NULL) {
 		char *end;
 		long m = strtol(mode, &end, 8);
+		int bad = *end != '\0' || end == mode || m < 0 || m > 0777;
 
 		free(mode);
-		if (*end != '\0' || m < 0 || m > 0777)
+		if (bad)
 			return fail(ld, config_setting_get_member(g,
 			    "socket_mode"), "socket_mode must be octal, "
 			    "like \"0660\"");

@@ -74,6 +74,7 @@ server: {
   max_body_bytes = ${extra.max_body_bytes ?? 65536};
   request_timeout = ${extra.request_timeout ?? 30};
   idle_retire = ${extra.idle_retire ?? 2};
+  ${extra.socket ?? ""}
   grace = 5;
   mount_prefix = "${extra.mount_prefix ?? ""}";
 };
@@ -111,6 +112,7 @@ export class Stack {
   async start() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgit-"));
     this.dir = dir;
+    this.mode = this.opts.start ?? startMode;
     fs.chmodSync(dir, 0o755);
     // Our own copies: the clone may sit in a directory the service user
     // cannot enter.
@@ -126,7 +128,7 @@ export class Stack {
       const { uid, gid } = ids(serviceUser);
       // Root mode: the master makes state/store for the service user.
       // Listen mode: the whole gateway runs as that user.
-      fs.chownSync(`${dir}/state`, startMode === "listen" ? uid : 0, startMode === "listen" ? gid : 0);
+      fs.chownSync(`${dir}/state`, this.mode === "listen" ? uid : 0, this.mode === "listen" ? gid : 0);
       fs.chownSync(`${dir}/carol.key`, uid, gid);
     }
 
@@ -161,20 +163,23 @@ export class Stack {
     const bin = `${dir}/bin/sandgate-fcgi`;
     const cfgArgs = `--config ${dir}/sandgate.conf --workers 2:8`;
     let backend;
-    if (startMode === "listen") {
+    if (this.mode === "listen") {
       const port = await freePort();
+      const sock = `${dir}/state/sg.sock`; // state/ is the gateway user's
+      const where = this.opts.unixSocket ? sock : `127.0.0.1:${port}`;
       const log = fs.openSync(`${dir}/sandgate.log`, "a");
-      const args = [bin, ...cfgArgs.split(" "), "--listen", `127.0.0.1:${port}`];
+      const args = [bin, ...cfgArgs.split(" "), "--listen", where];
       const cmd = isRoot ? "setpriv" : args.shift();
       const argv = isRoot ? [`--reuid=${serviceUser}`, `--regid=${serviceUser}`, "--init-groups", ...args] : args;
       this.gateway = spawn(cmd, argv, { env: this.env, stdio: ["ignore", log, log] });
       this.procs.push(this.gateway);
       // lighttpd marks a refusing backend down for a while: wait first.
       await waitFor(() => new Promise((res) => {
-        const c = net.connect(port, "127.0.0.1", () => { c.destroy(); res(true); });
+        const c = this.opts.unixSocket ? net.connect(sock) : net.connect(port, "127.0.0.1");
+        c.on("connect", () => { c.destroy(); res(true); });
         c.on("error", () => res(false));
       }), "sandgate --listen");
-      backend = `"host" => "127.0.0.1", "port" => ${port},`;
+      backend = this.opts.unixSocket ? `"socket" => "${sock}",` : `"host" => "127.0.0.1", "port" => ${port},`;
     } else {
       const envs = ["SG_TEST_KEY_ALICE", "ASAN_OPTIONS", "UBSAN_OPTIONS"]
         .map((k) => `"${k}" => "${this.env[k]}"`).join(", ");
