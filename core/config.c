@@ -45,6 +45,24 @@ line_of(const config_setting_t *s)
 	return s != NULL ? (int)config_setting_source_line(s) : 0;
 }
 
+/* The setting named name in grp, else grp: where an error points. */
+static const config_setting_t *
+at(const config_setting_t *grp, const char *name)
+{
+	const config_setting_t *s = config_setting_get_member(grp, name);
+
+	return s != NULL ? s : grp;
+}
+
+/* Element i of the list at path: where a duplicate is reported. */
+static const config_setting_t *
+elem(const config_t *lc, const char *path, size_t i)
+{
+	const config_setting_t *l = config_lookup(lc, path);
+
+	return l != NULL ? config_setting_get_elem(l, (unsigned)i) : NULL;
+}
+
 static int
 fail(struct loader *ld, const config_setting_t *s, const char *fmt, ...)
 {
@@ -253,6 +271,16 @@ load_server(struct loader *ld, const config_setting_t *g)
 		    cfg->server.workers_min > cfg->server.workers_max)
 			return fail(ld, w, "workers needs 1 <= MIN <= MAX <= 256");
 	}
+	if ((w = config_setting_get_member(g, "max_body_bytes")) != NULL) {
+		bytes = config_setting_get_int64(w);
+		if (config_setting_type(w) == CONFIG_TYPE_INT)
+			bytes = config_setting_get_int(w);
+		if (bytes < 1024 || bytes > (1LL << 31))
+			return fail(ld, w, "max_body_bytes must be between "
+			    "1024 and 2147483648");
+		cfg->server.max_body_bytes = (size_t)bytes;
+	}
+	/* socket_mode last: it is the one string held across returns. */
 	if (get_str(ld, g, "user", &cfg->server.user, 0) == -1 ||
 	    get_str(ld, g, "mount_prefix", &cfg->server.mount_prefix, 0) == -1 ||
 	    get_int(ld, g, "request_timeout", &cfg->server.request_timeout,
@@ -263,15 +291,6 @@ load_server(struct loader *ld, const config_setting_t *g)
 	    get_str(ld, g, "socket_owner", &cfg->server.socket_owner, 0) == -1 ||
 	    get_str(ld, g, "socket_mode", &mode, 0) == -1)
 		return -1;
-	if ((w = config_setting_get_member(g, "max_body_bytes")) != NULL) {
-		bytes = config_setting_get_int64(w);
-		if (config_setting_type(w) == CONFIG_TYPE_INT)
-			bytes = config_setting_get_int(w);
-		if (bytes < 1024 || bytes > (1LL << 31))
-			return fail(ld, w, "max_body_bytes must be between "
-			    "1024 and 2147483648");
-		cfg->server.max_body_bytes = (size_t)bytes;
-	}
 	if (mode != NULL) {
 		char *end;
 		long m = strtol(mode, &end, 8);
@@ -336,7 +355,8 @@ load_keys(struct loader *ld, const config_setting_t *list)
 					break;
 			if (len != 64 || j != len) {
 				free(hash);
-				return fail(ld, e, "key %s: key_sha256 must be "
+				return fail(ld, at(e, "key_sha256"), "key %s: "
+				    "key_sha256 must be "
 				    "64 hex digits", k->name);
 			}
 			for (j = 0; j < len; j++)
@@ -399,7 +419,8 @@ load_models(struct loader *ld, const config_setting_t *list)
 			len = strlen(m->api_base);
 			if (strncmp(m->api_base, "http://", 7) != 0 &&
 			    strncmp(m->api_base, "https://", 8) != 0)
-				return fail(ld, e, "model %s: api_base must start "
+				return fail(ld, at(e, "api_base"), "model %s: "
+				    "api_base must start "
 				    "with http:// or https://", m->name);
 			while (len > 0 && m->api_base[len - 1] == '/')
 				m->api_base[--len] = '\0';
@@ -437,7 +458,8 @@ load_tool(struct loader *ld, const config_setting_t *e, struct sg_cfg_tool *t)
 	rc = parse_provider(prov, &t->provider);
 	free(prov);
 	if (rc == -1)
-		return fail(ld, e, "tool %s: provider must be local, e2b or "
+		return fail(ld, at(e, "provider"), "tool %s: provider must be "
+		    "local, e2b or "
 		    "opensandbox", t->name);
 	if (get_secret(ld, e, "api_key", &t->api_key, &t->api_key_problem) == -1 ||
 	    get_secret(ld, e, "api_base", &t->api_base, &t->api_key_problem) == -1 ||
@@ -454,7 +476,8 @@ load_tool(struct loader *ld, const config_setting_t *e, struct sg_cfg_tool *t)
 		return -1;
 	if (t->isolation != NULL && strcmp(t->isolation, "bubblewrap") != 0 &&
 	    strcmp(t->isolation, "none") != 0)
-		return fail(ld, e, "tool %s: isolation must be \"bubblewrap\" "
+		return fail(ld, at(e, "isolation"), "tool %s: isolation must be "
+		    "\"bubblewrap\" "
 		    "or \"none\"", t->name);
 	return 0;
 }
@@ -535,33 +558,35 @@ static int
 validate(struct loader *ld, const config_t *lc)
 {
 	struct sg_cfg *cfg = ld->cfg;
-	const config_setting_t *root = config_root_setting(lc);
 	size_t i, j;
 
 	for (i = 0; i < cfg->nmodels; i++)
 		for (j = 0; j < i; j++)
 			if (strcmp(cfg->models[i].name, cfg->models[j].name) == 0)
-				return fail(ld, root, "model %s is defined twice",
+				return fail(ld, elem(lc, "models", i), "model %s "
+				    "is defined twice",
 				    cfg->models[i].name);
 	for (i = 0; i < cfg->ntools; i++)
 		for (j = 0; j < i; j++)
 			if (strcmp(cfg->tools[i].name, cfg->tools[j].name) == 0)
-				return fail(ld, root, "sandbox tool %s is "
+				return fail(ld, elem(lc, "sandbox_tools", i),
+				    "sandbox tool %s is "
 				    "defined twice", cfg->tools[i].name);
 	for (i = 0; i < cfg->auth.nkeys; i++)
 		for (j = 0; j < i; j++)
 			if (strcmp(cfg->auth.keys[i].name,
 			    cfg->auth.keys[j].name) == 0)
-				return fail(ld, root, "key %s is defined twice",
+				return fail(ld, elem(lc, "auth.keys", i), "key %s "
+				    "is defined twice",
 				    cfg->auth.keys[i].name);
 	if (cfg->interception.enabled && cfg->ntools > 0 &&
 	    sg_cfg_tool(cfg, cfg->interception.sandbox_tool) == NULL)
-		return fail(ld, config_lookup(lc, "interception"),
-		    "interception.sandbox_tool %s is not in sandbox_tools",
+		return fail(ld, at(config_lookup(lc, "interception"),
+		    "sandbox_tool"), "interception.sandbox_tool %s is not in sandbox_tools",
 		    cfg->interception.sandbox_tool);
 	if (cfg->interception.tool_name[0] == '\0')
-		return fail(ld, config_lookup(lc, "interception"),
-		    "interception.tool_name must not be empty");
+		return fail(ld, at(config_lookup(lc, "interception"),
+		    "tool_name"), "interception.tool_name must not be empty");
 	return 0;
 }
 

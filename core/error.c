@@ -13,8 +13,9 @@ error_vset(struct sg_error *err, int status, const char *type,
 	err->type = type;
 	err->code = code;
 	err->param = param;
-	/* A deterministic server-side failure: the SDKs would retry 3x. */
-	err->no_retry = status >= 500 && status != 503;
+	/* Our 500s are deterministic (configuration, a bug): the SDKs would
+	 * retry them in vain. 502/503/504 may clear on a retry. */
+	err->no_retry = status == 500 || status == 501;
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 }
 

@@ -199,7 +199,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	if (m->api_base == NULL || (m->api_key == NULL &&
 	    m->api_key_problem != NULL)) {
 		sg_error_server(err, 500, "Model %s is not usable on this "
-		    "gateway: %s.", m->name, m->api_key_problem);
+		    "gateway: %s.", name, m->api_key_problem);
 		json_decref(body);
 		return -1;
 	}

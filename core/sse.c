@@ -110,7 +110,8 @@ dispatch(struct sg_sse *s)
 	ev.raw = s->raw.p;
 	ev.rawlen = s->raw.len;
 	ev.name = s->name;
-	ev.data = s->data.p != NULL ? s->data.p : "";
+	/* A comment-only block must not show the previous event's data. */
+	ev.data = s->has_data && s->data.p != NULL ? s->data.p : "";
 	ev.datalen = s->data.len;
 	ev.has_data = s->has_data;
 	rc = s->fn(s->arg, &ev);

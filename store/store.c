@@ -96,6 +96,26 @@ exec(struct sg_store *st, const char *sql)
 	return SG_STORE_OK;
 }
 
+/*
+ * Switching a new file to WAL takes a lock SQLite does not wait for with
+ * the busy handler: a second process opening the store at that moment
+ * would see "database is locked". Retry for as long as the busy timeout.
+ */
+static int
+set_wal(struct sg_store *st)
+{
+	int waited, rc = SQLITE_BUSY;
+
+	for (waited = 0; waited < BUSY_TIMEOUT_MS; waited += 10) {
+		rc = sqlite3_exec(st->db, "PRAGMA journal_mode=WAL", NULL, NULL,
+		    NULL);
+		if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+			break;
+		usleep(10000);
+	}
+	return rc == SQLITE_OK ? SG_STORE_OK : db_err(st, "journal_mode=WAL");
+}
+
 int
 sg_store_open(const char *path, struct sg_store **out, char *err, size_t errsz)
 {
@@ -121,7 +141,7 @@ sg_store_open(const char *path, struct sg_store **out, char *err, size_t errsz)
 		return SG_STORE_ERROR;
 	}
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
-	if (exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+	if (set_wal(st) != SG_STORE_OK || exec(st, "PRAGMA synchronous=NORMAL;"
 	    "PRAGMA foreign_keys=ON;") != SG_STORE_OK) {
 		snprintf(err, errsz, "%s: %s", path, st->err);
 		sg_store_close(st);

@@ -88,18 +88,19 @@ test("an upstream asked to stream that answers a JSON error → that error, not 
   assertError(r, 400, { code: "unsupported_value" });
 });
 
-test("upstream unreachable → 502, silent past its timeout → 504, both not retried", async () => {
+test("upstream unreachable → 502, silent past its timeout → 504, both retryable", async () => {
   const r = await raw("/v1/chat/completions", { body: '{"model":"unreachable","messages":[]}' });
   assertError(r, 502, { type: "server_error", message: /could not be reached/ });
-  assert.equal(r.headers.get("x-should-retry"), "false");
+  assert.equal(r.headers.get("x-should-retry"), null, "a transient failure: the SDK may retry");
   const s = await raw("/v1/chat/completions", { body: '{"model":"slow","messages":[]}' });
   assertError(s, 504, { message: /sent nothing for 1 s/ });
-  assert.equal(s.headers.get("x-should-retry"), "false");
+  assert.equal(s.headers.get("x-should-retry"), null);
 });
 
-test("a model whose upstream key is unset → clear 500 naming the cause", async () => {
+test("a model whose upstream key is unset → clear 500 naming the cause, not retried", async () => {
   const r = await raw("/v1/chat/completions", { body: '{"model":"nokey","messages":[]}' });
-  assertError(r, 500, { message: /SG_TEST_NEVER_SET is not set/ });
+  assertError(r, 500, { message: /nokey is not usable.*SG_TEST_NEVER_SET is not set/ });
+  assert.equal(r.headers.get("x-should-retry"), "false", "deterministic: retrying cannot fix it");
 });
 
 test("an upstream that drops mid-stream → the SDK raises, not a silent truncation", async () => {
