@@ -1,3 +1,0 @@
-build/obj/core/error.o: core/error.c core/error.h core/../lib/util.h
-core/error.h:
-core/../lib/util.h:

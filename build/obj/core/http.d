@@ -1,3 +1,0 @@
-build/obj/core/http.o: core/http.c core/http.h core/error.h
-core/http.h:
-core/error.h:

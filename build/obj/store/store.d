@@ -1,2 +1,0 @@
-build/obj/store/store.o: store/store.c store/store.h
-store/store.h:
