@@ -313,61 +313,88 @@ load_server(struct loader *ld, const config_setting_t *g)
 	return 0;
 }
 
+/*
+ * A list of groups ( {...}, ... ): each entry is checked for unknown keys
+ * and read by fn into the next item of an array of itemsz-byte items.
+ * The array is stored in *arrayp (a pointer of the caller's item type)
+ * before any entry is read, so sg_cfg_free frees what a failure leaves.
+ */
+static int
+load_list(struct loader *ld, const config_setting_t *list, const char *what,
+    const char *const known[], size_t itemsz, void *arrayp, size_t *n,
+    int (*fn)(struct loader *, const config_setting_t *, void *))
+{
+	char where[64];
+	char *items;
+	int i, len;
+
+	if (!config_setting_is_list(list))
+		return fail(ld, list, "%s must be a list ( {...}, ... )", what);
+	len = config_setting_length(list);
+	if ((items = calloc((size_t)len + 1, itemsz)) == NULL)
+		return fail(ld, list, "out of memory");
+	memcpy(arrayp, &items, sizeof(items));
+	snprintf(where, sizeof(where), "%s[]", what);
+	for (i = 0; i < len; i++) {
+		config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
+
+		if (!config_setting_is_group(e))
+			return fail(ld, e, "%s entries must be { ... }", what);
+		check_keys(ld, e, known, where);
+		if (fn(ld, e, items + (*n)++ * itemsz) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+load_key(struct loader *ld, const config_setting_t *e, void *item)
+{
+	struct sg_cfg_key *k = item;
+	char *key = NULL, *hash = NULL;
+
+	if (get_str(ld, e, "name", &k->name, 1) == -1 ||
+	    get_secret(ld, e, "key", &key, &k->problem) == -1 ||
+	    get_str(ld, e, "key_sha256", &hash, 0) == -1) {
+		free(key);
+		return -1;
+	}
+	if (key != NULL && hash != NULL) {
+		free(key);
+		free(hash);
+		return fail(ld, e, "key %s: set key or key_sha256, not both",
+		    k->name);
+	}
+	if (key != NULL) {
+		sg_sha256_hex(key, strlen(key), k->sha256);
+		free(key);
+	} else if (hash != NULL) {
+		size_t j, len = strlen(hash);
+
+		for (j = 0; j < len; j++)
+			if (!strchr("0123456789abcdefABCDEF", hash[j]))
+				break;
+		if (len != 64 || j != len) {
+			free(hash);
+			return fail(ld, at(e, "key_sha256"), "key %s: "
+			    "key_sha256 must be "
+			    "64 hex digits", k->name);
+		}
+		for (j = 0; j < len; j++)
+			k->sha256[j] = (char)(hash[j] | 0x20);
+		k->sha256[64] = '\0';
+		free(hash);
+	} else if (k->problem == NULL)
+		return fail(ld, e, "key %s: needs key or key_sha256",
+		    k->name);
+	return 0;
+}
+
 static int
 load_keys(struct loader *ld, const config_setting_t *list)
 {
-	struct sg_cfg *cfg = ld->cfg;
-	int i, n;
-
-	if (!config_setting_is_list(list) && !config_setting_is_array(list))
-		return fail(ld, list, "auth.keys must be a list ( {...}, ... )");
-	n = config_setting_length(list);
-	if ((cfg->auth.keys = calloc((size_t)n + 1, sizeof(*cfg->auth.keys))) == NULL)
-		return fail(ld, list, "out of memory");
-	for (i = 0; i < n; i++) {
-		config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
-		struct sg_cfg_key *k = &cfg->auth.keys[cfg->auth.nkeys++];
-		char *key = NULL, *hash = NULL;
-
-		if (!config_setting_is_group(e))
-			return fail(ld, e, "auth.keys entries must be { ... }");
-		check_keys(ld, e, key_keys, "auth.keys[]");
-		if (get_str(ld, e, "name", &k->name, 1) == -1 ||
-		    get_secret(ld, e, "key", &key, &k->problem) == -1 ||
-		    get_str(ld, e, "key_sha256", &hash, 0) == -1) {
-			free(key);
-			return -1;
-		}
-		if (key != NULL && hash != NULL) {
-			free(key);
-			free(hash);
-			return fail(ld, e, "key %s: set key or key_sha256, not both",
-			    k->name);
-		}
-		if (key != NULL) {
-			sg_sha256_hex(key, strlen(key), k->sha256);
-			free(key);
-		} else if (hash != NULL) {
-			size_t j, len = strlen(hash);
-
-			for (j = 0; j < len; j++)
-				if (!strchr("0123456789abcdefABCDEF", hash[j]))
-					break;
-			if (len != 64 || j != len) {
-				free(hash);
-				return fail(ld, at(e, "key_sha256"), "key %s: "
-				    "key_sha256 must be "
-				    "64 hex digits", k->name);
-			}
-			for (j = 0; j < len; j++)
-				k->sha256[j] = (char)(hash[j] | 0x20);
-			k->sha256[64] = '\0';
-			free(hash);
-		} else if (k->problem == NULL)
-			return fail(ld, e, "key %s: needs key or key_sha256",
-			    k->name);
-	}
-	return 0;
+	return load_list(ld, list, "auth.keys", key_keys, sizeof(struct sg_cfg_key),
+	    &ld->cfg->auth.keys, &ld->cfg->auth.nkeys, load_key);
 }
 
 static int
@@ -384,49 +411,43 @@ load_auth(struct loader *ld, const config_setting_t *g)
 }
 
 static int
-load_models(struct loader *ld, const config_setting_t *list)
+load_model(struct loader *ld, const config_setting_t *e, void *item)
 {
-	struct sg_cfg *cfg = ld->cfg;
-	int i, n;
+	struct sg_cfg_model *m = item;
+	size_t len;
 
-	if (!config_setting_is_list(list))
-		return fail(ld, list, "models must be a list ( {...}, ... )");
-	n = config_setting_length(list);
-	if ((cfg->models = calloc((size_t)n + 1, sizeof(*cfg->models))) == NULL)
-		return fail(ld, list, "out of memory");
-	for (i = 0; i < n; i++) {
-		config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
-		struct sg_cfg_model *m = &cfg->models[cfg->nmodels++];
-		size_t len;
-
-		if (!config_setting_is_group(e))
-			return fail(ld, e, "models entries must be { ... }");
-		check_keys(ld, e, model_keys, "models[]");
-		m->timeout = 600;
-		if (get_str(ld, e, "name", &m->name, 1) == -1 ||
-		    get_secret(ld, e, "api_base", &m->api_base,
-		    &m->api_key_problem) == -1 ||
-		    get_secret(ld, e, "api_key", &m->api_key,
-		    &m->api_key_problem) == -1 ||
-		    get_str(ld, e, "model", &m->model, 0) == -1 ||
-		    get_int(ld, e, "max_agentic_loops", &m->max_agentic_loops,
-		    1, 100) == -1 ||
-		    get_int(ld, e, "timeout", &m->timeout, 1, 86400) == -1)
-			return -1;
-		if (m->api_base == NULL && m->api_key_problem == NULL)
-			return fail(ld, e, "model %s: missing api_base", m->name);
-		if (m->api_base != NULL) {
-			len = strlen(m->api_base);
-			if (strncmp(m->api_base, "http://", 7) != 0 &&
-			    strncmp(m->api_base, "https://", 8) != 0)
-				return fail(ld, at(e, "api_base"), "model %s: "
-				    "api_base must start "
-				    "with http:// or https://", m->name);
-			while (len > 0 && m->api_base[len - 1] == '/')
-				m->api_base[--len] = '\0';
-		}
+	m->timeout = 600;
+	if (get_str(ld, e, "name", &m->name, 1) == -1 ||
+	    get_secret(ld, e, "api_base", &m->api_base,
+	    &m->api_key_problem) == -1 ||
+	    get_secret(ld, e, "api_key", &m->api_key,
+	    &m->api_key_problem) == -1 ||
+	    get_str(ld, e, "model", &m->model, 0) == -1 ||
+	    get_int(ld, e, "max_agentic_loops", &m->max_agentic_loops,
+	    1, 100) == -1 ||
+	    get_int(ld, e, "timeout", &m->timeout, 1, 86400) == -1)
+		return -1;
+	if (m->api_base == NULL && m->api_key_problem == NULL)
+		return fail(ld, e, "model %s: missing api_base", m->name);
+	if (m->api_base != NULL) {
+		len = strlen(m->api_base);
+		if (strncmp(m->api_base, "http://", 7) != 0 &&
+		    strncmp(m->api_base, "https://", 8) != 0)
+			return fail(ld, at(e, "api_base"), "model %s: "
+			    "api_base must start "
+			    "with http:// or https://", m->name);
+		while (len > 0 && m->api_base[len - 1] == '/')
+			m->api_base[--len] = '\0';
 	}
 	return 0;
+}
+
+static int
+load_models(struct loader *ld, const config_setting_t *list)
+{
+	return load_list(ld, list, "models", model_keys,
+	    sizeof(struct sg_cfg_model), &ld->cfg->models, &ld->cfg->nmodels,
+	    load_model);
 }
 
 static int
@@ -444,8 +465,9 @@ parse_provider(const char *s, enum sg_provider_kind *out)
 }
 
 static int
-load_tool(struct loader *ld, const config_setting_t *e, struct sg_cfg_tool *t)
+load_tool(struct loader *ld, const config_setting_t *e, void *item)
 {
+	struct sg_cfg_tool *t = item;
 	char *prov = NULL;
 	int rc;
 
@@ -485,24 +507,9 @@ load_tool(struct loader *ld, const config_setting_t *e, struct sg_cfg_tool *t)
 static int
 load_tools(struct loader *ld, const config_setting_t *list)
 {
-	struct sg_cfg *cfg = ld->cfg;
-	int i, n;
-
-	if (!config_setting_is_list(list))
-		return fail(ld, list, "sandbox_tools must be a list ( {...} )");
-	n = config_setting_length(list);
-	if ((cfg->tools = calloc((size_t)n + 1, sizeof(*cfg->tools))) == NULL)
-		return fail(ld, list, "out of memory");
-	for (i = 0; i < n; i++) {
-		config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
-
-		if (!config_setting_is_group(e))
-			return fail(ld, e, "sandbox_tools entries must be { ... }");
-		check_keys(ld, e, tool_keys, "sandbox_tools[]");
-		if (load_tool(ld, e, &cfg->tools[cfg->ntools++]) == -1)
-			return -1;
-	}
-	return 0;
+	return load_list(ld, list, "sandbox_tools", tool_keys,
+	    sizeof(struct sg_cfg_tool), &ld->cfg->tools, &ld->cfg->ntools,
+	    load_tool);
 }
 
 static int
