@@ -451,23 +451,9 @@ load_models(struct loader *ld, const config_setting_t *list)
 }
 
 static int
-parse_provider(const char *s, enum sg_provider_kind *out)
-{
-	if (strcmp(s, "local") == 0)
-		*out = SG_PROVIDER_LOCAL;
-	else if (strcmp(s, "e2b") == 0)
-		*out = SG_PROVIDER_E2B;
-	else if (strcmp(s, "opensandbox") == 0)
-		*out = SG_PROVIDER_OPENSANDBOX;
-	else
-		return -1;
-	return 0;
-}
-
-static int
 load_tool(struct loader *ld, const config_setting_t *e, void *item)
 {
-	struct sg_cfg_tool *t = item;
+	struct sg_tool *t = item;
 	char *prov = NULL;
 	int rc;
 
@@ -477,7 +463,7 @@ load_tool(struct loader *ld, const config_setting_t *e, void *item)
 	if (get_str(ld, e, "name", &t->name, 1) == -1 ||
 	    get_str(ld, e, "provider", &prov, 1) == -1)
 		return -1;
-	rc = parse_provider(prov, &t->provider);
+	rc = sg_provider_parse(prov, &t->provider);
 	free(prov);
 	if (rc == -1)
 		return fail(ld, at(e, "provider"), "tool %s: provider must be "
@@ -508,7 +494,7 @@ static int
 load_tools(struct loader *ld, const config_setting_t *list)
 {
 	return load_list(ld, list, "sandbox_tools", tool_keys,
-	    sizeof(struct sg_cfg_tool), &ld->cfg->tools, &ld->cfg->ntools,
+	    sizeof(struct sg_tool), &ld->cfg->tools, &ld->cfg->ntools,
 	    load_tool);
 }
 
@@ -691,7 +677,7 @@ sg_cfg_free(struct sg_cfg *cfg)
 		free(m->model);
 	}
 	for (i = 0; i < cfg->ntools; i++) {
-		struct sg_cfg_tool *t = &cfg->tools[i];
+		struct sg_tool *t = &cfg->tools[i];
 
 		free(t->name);
 		free(t->api_key);
@@ -745,7 +731,7 @@ sg_cfg_model(const struct sg_cfg *cfg, const char *name)
 	return wild;
 }
 
-const struct sg_cfg_tool *
+const struct sg_tool *
 sg_cfg_tool(const struct sg_cfg *cfg, const char *name)
 {
 	size_t i;
@@ -754,18 +740,4 @@ sg_cfg_tool(const struct sg_cfg *cfg, const char *name)
 		if (strcmp(cfg->tools[i].name, name) == 0)
 			return &cfg->tools[i];
 	return NULL;
-}
-
-const char *
-sg_provider_name(enum sg_provider_kind k)
-{
-	switch (k) {
-	case SG_PROVIDER_LOCAL:
-		return "local";
-	case SG_PROVIDER_E2B:
-		return "e2b";
-	case SG_PROVIDER_OPENSANDBOX:
-		return "opensandbox";
-	}
-	return "unknown";
 }

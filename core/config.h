@@ -10,11 +10,8 @@
 
 #include <stddef.h>
 
-enum sg_provider_kind {
-	SG_PROVIDER_LOCAL,
-	SG_PROVIDER_E2B,
-	SG_PROVIDER_OPENSANDBOX,
-};
+#include "../providers/provider.h"
+
 
 struct sg_cfg_model {
 	char	*name;		/* what clients send; "*" matches any */
@@ -32,14 +29,6 @@ struct sg_cfg_key {
 	char	*problem;
 };
 
-struct sg_cfg_tool {
-	char	*name;
-	enum sg_provider_kind provider;
-	char	*api_key, *api_key_problem;
-	char	*api_base, *template, *image, *sandbox_url, *isolation;
-	int	 memory_mb, disk_mb, max_procs, allow_internet_access;
-	int	 cpu;		/* opensandbox CPU limit; 0: provider's */
-};
 
 struct sg_cfg {
 	char	*path;
@@ -64,7 +53,7 @@ struct sg_cfg {
 	} auth;
 	struct sg_cfg_model *models;
 	size_t	 nmodels;
-	struct sg_cfg_tool *tools;
+	struct sg_tool *tools;
 	size_t	 ntools;
 	struct {
 		int	 enabled;
@@ -91,10 +80,9 @@ void	 sg_cfg_free(struct sg_cfg *);
 const char *sg_cfg_default_path(const char *arg);
 /* Borrowed: the model entry clients address as name, or NULL. */
 const struct sg_cfg_model *sg_cfg_model(const struct sg_cfg *, const char *name);
-const struct sg_cfg_tool *sg_cfg_tool(const struct sg_cfg *, const char *name);
+const struct sg_tool *sg_cfg_tool(const struct sg_cfg *, const char *name);
 /* Resolve a secret spec. New string in *out (NULL when the source is
  * missing, with a new reason in *problem). -1 only when out of memory. */
 int	 sg_cfg_secret(const char *spec, char **out, char **problem);
-const char *sg_provider_name(enum sg_provider_kind);
 
 #endif

@@ -44,17 +44,13 @@ utf8_seq(const unsigned char *s, size_t n)
 	return need;
 }
 
-json_t *
-sg_json_string_lossy(const char *buf, size_t len)
+char *
+sg_utf8_fix(const char *buf, size_t len, size_t *outlen)
 {
 	const unsigned char *s = (const unsigned char *)buf;
 	char *fixed, *p;
 	size_t i, n;
-	json_t *j;
 
-	j = json_stringn(buf, len);
-	if (j != NULL || len == 0)
-		return j;
 	/* Worst case every byte becomes the 3-byte U+FFFD. */
 	if ((fixed = malloc(len * 3 + 1)) == NULL)
 		return NULL;
@@ -69,7 +65,24 @@ sg_json_string_lossy(const char *buf, size_t len)
 			p += n;
 		}
 	}
-	j = json_stringn(fixed, (size_t)(p - fixed));
+	*p = '\0';
+	*outlen = (size_t)(p - fixed);
+	return fixed;
+}
+
+json_t *
+sg_json_string_lossy(const char *buf, size_t len)
+{
+	size_t flen;
+	char *fixed;
+	json_t *j;
+
+	j = json_stringn(buf, len);
+	if (j != NULL || len == 0)
+		return j;
+	if ((fixed = sg_utf8_fix(buf, len, &flen)) == NULL)
+		return NULL;
+	j = json_stringn(fixed, flen);
 	free(fixed);
 	return j;
 }

@@ -14,6 +14,10 @@
  * never dropped. NULL only when out of memory. */
 json_t	*sg_json_string_lossy(const char *buf, size_t len);
 
+/* New NUL-terminated copy of buf[0..len) with invalid UTF-8 replaced by
+ * U+FFFD; its length in *outlen. NULL only when out of memory. */
+char	*sg_utf8_fix(const char *buf, size_t len, size_t *outlen);
+
 /* Fill out with prefix + 2*nbytes random hex digits; out must hold
  * strlen(prefix) + 2*nbytes + 1. Returns 0, or -1 if the kernel's random
  * source failed. */

@@ -48,7 +48,7 @@ static const char *const migrations[] = {
 	"CREATE TABLE sessions ("
 	"  tenant TEXT NOT NULL,"
 	"  session_id TEXT NOT NULL,"
-	"  sandbox_id TEXT NOT NULL REFERENCES sandboxes(id),"
+	"  sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,"
 	"  created_at INTEGER NOT NULL,"
 	"  last_used_at INTEGER NOT NULL,"
 	"  PRIMARY KEY (tenant, session_id));"
@@ -212,21 +212,37 @@ sg_store_ping(struct sg_store *st)
 	return sg_store_version(st, &v);
 }
 
-/* Prepare, bind text params in order (NULL binds NULL), step once. */
+/* Bind arguments described by fmt: 's' a string or NULL, 'i' an int64_t. */
+static void
+bind(sqlite3_stmt *stmt, const char *fmt, va_list ap)
+{
+	int i;
+
+	for (i = 0; fmt[i] != '\0'; i++) {
+		if (fmt[i] == 'i')
+			sqlite3_bind_int64(stmt, i + 1, va_arg(ap, int64_t));
+		else
+			sqlite3_bind_text(stmt, i + 1, va_arg(ap, const char *),
+			    -1, SQLITE_STATIC);
+	}
+}
+
+/*
+ * Prepare sql, bind the arguments described by fmt in order ('s' a
+ * string or NULL, 'i' an int64_t), step once. SQLITE_ROW or SQLITE_DONE
+ * with *stmt to finalize, or an SG_STORE_* error with *stmt NULL.
+ */
 static int
-run(struct sg_store *st, sqlite3_stmt **stmt, const char *sql, int n, ...)
+run(struct sg_store *st, sqlite3_stmt **stmt, const char *sql,
+    const char *fmt, ...)
 {
 	va_list ap;
-	int i, rc;
+	int rc;
 
 	if (sqlite3_prepare_v2(st->db, sql, -1, stmt, NULL) != SQLITE_OK)
 		return db_err(st, "prepare");
-	va_start(ap, n);
-	for (i = 1; i <= n; i++) {
-		const char *v = va_arg(ap, const char *);
-
-		sqlite3_bind_text(*stmt, i, v, -1, SQLITE_STATIC);
-	}
+	va_start(ap, fmt);
+	bind(*stmt, fmt, ap);
 	va_end(ap);
 	rc = sqlite3_step(*stmt);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -238,20 +254,38 @@ run(struct sg_store *st, sqlite3_stmt **stmt, const char *sql, int n, ...)
 	return rc;
 }
 
+/* run() for statements whose rows do not matter; the count of changed
+ * rows in *changes when not NULL. */
+static int
+exec_args(struct sg_store *st, int *changes, const char *sql,
+    const char *fmt, ...)
+{
+	sqlite3_stmt *stmt;
+	va_list ap;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		return db_err(st, "prepare");
+	va_start(ap, fmt);
+	bind(stmt, fmt, ap);
+	va_end(ap);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_err(st, "step");
+		return rc == SQLITE_CONSTRAINT ? SG_STORE_EXISTS : SG_STORE_ERROR;
+	}
+	if (changes != NULL)
+		*changes = sqlite3_changes(st->db);
+	return SG_STORE_OK;
+}
+
 int
 sg_store_key_add(struct sg_store *st, const char *name, const char *sha256)
 {
-	sqlite3_stmt *stmt;
-	char now[32];
-	int rc;
-
-	snprintf(now, sizeof(now), "%lld", (long long)time(NULL));
-	rc = run(st, &stmt, "INSERT INTO keys (name, sha256, created_at) "
-	    "VALUES (?, ?, CAST(? AS INTEGER))", 3, name, sha256, now);
-	if (rc < 0)
-		return rc;
-	sqlite3_finalize(stmt);
-	return SG_STORE_OK;
+	return exec_args(st, NULL, "INSERT INTO keys (name, sha256, "
+	    "created_at) VALUES (?, ?, ?)", "ssi", name, sha256,
+	    (int64_t)time(NULL));
 }
 
 int
@@ -262,7 +296,7 @@ sg_store_key_find(struct sg_store *st, const char *sha256, char *name,
 	int rc;
 
 	rc = run(st, &stmt, "SELECT name FROM keys WHERE sha256 = ? AND "
-	    "revoked_at IS NULL", 1, sha256);
+	    "revoked_at IS NULL", "s", sha256);
 	if (rc < 0)
 		return rc;
 	if (rc == SQLITE_ROW) {
@@ -277,17 +311,13 @@ sg_store_key_find(struct sg_store *st, const char *sha256, char *name,
 int
 sg_store_key_revoke(struct sg_store *st, const char *name)
 {
-	sqlite3_stmt *stmt;
-	char now[32];
-	int rc;
+	int changes = 0, rc;
 
-	snprintf(now, sizeof(now), "%lld", (long long)time(NULL));
-	rc = run(st, &stmt, "UPDATE keys SET revoked_at = CAST(? AS INTEGER) "
-	    "WHERE name = ? AND revoked_at IS NULL", 2, now, name);
-	if (rc < 0)
+	rc = exec_args(st, &changes, "UPDATE keys SET revoked_at = ? WHERE "
+	    "name = ? AND revoked_at IS NULL", "is", (int64_t)time(NULL), name);
+	if (rc != SG_STORE_OK)
 		return rc;
-	sqlite3_finalize(stmt);
-	return sqlite3_changes(st->db) > 0 ? SG_STORE_OK : SG_STORE_NOTFOUND;
+	return changes > 0 ? SG_STORE_OK : SG_STORE_NOTFOUND;
 }
 
 int
@@ -313,6 +343,135 @@ sg_store_key_list(struct sg_store *st,
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		db_err(st, "list keys");
+		sqlite3_finalize(stmt);
+		return SG_STORE_ERROR;
+	}
+	sqlite3_finalize(stmt);
+	return SG_STORE_OK;
+}
+
+
+int
+sg_store_sbx_begin(struct sg_store *st, const char *id, const char *tenant,
+    const char *tool, int64_t owner_pid, int64_t owner_start,
+    int64_t expires_at)
+{
+	int64_t now = (int64_t)time(NULL);
+
+	return exec_args(st, NULL, "INSERT INTO sandboxes (id, tenant, tool, "
+	    "state, owner_pid, owner_start, created_at, last_used_at, "
+	    "expires_at) VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?)",
+	    "sssiiiii", id, tenant, tool, owner_pid, owner_start, now, now,
+	    expires_at);
+}
+
+int
+sg_store_sbx_ready(struct sg_store *st, const char *id, const char *handle,
+    int64_t expires_at)
+{
+	int changes = 0, rc;
+
+	rc = exec_args(st, &changes, "UPDATE sandboxes SET state = 'ready', "
+	    "handle = ?, expires_at = ? WHERE id = ?", "sis", handle,
+	    expires_at, id);
+	return rc != SG_STORE_OK ? rc : changes > 0 ? SG_STORE_OK :
+	    SG_STORE_NOTFOUND;
+}
+
+int
+sg_store_sbx_touch(struct sg_store *st, const char *id, int64_t expires_at)
+{
+	return exec_args(st, NULL, "UPDATE sandboxes SET last_used_at = ?, "
+	    "expires_at = ? WHERE id = ?", "iis", (int64_t)time(NULL),
+	    expires_at, id);
+}
+
+int
+sg_store_sbx_mark(struct sg_store *st, const char *id, const char *state)
+{
+	return exec_args(st, NULL, "UPDATE sandboxes SET state = ? WHERE "
+	    "id = ?", "ss", state, id);
+}
+
+int
+sg_store_sbx_remove(struct sg_store *st, const char *id)
+{
+	return exec_args(st, NULL, "DELETE FROM sandboxes WHERE id = ?", "s",
+	    id);
+}
+
+static void
+sbx_row(sqlite3_stmt *stmt, struct sg_store_sbx *out)
+{
+	const char *h = (const char *)sqlite3_column_text(stmt, 4);
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", sqlite3_column_text(stmt, 0));
+	snprintf(out->tenant, sizeof(out->tenant), "%s",
+	    sqlite3_column_text(stmt, 1));
+	snprintf(out->tool, sizeof(out->tool), "%s",
+	    sqlite3_column_text(stmt, 2));
+	snprintf(out->state, sizeof(out->state), "%s",
+	    sqlite3_column_text(stmt, 3));
+	out->handle = h != NULL ? strdup(h) : NULL;
+	out->owner_pid = sqlite3_column_int64(stmt, 5);
+	out->owner_start = sqlite3_column_int64(stmt, 6);
+	out->created_at = sqlite3_column_int64(stmt, 7);
+	out->last_used_at = sqlite3_column_int64(stmt, 8);
+	out->expires_at = sqlite3_column_int64(stmt, 9);
+}
+
+#define SBX_COLUMNS "id, tenant, tool, state, handle, coalesce(owner_pid, 0), " \
+	"coalesce(owner_start, 0), created_at, last_used_at, expires_at"
+
+int
+sg_store_sbx_get(struct sg_store *st, const char *id, const char *tenant,
+    struct sg_store_sbx *out)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	/* A tenant's own only: another key's sandbox is simply not found. */
+	rc = run(st, &stmt, "SELECT " SBX_COLUMNS " FROM sandboxes WHERE id = ? "
+	    "AND (?2 IS NULL OR tenant = ?2)", "ss", id, tenant);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW) {
+		sbx_row(stmt, out);
+		rc = SG_STORE_OK;
+	} else
+		rc = SG_STORE_NOTFOUND;
+	sqlite3_finalize(stmt);
+	return rc;
+}
+
+void
+sg_store_sbx_clear(struct sg_store_sbx *s)
+{
+	free(s->handle);
+	s->handle = NULL;
+}
+
+int
+sg_store_sbx_list(struct sg_store *st, const char *tenant,
+    int (*fn)(void *, const struct sg_store_sbx *), void *arg)
+{
+	struct sg_store_sbx row;
+	sqlite3_stmt *stmt;
+	int rc, stop = 0;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT " SBX_COLUMNS " FROM sandboxes "
+	    "WHERE ?1 IS NULL OR tenant = ?1 ORDER BY created_at, id", -1, &stmt,
+	    NULL) != SQLITE_OK)
+		return db_err(st, "prepare");
+	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_STATIC);
+	while (!stop && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		sbx_row(stmt, &row);
+		stop = fn(arg, &row) == -1;
+		sg_store_sbx_clear(&row);
+	}
+	if (!stop && rc != SQLITE_DONE) {
+		db_err(st, "list sandboxes");
 		sqlite3_finalize(stmt);
 		return SG_STORE_ERROR;
 	}

@@ -55,4 +55,35 @@ int	 sg_store_key_revoke(struct sg_store *, const char *name);
 int	 sg_store_key_list(struct sg_store *,
 	    int (*fn)(void *, const struct sg_store_key *), void *arg);
 
+/* A sandbox row. Recorded before the provider is called ("creating"),
+ * completed with the handle ("ready"), removed only once the provider
+ * confirmed the delete: what a dead responder left can always be found. */
+struct sg_store_sbx {
+	char	 id[48];		/* cntr_... */
+	char	 tenant[65];
+	char	 tool[64];
+	char	 state[16];		/* creating, ready, deleting */
+	char	*handle;		/* provider JSON, owned; NULL while creating */
+	int64_t	 owner_pid, owner_start;
+	int64_t	 created_at, last_used_at, expires_at;	/* unix seconds */
+};
+
+int	 sg_store_sbx_begin(struct sg_store *, const char *id,
+	    const char *tenant, const char *tool, int64_t owner_pid,
+	    int64_t owner_start, int64_t expires_at);
+int	 sg_store_sbx_ready(struct sg_store *, const char *id,
+	    const char *handle, int64_t expires_at);
+int	 sg_store_sbx_touch(struct sg_store *, const char *id,
+	    int64_t expires_at);
+int	 sg_store_sbx_mark(struct sg_store *, const char *id, const char *state);
+int	 sg_store_sbx_remove(struct sg_store *, const char *id);
+/* OK and *out filled (free with sg_store_sbx_clear), or NOTFOUND. With a
+ * tenant, only that tenant's sandbox is found. */
+int	 sg_store_sbx_get(struct sg_store *, const char *id, const char *tenant,
+	    struct sg_store_sbx *out);
+void	 sg_store_sbx_clear(struct sg_store_sbx *);
+/* Every sandbox of tenant (NULL: all), oldest first. */
+int	 sg_store_sbx_list(struct sg_store *, const char *tenant,
+	    int (*fn)(void *, const struct sg_store_sbx *), void *arg);
+
 #endif

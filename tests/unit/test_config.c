@@ -263,7 +263,7 @@ static void
 good_tools(void **state)
 {
 	struct fx *fx = *state;
-	const struct sg_cfg_tool *t;
+	const struct sg_tool *t;
 
 	load_ok(fx, good);
 	assert_int_equal(fx->cfg->ntools, 3);

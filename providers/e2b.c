@@ -1,0 +1,233 @@
+/*
+ * e2b: the control plane (create, delete, timeout) and the code
+ * interpreter's NDJSON /execute on port 49999 of the sandbox
+ * (../shared/reference/e2b-protocol.md). Handle: {"id", "token"?,
+ * "traffic"?, "domain"?}.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define E2B_API		"https://api.e2b.app"
+#define E2B_DOMAIN	"e2b.app"
+#define E2B_TEMPLATE	"code-interpreter-v1"
+#define E2B_MAX_LIFE	3600	/* the Hobby plan's maximum, in seconds */
+#define CONTROL_MS	60000
+#define PORT_RETRIES	5	/* "port is not open" right after create */
+
+static const char *
+api(const struct sg_tool *t)
+{
+	return t->api_base != NULL ? t->api_base : E2B_API;
+}
+
+static void
+control_headers(const struct sg_tool *t, struct sg_hdrs *h)
+{
+	sg_hdrs_add(h, "X-API-Key: %s", t->api_key != NULL ? t->api_key : "");
+	sg_hdrs_add(h, "Accept: application/json");
+}
+
+/* Map a control-plane answer that is not the expected success. */
+static int
+control_error(const struct sg_tool *t, const char *what, long status,
+    const json_t *resp, struct sg_prov_error *err)
+{
+	const char *msg = sg_phttp_message(resp, "no message");
+
+	if (status == 401 || status == 403)
+		return sg_prov_fail(err, SG_PROV_AUTH, (int)status, "e2b refused "
+		    "the credentials of sandbox tool %s (%s)", t->name, what);
+	if (status == 404)
+		return sg_prov_fail(err, SG_PROV_GONE, 404, "e2b: %s: %s", what,
+		    msg);
+	if (status == 429)
+		return sg_prov_fail(err, SG_PROV_RATE, 429, "e2b: %s: %s", what,
+		    msg);
+	return sg_prov_fail(err, SG_PROV_FAILED, (int)status, "e2b: %s "
+	    "answered HTTP %ld: %s", what, status, msg);
+}
+
+static int
+e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
+    int lifetime_s, json_t **handle, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	json_t *body, *resp = NULL;
+	const char *id, *v;
+	char url[1024];
+	long status = 0;
+	int rc;
+
+	*handle = NULL;
+	if (t->api_key == NULL)
+		return sg_prov_fail(err, SG_PROV_CONFIG, 0, "sandbox tool %s has "
+		    "no e2b api_key%s%s", t->name, t->api_key_problem ? ": " : "",
+		    t->api_key_problem ? t->api_key_problem : "");
+	snprintf(url, sizeof(url), "%s/sandboxes", api(t));
+	body = json_pack("{s:s,s:i,s:b,s:b,s:{s:s}}",
+	    "templateID", t->template != NULL ? t->template : E2B_TEMPLATE,
+	    /* Always sent: e2b's default is 15 s. */
+	    "timeout", lifetime_s < E2B_MAX_LIFE ? lifetime_s : E2B_MAX_LIFE,
+	    "secure", 1, "allow_internet_access", t->allow_internet_access,
+	    "metadata", "sandgate_id", sbx_id);
+	control_headers(t, &h);
+	rc = sg_phttp_call(p, "POST", url, &h, body, CONTROL_MS, &status, &resp,
+	    err);
+	json_decref(body);
+	sg_hdrs_free(&h);
+	if (rc != SG_PROV_OK)
+		return rc;
+	id = json_string_value(json_object_get(resp, "sandboxID"));
+	if (status != 201 && status != 200) {
+		rc = control_error(t, "create", status, resp, err);
+		json_decref(resp);
+		return rc == SG_PROV_GONE ? sg_prov_fail(err, SG_PROV_FAILED,
+		    404, "%s", err->message) : rc;
+	}
+	if (id == NULL) {
+		json_decref(resp);
+		return sg_prov_fail(err, SG_PROV_FAILED, (int)status, "e2b: "
+		    "create answered without a sandboxID");
+	}
+	*handle = json_pack("{s:s}", "id", id);
+	if ((v = json_string_value(json_object_get(resp, "envdAccessToken"))))
+		json_object_set_new(*handle, "token", json_string(v));
+	if ((v = json_string_value(json_object_get(resp, "trafficAccessToken"))))
+		json_object_set_new(*handle, "traffic", json_string(v));
+	if ((v = json_string_value(json_object_get(resp, "domain"))))
+		json_object_set_new(*handle, "domain", json_string(v));
+	json_decref(resp);
+	return SG_PROV_OK;
+}
+
+/* Where /execute lives: sandbox_url (routed by the E2b-Sandbox-*
+ * headers), or https://49999-<id>.<domain>. */
+static void
+execute_url(const struct sg_tool *t, const json_t *handle, char *url,
+    size_t sz)
+{
+	const char *domain = json_string_value(json_object_get(handle, "domain"));
+	const char *id = json_string_value(json_object_get(handle, "id"));
+
+	if (t->sandbox_url != NULL) {
+		snprintf(url, sz, "%s/execute", t->sandbox_url);
+		return;
+	}
+	/* With api_base https://api.<domain>, sandboxes live on <domain>. */
+	if (domain == NULL && t->api_base != NULL &&
+	    strncmp(t->api_base, "https://api.", 12) == 0)
+		domain = t->api_base + 12;
+	snprintf(url, sz, "https://49999-%s.%s/execute", id,
+	    domain != NULL ? domain : E2B_DOMAIN);
+}
+
+static int
+e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *code, int timeout_s, struct sg_exec *res,
+    struct sg_prov_error *err)
+{
+	const char *id = json_string_value(json_object_get(handle, "id"));
+	const char *tok = json_string_value(json_object_get(handle, "token"));
+	const char *traffic = json_string_value(json_object_get(handle,
+	    "traffic"));
+	struct sg_lines lines = { .fn = sg_exec_e2b_line, .res = res };
+	struct sg_hdrs h = { 0 };
+	char url[1024], *errbody = NULL;
+	json_t *body;
+	long status = 0;
+	int rc, try;
+
+	if (id == NULL)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
+	execute_url(t, handle, url, sizeof(url));
+	sg_hdrs_add(&h, "E2b-Sandbox-Id: %s", id);
+	sg_hdrs_add(&h, "E2b-Sandbox-Port: 49999");
+	sg_hdrs_add(&h, "Accept: application/json");
+	if (tok != NULL)
+		sg_hdrs_add(&h, "X-Access-Token: %s", tok);
+	if (traffic != NULL)
+		sg_hdrs_add(&h, "E2B-Traffic-Access-Token: %s", traffic);
+	body = json_pack("{s:s}", "code", code);
+	for (try = 0;; try++) {
+		free(errbody);
+		rc = sg_phttp_stream(p, url, &h, body, timeout_s, &lines, &status,
+		    &errbody, err);
+		/* Right after create the proxy may not see the port yet. */
+		if (rc != SG_PROV_OK || status != 502 || errbody == NULL ||
+		    strstr(errbody, "port is not open") == NULL ||
+		    try >= PORT_RETRIES)
+			break;
+		usleep(200000);
+	}
+	json_decref(body);
+	sg_hdrs_free(&h);
+	if (rc == SG_PROV_OK && status == 502 && errbody != NULL &&
+	    strstr(errbody, "not found") != NULL)
+		rc = sg_prov_fail(err, SG_PROV_GONE, 502, "e2b sandbox %s is "
+		    "gone (timed out or killed)", id);
+	else if (rc == SG_PROV_OK && status != 200)
+		rc = sg_prov_fail(err, SG_PROV_FAILED, (int)status, "e2b: execute "
+		    "answered HTTP %ld: %.200s", status, errbody ? errbody : "");
+	else if (rc == SG_PROV_OK && !res->ended)
+		rc = sg_prov_fail(err, SG_PROV_FAILED, 0, "e2b: the run's stream "
+		    "ended without end_of_execution");
+	free(errbody);
+	return rc;
+}
+
+/* DELETE or POST .../timeout: 204 is done, 404 gone. */
+static int
+control_call(struct sg_prov *p, const struct sg_tool *t, const char *method,
+    const char *url, const json_t *body, const char *what,
+    struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	json_t *resp = NULL;
+	long status = 0;
+	int rc;
+
+	control_headers(t, &h);
+	rc = sg_phttp_call(p, method, url, &h, body, CONTROL_MS, &status, &resp,
+	    err);
+	sg_hdrs_free(&h);
+	if (rc == SG_PROV_OK && status / 100 != 2)
+		rc = control_error(t, what, status, resp, err);
+	json_decref(resp);
+	return rc;
+}
+
+static int
+e2b_destroy(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    struct sg_prov_error *err)
+{
+	char url[1024];
+
+	snprintf(url, sizeof(url), "%s/sandboxes/%s", api(t),
+	    json_string_value(json_object_get(handle, "id")));
+	return control_call(p, t, "DELETE", url, NULL, "delete", err);
+}
+
+static int
+e2b_keepalive(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    int lifetime_s, struct sg_prov_error *err)
+{
+	char url[1024];
+	json_t *body;
+	int rc;
+
+	snprintf(url, sizeof(url), "%s/sandboxes/%s/timeout", api(t),
+	    json_string_value(json_object_get(handle, "id")));
+	body = json_pack("{s:i}", "timeout", lifetime_s < E2B_MAX_LIFE ?
+	    lifetime_s : E2B_MAX_LIFE);
+	rc = control_call(p, t, "POST", url, body, "keepalive", err);
+	json_decref(body);
+	return rc;
+}
+
+const struct sg_provider_ops sg_e2b_ops = {
+	e2b_create, e2b_run, e2b_destroy, e2b_keepalive,
+};

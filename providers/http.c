@@ -1,0 +1,220 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "internal.h"
+#include "../lib/util.h"
+
+#define CONNECT_TIMEOUT_MS	10000
+#define ERRBODY_MAX		65536
+
+void
+sg_hdrs_add(struct sg_hdrs *h, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (h->n >= SG_HDR_MAX)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&h->h[h->n], fmt, ap) != -1)
+		h->n++;
+	va_end(ap);
+}
+
+void
+sg_hdrs_free(struct sg_hdrs *h)
+{
+	int i;
+
+	for (i = 0; i < h->n; i++)
+		free(h->h[i]);
+	h->n = 0;
+}
+
+/* One call in progress. */
+struct call {
+	struct sg_prov	*prov;
+	int64_t		 deadline;	/* this call's, with the prov's */
+	int		 timed_out, stopped, capped;
+	long		 status;
+	struct sg_lines	*lines;		/* stream: 200 bodies go here */
+	char		*body;		/* everything else is kept */
+	size_t		 len, max;
+	CURL		*h;
+};
+
+static size_t
+on_body(char *buf, size_t size, size_t nmemb, void *arg)
+{
+	struct call *c = arg;
+	size_t n = size * nmemb;
+	char *nb;
+
+	if (c->status == 0)
+		curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
+	if (c->lines != NULL && c->status == 200) {
+		if (sg_lines_feed(c->lines, buf, n) == -1) {
+			c->capped = 1;
+			return 0;
+		}
+		return n;
+	}
+	if (c->len + n > c->max)
+		return n;	/* keep the head of an oversized error page */
+	if ((nb = realloc(c->body, c->len + n + 1)) == NULL)
+		return 0;
+	c->body = nb;
+	memcpy(c->body + c->len, buf, n);
+	c->len += n;
+	c->body[c->len] = '\0';
+	return n;
+}
+
+static int
+on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+    curl_off_t un)
+{
+	struct call *c = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	if (c->deadline > 0 && sg_now_ms() >= c->deadline) {
+		c->timed_out = 1;
+		return 1;
+	}
+	if (c->prov->stop != NULL && c->prov->stop(c->prov->stop_arg)) {
+		c->stopped = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static CURL *
+handle(struct sg_prov *prov)
+{
+	if (prov->curl == NULL)
+		prov->curl = curl_easy_init();
+	else
+		curl_easy_reset(prov->curl);
+	return prov->curl;
+}
+
+static int
+transport_error(struct call *c, CURLcode rc, const char *url,
+    const char *detail, struct sg_prov_error *err)
+{
+	const char *why = detail[0] != '\0' ? detail : curl_easy_strerror(rc);
+
+	if (c->capped)
+		return sg_prov_fail(err, SG_PROV_CAP, 0, "Sandbox output exceeded "
+		    "%zu bytes; the run was stopped.", c->lines->res->cap);
+	if (c->stopped)
+		return sg_prov_fail(err, SG_PROV_STOPPED, 0, "stopped: the "
+		    "client went away");
+	if (c->timed_out || rc == CURLE_OPERATION_TIMEDOUT)
+		return sg_prov_fail(err, SG_PROV_TIMEOUT, 0, "no answer in time "
+		    "from %s", url);
+	if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+		return sg_prov_fail(err, SG_PROV_UNREACHABLE, 0, "cannot reach "
+		    "%s: %s", url, why);
+	return sg_prov_fail(err, SG_PROV_FAILED, 0, "connection to %s broke: "
+	    "%s", url, why);
+}
+
+static int
+perform(struct sg_prov *prov, struct call *c, const char *method,
+    const char *url, const struct sg_hdrs *hdrs, const json_t *body,
+    struct sg_prov_error *err)
+{
+	char detail[CURL_ERROR_SIZE] = "", *text = NULL;
+	struct curl_slist *sl = NULL, *n;
+	CURLcode rc;
+	int i;
+
+	if ((c->h = handle(prov)) == NULL)
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "out of memory");
+	for (i = 0; hdrs != NULL && i < hdrs->n; i++)
+		if ((n = curl_slist_append(sl, hdrs->h[i])) != NULL)
+			sl = n;
+	if ((n = curl_slist_append(sl, "Expect:")) != NULL)
+		sl = n;
+	if (body != NULL) {
+		text = json_dumps(body, JSON_COMPACT);
+		if ((n = curl_slist_append(sl, "Content-Type: application/json")))
+			sl = n;
+		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, text != NULL ? text : "");
+	}
+	if (prov->deadline_ms > 0 && (c->deadline == 0 ||
+	    prov->deadline_ms < c->deadline))
+		c->deadline = prov->deadline_ms;
+	curl_easy_setopt(c->h, CURLOPT_URL, url);
+	curl_easy_setopt(c->h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, sl);
+	curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, detail);
+	curl_easy_setopt(c->h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(c->h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(c->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c->h, CURLOPT_XFERINFODATA, c);
+	curl_easy_setopt(c->h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
+	rc = curl_easy_perform(c->h);
+	curl_slist_free_all(sl);
+	free(text);
+	if (rc != CURLE_OK)
+		return transport_error(c, rc, url, detail, err);
+	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
+	return SG_PROV_OK;
+}
+
+int
+sg_phttp_call(struct sg_prov *prov, const char *method, const char *url,
+    const struct sg_hdrs *hdrs, const json_t *body, long timeout_ms,
+    long *status, json_t **resp, struct sg_prov_error *err)
+{
+	struct call c = { .prov = prov, .max = 1u << 20,
+	    .deadline = timeout_ms > 0 ? sg_now_ms() + timeout_ms : 0 };
+	int rc;
+
+	*resp = NULL;
+	rc = perform(prov, &c, method, url, hdrs, body, err);
+	if (rc == SG_PROV_OK) {
+		*status = c.status;
+		if (c.len > 0)
+			*resp = json_loadb(c.body, c.len, JSON_ALLOW_NUL, NULL);
+	}
+	free(c.body);
+	return rc;
+}
+
+int
+sg_phttp_stream(struct sg_prov *prov, const char *url,
+    const struct sg_hdrs *hdrs, const json_t *body, int timeout_s,
+    struct sg_lines *lines, long *status, char **errbody,
+    struct sg_prov_error *err)
+{
+	struct call c = { .prov = prov, .lines = lines, .max = ERRBODY_MAX,
+	    .deadline = timeout_s > 0 ? sg_now_ms() + timeout_s * 1000LL : 0 };
+	int rc;
+
+	*errbody = NULL;
+	rc = perform(prov, &c, "POST", url, hdrs, body, err);
+	sg_lines_finish(lines);
+	*status = c.status;
+	*errbody = c.body;
+	return rc;
+}
+
+const char *
+sg_phttp_message(const json_t *resp, const char *fallback)
+{
+	const char *m = json_string_value(json_object_get(resp, "message"));
+
+	if (m == NULL)
+		m = json_string_value(json_object_get(resp, "error"));
+	return m != NULL ? m : fallback;
+}

@@ -1,0 +1,44 @@
+/*
+ * Private to providers/: the HTTP calls every remote provider makes.
+ */
+#ifndef SG_PROVIDERS_INTERNAL_H
+#define SG_PROVIDERS_INTERNAL_H
+
+#include "provider.h"
+
+#define SG_HDR_MAX 12
+
+/* Request headers: "Name: value" strings, owned by the struct. */
+struct sg_hdrs {
+	char	*h[SG_HDR_MAX];
+	int	 n;
+};
+
+void	 sg_hdrs_add(struct sg_hdrs *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	 sg_hdrs_free(struct sg_hdrs *);
+
+/*
+ * One JSON call. 0 when an HTTP answer came (any status: *status, and
+ * *resp a new reference to its JSON body, or NULL when empty or not
+ * JSON); else an sg_prov_rc with err filled. body is borrowed.
+ */
+int	 sg_phttp_call(struct sg_prov *, const char *method, const char *url,
+	    const struct sg_hdrs *, const json_t *body, long timeout_ms,
+	    long *status, json_t **resp, struct sg_prov_error *);
+
+/*
+ * A streamed POST (HTTP/1.1, as the sandboxes expect): a 200's body goes
+ * line by line to lines; any other status's body is kept in *errbody (new,
+ * NUL-terminated). Returns like sg_phttp_call; SG_PROV_CAP past the
+ * output cap, SG_PROV_TIMEOUT past timeout_s.
+ */
+int	 sg_phttp_stream(struct sg_prov *, const char *url,
+	    const struct sg_hdrs *, const json_t *body, int timeout_s,
+	    struct sg_lines *, long *status, char **errbody,
+	    struct sg_prov_error *);
+
+/* The provider's error message from a JSON error body, or a fallback. */
+const char *sg_phttp_message(const json_t *resp, const char *fallback);
+
+#endif

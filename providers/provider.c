@@ -1,0 +1,80 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "provider.h"
+
+extern const struct sg_provider_ops sg_e2b_ops;
+extern const struct sg_provider_ops sg_osb_ops;
+
+const struct sg_provider_ops *
+sg_provider_ops(enum sg_provider_kind k)
+{
+	switch (k) {
+	case SG_PROVIDER_E2B:
+		return &sg_e2b_ops;
+	case SG_PROVIDER_OPENSANDBOX:
+		return &sg_osb_ops;
+	case SG_PROVIDER_LOCAL:
+		break;
+	}
+	return NULL;
+}
+
+const char *
+sg_provider_name(enum sg_provider_kind k)
+{
+	switch (k) {
+	case SG_PROVIDER_LOCAL:
+		return "local";
+	case SG_PROVIDER_E2B:
+		return "e2b";
+	case SG_PROVIDER_OPENSANDBOX:
+		return "opensandbox";
+	}
+	return "unknown";
+}
+
+int
+sg_provider_parse(const char *s, enum sg_provider_kind *out)
+{
+	if (strcmp(s, "local") == 0)
+		*out = SG_PROVIDER_LOCAL;
+	else if (strcmp(s, "e2b") == 0)
+		*out = SG_PROVIDER_E2B;
+	else if (strcmp(s, "opensandbox") == 0)
+		*out = SG_PROVIDER_OPENSANDBOX;
+	else
+		return -1;
+	return 0;
+}
+
+void
+sg_prov_init(struct sg_prov *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void
+sg_prov_free(struct sg_prov *p)
+{
+	if (p->curl != NULL)
+		curl_easy_cleanup(p->curl);
+	p->curl = NULL;
+}
+
+int
+sg_prov_fail(struct sg_prov_error *err, enum sg_prov_rc rc, int status,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	err->rc = rc;
+	err->status = status;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	return rc;
+}

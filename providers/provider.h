@@ -1,0 +1,130 @@
+/*
+ * sg_provider: one interface over every sandbox provider (e2b,
+ * OpenSandbox, the local sandbox). A sandbox is reached again through its
+ * handle, a JSON object each provider fills at create and reads back on
+ * every call, so any responder can use a sandbox another one created.
+ *
+ * providers/ never includes core/ or fcgi/: core fills struct sg_tool from
+ * the config and hands it in; everything comes back as values.
+ */
+#ifndef SG_PROVIDER_H
+#define SG_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+enum sg_provider_kind {
+	SG_PROVIDER_LOCAL,
+	SG_PROVIDER_E2B,
+	SG_PROVIDER_OPENSANDBOX,
+};
+
+/* One configured sandbox tool (sandbox_tools entry). */
+struct sg_tool {
+	char	*name;
+	enum sg_provider_kind provider;
+	char	*api_key, *api_key_problem;
+	char	*api_base, *template, *image, *sandbox_url, *isolation;
+	int	 memory_mb, disk_mb, max_procs, allow_internet_access;
+	int	 cpu;		/* opensandbox CPU limit; 0: provider's */
+};
+
+enum sg_prov_rc {
+	SG_PROV_OK = 0,
+	SG_PROV_FAILED = -1,	/* the provider said no, or broke */
+	SG_PROV_GONE = -2,	/* the sandbox no longer exists there */
+	SG_PROV_AUTH = -3,	/* the tool's credentials were refused */
+	SG_PROV_RATE = -4,	/* the provider asks us to slow down */
+	SG_PROV_TIMEOUT = -5,	/* no answer in time (create, or a run) */
+	SG_PROV_UNREACHABLE = -6, /* could not connect */
+	SG_PROV_CAP = -7,	/* output larger than the cap */
+	SG_PROV_STOPPED = -8,	/* the caller asked us to stop */
+	SG_PROV_CONFIG = -9,	/* the tool cannot work as configured */
+};
+
+struct sg_prov_error {
+	enum sg_prov_rc	 rc;
+	int		 status;	/* the provider's HTTP status, or 0 */
+	char		 message[512];
+};
+
+/*
+ * The result of one run, e2b's shape (design §3.3): stdout, stderr,
+ * results (e2b result objects: text, png, html, ..., is_main_result),
+ * error {name, value, traceback} or NULL, execution_count (-1: none).
+ */
+struct sg_exec {
+	char	*out, *err;		/* NUL-terminated, may hold invalid UTF-8 */
+	size_t	 outlen, errlen, outcap, errcap;
+	json_t	*results;		/* array, owned */
+	json_t	*error;			/* object or NULL, owned */
+	int	 execution_count;
+	size_t	 bytes;			/* stream bytes seen, for the cap */
+	size_t	 cap;
+	int	 ended;			/* the provider's end marker was seen */
+};
+
+/* Per-process context of provider calls: a reused libcurl handle, and
+ * when to give up. */
+struct sg_prov {
+	void	*curl;			/* CURL *, made lazily */
+	size_t	 output_cap;		/* bytes; 0: 10 MiB */
+	int64_t	 deadline_ms;		/* sg_now_ms() clock; 0: none */
+	/* Polled while waiting: non-zero means stop (client gone). */
+	int	(*stop)(void *arg);
+	void	*stop_arg;
+};
+
+struct sg_provider_ops {
+	/* New *handle. sbx_id is sandgate's id, for the provider's labels;
+	 * lifetime_s how long the provider should keep it without keepalive. */
+	int	(*create)(struct sg_prov *, const struct sg_tool *,
+		    const char *sbx_id, int lifetime_s, json_t **handle,
+		    struct sg_prov_error *);
+	/* Fills *res (sg_exec_init first). A code error is OK: it is in
+	 * res->error. */
+	int	(*run)(struct sg_prov *, const struct sg_tool *,
+		    const json_t *handle, const char *code, int timeout_s,
+		    struct sg_exec *res, struct sg_prov_error *);
+	/* GONE when it was already gone: for callers, as good as OK. */
+	int	(*destroy)(struct sg_prov *, const struct sg_tool *,
+		    const json_t *handle, struct sg_prov_error *);
+	int	(*keepalive)(struct sg_prov *, const struct sg_tool *,
+		    const json_t *handle, int lifetime_s, struct sg_prov_error *);
+};
+
+/* The ops of a provider, or NULL when this build has none for it. */
+const struct sg_provider_ops *sg_provider_ops(enum sg_provider_kind);
+const char	*sg_provider_name(enum sg_provider_kind);
+int		 sg_provider_parse(const char *, enum sg_provider_kind *);
+void		 sg_prov_init(struct sg_prov *);
+void		 sg_prov_free(struct sg_prov *);
+/* Fill err; returns rc. */
+int		 sg_prov_fail(struct sg_prov_error *, enum sg_prov_rc, int status,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+void		 sg_exec_init(struct sg_exec *, size_t cap);
+void		 sg_exec_free(struct sg_exec *);
+/* New reference: {"object":"code_execution","stdout","stderr","results",
+ * "error","execution_count"}; invalid UTF-8 becomes U+FFFD. */
+json_t		*sg_exec_json(const struct sg_exec *);
+
+/* Stream parsers, one line at a time (without its "\n"); the line
+ * splitter below calls them. Non-JSON lines are skipped. */
+void		 sg_exec_e2b_line(struct sg_exec *, const char *line, size_t len);
+void		 sg_exec_osb_line(struct sg_exec *, const char *line, size_t len);
+
+/* Splits a byte stream into lines and enforces res->cap. */
+struct sg_lines {
+	char	*buf;
+	size_t	 len, cap;
+	void	(*fn)(struct sg_exec *, const char *, size_t);
+	struct sg_exec *res;
+};
+/* 0, or -1 when the output cap was passed (then stop reading). */
+int		 sg_lines_feed(struct sg_lines *, const char *buf, size_t len);
+/* Process a final line without "\n" and free the buffer. */
+void		 sg_lines_finish(struct sg_lines *);
+
+#endif

@@ -1,0 +1,304 @@
+/*
+ * The result of a run, filled line by line from a provider's stream:
+ * e2b's NDJSON (also spoken by the local kernel) and OpenSandbox execd's
+ * JSON lines. Both end up in e2b's result shape.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "provider.h"
+#include "../lib/util.h"
+
+#define DEFAULT_CAP (10u << 20)
+
+void
+sg_exec_init(struct sg_exec *r, size_t cap)
+{
+	memset(r, 0, sizeof(*r));
+	r->results = json_array();
+	r->execution_count = -1;
+	r->cap = cap != 0 ? cap : DEFAULT_CAP;
+}
+
+void
+sg_exec_free(struct sg_exec *r)
+{
+	free(r->out);
+	free(r->err);
+	json_decref(r->results);
+	json_decref(r->error);
+	memset(r, 0, sizeof(*r));
+}
+
+static void
+append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	char *nb;
+	size_t want = *len + n + 1, ncap = *cap ? *cap : 256;
+
+	if (want > *cap) {
+		while (ncap < want)
+			ncap *= 2;
+		if ((nb = realloc(*buf, ncap)) == NULL)
+			return;
+		*buf = nb;
+		*cap = ncap;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+}
+
+static void
+add_text(struct sg_exec *r, const char *type, const json_t *text)
+{
+	const char *s = json_string_value(text);
+	size_t n = json_string_length(text);
+
+	if (s == NULL)
+		return;
+	if (strcmp(type, "stdout") == 0)
+		append(&r->out, &r->outlen, &r->outcap, s, n);
+	else
+		append(&r->err, &r->errlen, &r->errcap, s, n);
+}
+
+/* A traceback as one string: e2b sends one, execd a list or null. */
+static json_t *
+traceback_string(const json_t *tb)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0, i;
+	const json_t *line;
+	json_t *j;
+
+	if (json_is_string(tb))
+		return json_copy((json_t *)tb);
+	json_array_foreach(tb, i, line) {
+		if (!json_is_string(line))
+			continue;
+		if (len > 0)
+			append(&buf, &len, &cap, "\n", 1);
+		append(&buf, &len, &cap, json_string_value(line),
+		    json_string_length(line));
+	}
+	j = json_stringn(buf != NULL ? buf : "", len);
+	free(buf);
+	return j;
+}
+
+/* Only the first error of a run counts, as with e2b. */
+static void
+set_error(struct sg_exec *r, const json_t *name, const json_t *value,
+    const json_t *tb)
+{
+	if (r->error != NULL)
+		return;
+	r->error = json_pack("{s:s,s:s,s:o}",
+	    "name", json_is_string(name) ? json_string_value(name) : "Error",
+	    "value", json_is_string(value) ? json_string_value(value) : "",
+	    "traceback", traceback_string(tb));
+}
+
+/* Parse one line; a line with invalid UTF-8 is repaired, not dropped.
+ * New reference or NULL. */
+static json_t *
+parse_line(const char *line, size_t len)
+{
+	json_t *j;
+	size_t flen;
+	char *fixed;
+
+	j = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
+	if (j == NULL && (fixed = sg_utf8_fix(line, len, &flen)) != NULL) {
+		j = json_loadb(fixed, flen, JSON_ALLOW_NUL, NULL);
+		free(fixed);
+	}
+	if (j != NULL && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+void
+sg_exec_e2b_line(struct sg_exec *r, const char *line, size_t len)
+{
+	json_t *j = parse_line(line, len), *res;
+	const char *type;
+
+	if (j == NULL)
+		return;
+	if ((type = json_string_value(json_object_get(j, "type"))) == NULL) {
+		json_decref(j);
+		return;
+	}
+	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)
+		add_text(r, type, json_object_get(j, "text"));
+	else if (strcmp(type, "number_of_executions") == 0) {
+		json_t *n = json_object_get(j, "execution_count");
+
+		if (json_is_number(n))
+			r->execution_count = (int)json_number_value(n);
+	} else if (strcmp(type, "result") == 0) {
+		res = json_deep_copy(j);
+		json_object_del(res, "type");
+		json_array_append_new(r->results, res);
+	} else if (strcmp(type, "error") == 0)
+		set_error(r, json_object_get(j, "name"),
+		    json_object_get(j, "value"), json_object_get(j, "traceback"));
+	else if (strcmp(type, "end_of_execution") == 0)
+		r->ended = 1;
+	json_decref(j);
+}
+
+/* execd forwards Jupyter's MIME bundle; sandgate speaks e2b's keys. */
+static json_t *
+osb_result(const json_t *bundle)
+{
+	static const struct {
+		const char *mime, *key;
+	} map[] = {
+		{ "text", "text" }, { "text/plain", "text" },
+		{ "image/png", "png" }, { "image/jpeg", "jpeg" },
+		{ "image/svg+xml", "svg" }, { "text/html", "html" },
+		{ "text/markdown", "markdown" }, { "text/latex", "latex" },
+		{ "application/json", "json" }, { "application/pdf", "pdf" },
+		{ "application/javascript", "javascript" },
+	};
+	json_t *out = json_object(), *extra = json_object(), *v;
+	const char *mime;
+	size_t i;
+
+	json_object_foreach((json_t *)bundle, mime, v) {
+		for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+			if (strcmp(map[i].mime, mime) == 0)
+				break;
+		if (i < sizeof(map) / sizeof(map[0]))
+			json_object_set(out, map[i].key, v);
+		else
+			json_object_set(extra, mime, v);
+	}
+	json_object_set_new(out, "extra", extra);
+	json_object_set_new(out, "is_main_result", json_true());
+	return out;
+}
+
+/* Trim, drop SSE framing lines, strip a "data:" prefix. */
+static const char *
+osb_payload(const char *line, size_t *len)
+{
+	const char *p = line, *end = line + *len;
+
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+		p++;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+		end--;
+	if (p == end || *p == ':' || (end - p >= 6 && memcmp(p, "event:", 6) == 0) ||
+	    (end - p >= 3 && memcmp(p, "id:", 3) == 0) ||
+	    (end - p >= 6 && memcmp(p, "retry:", 6) == 0))
+		return NULL;
+	if (end - p >= 5 && memcmp(p, "data:", 5) == 0) {
+		p += 5;
+		while (p < end && *p == ' ')
+			p++;
+	}
+	*len = (size_t)(end - p);
+	return p;
+}
+
+void
+sg_exec_osb_line(struct sg_exec *r, const char *line, size_t len)
+{
+	const char *p = osb_payload(line, &len), *type;
+	json_t *j, *e, *n;
+
+	if (p == NULL || (j = parse_line(p, len)) == NULL)
+		return;
+	type = json_string_value(json_object_get(j, "type"));
+	if (type == NULL) {
+		/* A typeless {code, message}: execd's error after init. */
+		if (json_object_get(j, "code") && json_object_get(j, "message")) {
+			set_error(r, json_object_get(j, "code"),
+			    json_object_get(j, "message"), NULL);
+			r->ended = 1;
+		}
+	} else if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)
+		add_text(r, type, json_object_get(j, "text"));
+	else if (strcmp(type, "execution_count") == 0) {
+		n = json_object_get(j, "execution_count");
+		if (r->execution_count < 0 && json_is_number(n))
+			r->execution_count = (int)json_number_value(n);
+		else if (r->execution_count < 0 && json_is_string(n))
+			r->execution_count = atoi(json_string_value(n));
+	} else if (strcmp(type, "result") == 0) {
+		e = json_object_get(j, "results");
+		if (json_is_object(e))
+			json_array_append_new(r->results, osb_result(e));
+	} else if (strcmp(type, "error") == 0) {
+		e = json_object_get(j, "error");
+		if (json_is_object(e))
+			set_error(r, json_object_get(e, "ename") ?
+			    json_object_get(e, "ename") : json_object_get(e, "name"),
+			    json_object_get(e, "evalue") ?
+			    json_object_get(e, "evalue") : json_object_get(e, "value"),
+			    json_object_get(e, "traceback"));
+		else
+			set_error(r, json_object_get(j, "name"),
+			    json_object_get(j, "text"), NULL);
+		r->ended = 1;
+	} else if (strcmp(type, "execution_complete") == 0)
+		r->ended = 1;
+	json_decref(j);
+}
+
+json_t *
+sg_exec_json(const struct sg_exec *r)
+{
+	return json_pack("{s:s,s:o,s:o,s:O,s:O,s:o}",
+	    "object", "code_execution",
+	    "stdout", sg_json_string_lossy(r->out ? r->out : "", r->outlen),
+	    "stderr", sg_json_string_lossy(r->err ? r->err : "", r->errlen),
+	    "results", r->results,
+	    "error", r->error != NULL ? r->error : json_null(),
+	    "execution_count", r->execution_count >= 0 ?
+	    json_integer(r->execution_count) : json_null());
+}
+
+int
+sg_lines_feed(struct sg_lines *l, const char *buf, size_t len)
+{
+	const char *nl;
+
+	l->res->bytes += len;
+	if (l->res->bytes > l->res->cap)
+		return -1;
+	while (len > 0) {
+		nl = memchr(buf, '\n', len);
+		size_t n = nl != NULL ? (size_t)(nl - buf) : len;
+
+		if (nl == NULL) {
+			append(&l->buf, &l->len, &l->cap, buf, n);
+			return 0;
+		}
+		if (l->len > 0) {
+			append(&l->buf, &l->len, &l->cap, buf, n);
+			l->fn(l->res, l->buf, l->len);
+			l->len = 0;
+		} else
+			l->fn(l->res, buf, n);
+		buf += n + 1;
+		len -= n + 1;
+	}
+	return 0;
+}
+
+void
+sg_lines_finish(struct sg_lines *l)
+{
+	if (l->len > 0)
+		l->fn(l->res, l->buf, l->len);
+	free(l->buf);
+	l->buf = NULL;
+	l->len = l->cap = 0;
+}
