@@ -16,7 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "../core/config.h"
+#include "../core/sandbox.h"
 #include "../lib/util.h"
 #include "../store/store.h"
 
@@ -28,7 +31,10 @@ usage(void)
 	    "  keys create NAME    make a key, print it once, store its hash\n"
 	    "  keys list           list keys (names and hash prefixes)\n"
 	    "  keys revoke NAME    revoke the active key of that name\n"
-	    "  check-config        load the config; unknown keys are errors\n");
+	    "  check-config        load the config; unknown keys are errors\n"
+	    "  exec [--tool NAME] [--sandbox ID] [FILE|-]\n"
+	    "                      run code (a file, or standard input) in a new\n"
+	    "                      sandbox, deleted afterwards, or in sandbox ID\n");
 	exit(2);
 }
 
@@ -192,6 +198,134 @@ check_config(const struct sg_cfg *cfg)
 	return 0;
 }
 
+static char *
+read_code(const char *path)
+{
+	FILE *f = path == NULL || strcmp(path, "-") == 0 ? stdin :
+	    fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (f == NULL) {
+		fprintf(stderr, "sandgate: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *nb = realloc(buf, cap = cap ? cap * 2 : 8192);
+
+			if (nb == NULL)
+				break;
+			buf = nb;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	if (f != stdin)
+		fclose(f);
+	if (buf != NULL)
+		buf[len] = '\0';
+	return buf;
+}
+
+/* Print a CodeExecutionResult as a terminal user expects; 0 when the code
+ * raised nothing. */
+static int
+print_result(const json_t *r)
+{
+	const json_t *err = json_object_get(r, "error"), *res;
+	size_t i;
+
+	fputs(json_string_value(json_object_get(r, "stdout")), stdout);
+	json_array_foreach(json_object_get(r, "results"), i, res) {
+		const char *text = json_string_value(json_object_get(res, "text"));
+
+		if (json_is_true(json_object_get(res, "is_main_result")) && text)
+			printf("%s\n", text);
+		else if (json_object_get(res, "png") != NULL)
+			printf("[image/png result]\n");
+	}
+	fflush(stdout);
+	fputs(json_string_value(json_object_get(r, "stderr")), stderr);
+	if (json_is_object(err)) {
+		fprintf(stderr, "%s\n%s: %s\n",
+		    json_string_value(json_object_get(err, "traceback")),
+		    json_string_value(json_object_get(err, "name")),
+		    json_string_value(json_object_get(err, "value")));
+		return 1;
+	}
+	return 0;
+}
+
+static int
+exec_code(const struct sg_cfg *cfg, const char *tool, const char *sandbox,
+    const char *file)
+{
+	struct sg_prov prov;
+	struct sg_sbx_env env = { cfg, NULL, &prov };
+	struct sg_store_sbx row;
+	struct sg_error err, derr;
+	json_t *result = NULL;
+	char *code;
+	int rc = 2;
+
+	if ((code = read_code(file)) == NULL)
+		return 2;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	sg_prov_init(&prov);
+	if ((env.store = open_store(cfg)) == NULL)
+		goto out;
+	if (sandbox != NULL) {
+		/* The operator may use any key's sandbox. */
+		if (sg_store_sbx_get(env.store, sandbox, NULL, &row) != 0) {
+			fprintf(stderr, "sandgate: no sandbox %s\n", sandbox);
+			goto out;
+		}
+		if (sg_sbx_run(&env, row.tenant, sandbox, code, 0, &result,
+		    &err) == -1)
+			fprintf(stderr, "sandgate: %s\n", err.message);
+		sg_store_sbx_clear(&row);
+	} else if (sg_sbx_create(&env, "cli", tool, 1, &row, &err) == -1)
+		fprintf(stderr, "sandgate: %s\n", err.message);
+	else {
+		if (sg_sbx_run(&env, "cli", row.id, code, 0, &result, &err) == -1)
+			fprintf(stderr, "sandgate: %s\n", err.message);
+		if (sg_sbx_delete(&env, "cli", row.id, &derr) == -1)
+			fprintf(stderr, "sandgate: sandbox %s not deleted: %s\n",
+			    row.id, derr.message);
+		sg_store_sbx_clear(&row);
+	}
+	if (result != NULL)
+		rc = print_result(result);
+out:
+	json_decref(result);
+	sg_store_close(env.store);
+	sg_prov_free(&prov);
+	curl_global_cleanup();
+	free(code);
+	return rc;
+}
+
+static int
+exec_main(const struct sg_cfg *cfg, int argc, char *argv[])
+{
+	const char *tool = NULL, *sandbox = NULL, *file = NULL;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--tool") == 0 && i + 1 < argc)
+			tool = argv[++i];
+		else if (strcmp(argv[i], "--sandbox") == 0 && i + 1 < argc)
+			sandbox = argv[++i];
+		else if (file == NULL && (argv[i][0] != '-' ||
+		    strcmp(argv[i], "-") == 0))
+			file = argv[i];
+		else
+			return -1;
+	}
+	return exec_code(cfg, tool, sandbox, file);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -222,6 +356,12 @@ main(int argc, char *argv[])
 	}
 	if (strcmp(cmd, "check-config") == 0 && argc - optind == 1)
 		rc = check_config(cfg);
+	else if (strcmp(cmd, "exec") == 0) {
+		if ((rc = exec_main(cfg, argc - optind, argv + optind)) == -1) {
+			sg_cfg_free(cfg);
+			usage();
+		}
+	}
 	else if (strcmp(cmd, "keys") == 0 && sub != NULL) {
 		const char *name = optind + 2 < argc ? argv[optind + 2] : NULL;
 		int nargs = argc - optind;

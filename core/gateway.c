@@ -7,6 +7,7 @@
 #include "auth.h"
 #include "gateway.h"
 #include "router.h"
+#include "sandbox.h"
 #include "upstream.h"
 #include "../lib/util.h"
 #include "../store/store.h"
@@ -15,6 +16,7 @@ struct sg_gw {
 	const struct sg_cfg	*cfg;
 	struct sg_store		*store;
 	struct sg_upstream	*up;
+	struct sg_prov		 prov;
 	sg_metrics_fn		 metrics;
 	void			*metrics_arg;
 };
@@ -31,6 +33,7 @@ sg_gw_new(const struct sg_cfg *cfg, struct sg_gw **out, char *err,
 		return -1;
 	}
 	gw->cfg = cfg;
+	sg_prov_init(&gw->prov);
 	if (sg_store_open(cfg->store.path, &gw->store, err, errsz) != 0) {
 		free(gw);
 		return -1;
@@ -50,6 +53,7 @@ sg_gw_free(struct sg_gw *gw)
 	if (gw == NULL)
 		return;
 	sg_upstream_free(gw->up);
+	sg_prov_free(&gw->prov);
 	sg_store_close(gw->store);
 	free(gw);
 }
@@ -223,10 +227,37 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	return rc;
 }
 
+static int
+client_gone(void *arg)
+{
+	struct sg_out *out = arg;
+
+	return !out->alive(out);
+}
+
+static void
+sandbox_route(struct sg_gw *gw, enum sg_route route, const char *id,
+    struct sg_req *req, struct sg_out *out)
+{
+	struct sg_sbx_env env = { gw->cfg, gw->store, &gw->prov };
+
+	/* Provider calls give up with the request, or when the client
+	 * leaves. */
+	gw->prov.deadline_ms = req->start_ms +
+	    (int64_t)gw->cfg->server.request_timeout * 1000;
+	gw->prov.stop = client_gone;
+	gw->prov.stop_arg = out;
+	sg_sbx_api(&env, route, id, req, out);
+	gw->prov.stop = NULL;
+	gw->prov.stop_arg = NULL;
+}
+
 void
 sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 {
-	enum sg_route route = sg_route_find(req->method, req->path);
+	char id[128];
+	enum sg_route route = sg_route_match(req->method, req->path, id,
+	    sizeof(id));
 	struct sg_auth who;
 	struct sg_error err;
 	int rc = 0;
@@ -262,6 +293,14 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		break;
 	case SG_ROUTE_RESPONSES:
 		rc = model_route(gw, req, out, SG_SURFACE_RESPONSES, &err);
+		break;
+	case SG_ROUTE_SBX_CREATE:
+	case SG_ROUTE_SBX_LIST:
+	case SG_ROUTE_SBX_GET:
+	case SG_ROUTE_SBX_DELETE:
+	case SG_ROUTE_SBX_RUN:
+	case SG_ROUTE_CODE:
+		sandbox_route(gw, route, id, req, out);
 		break;
 	case SG_ROUTE_NONE:
 		break;

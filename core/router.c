@@ -13,7 +13,38 @@ static const struct {
 	{ "GET", "/v1/models", SG_ROUTE_MODELS, 1 },
 	{ "POST", "/v1/chat/completions", SG_ROUTE_CHAT, 1 },
 	{ "POST", "/v1/responses", SG_ROUTE_RESPONSES, 1 },
+	{ "POST", "/v1/sandboxes", SG_ROUTE_SBX_CREATE, 1 },
+	{ "GET", "/v1/sandboxes", SG_ROUTE_SBX_LIST, 1 },
+	{ "GET", "/v1/sandboxes/{id}", SG_ROUTE_SBX_GET, 1 },
+	{ "DELETE", "/v1/sandboxes/{id}", SG_ROUTE_SBX_DELETE, 1 },
+	{ "POST", "/v1/sandboxes/{id}/code", SG_ROUTE_SBX_RUN, 1 },
+	{ "POST", "/v1/code", SG_ROUTE_CODE, 1 },
 };
+
+/* Whether path matches pattern, where "{id}" stands for one non-empty
+ * segment, copied to id. */
+static int
+matches(const char *pattern, const char *path, char *id, size_t idsz)
+{
+	const char *brace = strstr(pattern, "{id}");
+	size_t pre, seg;
+
+	if (brace == NULL)
+		return strcmp(pattern, path) == 0;
+	pre = (size_t)(brace - pattern);
+	if (strncmp(pattern, path, pre) != 0)
+		return 0;
+	seg = strcspn(path + pre, "/");
+	if (seg == 0 || strcmp(brace + 4, path + pre + seg) != 0)
+		return 0;
+	if (id != NULL) {
+		if (seg >= idsz)
+			return 0;
+		memcpy(id, path + pre, seg);
+		id[seg] = '\0';
+	}
+	return 1;
+}
 
 int
 sg_route_path(const char *prefix, const char *uri, char *out, size_t outsz)
@@ -35,15 +66,23 @@ sg_route_path(const char *prefix, const char *uri, char *out, size_t outsz)
 }
 
 enum sg_route
-sg_route_find(const char *method, const char *path)
+sg_route_match(const char *method, const char *path, char *id, size_t idsz)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (strcmp(routes[i].path, path) == 0 &&
-		    strcmp(routes[i].method, method) == 0)
+		if (strcmp(routes[i].method, method) == 0 &&
+		    matches(routes[i].path, path, id, idsz))
 			return routes[i].route;
 	return SG_ROUTE_NONE;
+}
+
+enum sg_route
+sg_route_find(const char *method, const char *path)
+{
+	char id[128];
+
+	return sg_route_match(method, path, id, sizeof(id));
 }
 
 int

@@ -15,6 +15,12 @@ enum sg_route {
 	SG_ROUTE_MODELS,
 	SG_ROUTE_CHAT,
 	SG_ROUTE_RESPONSES,
+	SG_ROUTE_SBX_CREATE,	/* POST /v1/sandboxes */
+	SG_ROUTE_SBX_LIST,	/* GET /v1/sandboxes */
+	SG_ROUTE_SBX_GET,	/* GET /v1/sandboxes/{id} */
+	SG_ROUTE_SBX_DELETE,	/* DELETE /v1/sandboxes/{id} */
+	SG_ROUTE_SBX_RUN,	/* POST /v1/sandboxes/{id}/code */
+	SG_ROUTE_CODE,		/* POST /v1/code */
 };
 
 /* The route path of uri under prefix into out[outsz]: 0, or -1 when uri
@@ -22,6 +28,9 @@ enum sg_route {
 int		 sg_route_path(const char *prefix, const char *uri, char *out,
 		    size_t outsz);
 enum sg_route	 sg_route_find(const char *method, const char *path);
+/* Like sg_route_find; a {id} segment of the path is copied to id[idsz]. */
+enum sg_route	 sg_route_match(const char *method, const char *path, char *id,
+		    size_t idsz);
 /* Whether the route needs a key (healthz and metrics do not). */
 int		 sg_route_authed(enum sg_route);
 

@@ -1,6 +1,7 @@
 #include <sys/random.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -139,4 +140,30 @@ int
 sg_secret_eq(const void *a, const void *b, size_t len)
 {
 	return CRYPTO_memcmp(a, b, len) == 0;
+}
+
+int64_t
+sg_proc_start(int pid)
+{
+	char path[64], buf[1024], *p;
+	long long start = 0;
+	size_t n;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* The command name may hold spaces and parentheses: skip past the
+	 * last ')', then count fields from the state (field 3). */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (i = 2; i < 22 && p != NULL; i++)
+		p = strchr(p + 1, ' ');
+	if (p != NULL)
+		start = atoll(p + 1);
+	return start;
 }

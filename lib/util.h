@@ -32,4 +32,9 @@ int64_t	 sg_now_ms(void);
 /* Constant-time compare of two equal-length buffers: 1 when equal. */
 int	 sg_secret_eq(const void *a, const void *b, size_t len);
 
+/* The start time of a process (clock ticks since boot, /proc/PID/stat
+ * field 22): with its pid, names a process even after the pid is reused.
+ * 0 when unknown. */
+int64_t	 sg_proc_start(int pid);
+
 #endif

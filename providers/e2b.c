@@ -51,6 +51,17 @@ control_error(const struct sg_tool *t, const char *what, long status,
 	    "answered HTTP %ld: %s", what, status, msg);
 }
 
+json_t *
+sg_e2b_create_body(const struct sg_tool *t, const char *sbx_id, int lifetime_s)
+{
+	return json_pack("{s:s,s:i,s:b,s:b,s:{s:s}}",
+	    "templateID", t->template != NULL ? t->template : E2B_TEMPLATE,
+	    /* Always sent: e2b's default is 15 s. */
+	    "timeout", lifetime_s < E2B_MAX_LIFE ? lifetime_s : E2B_MAX_LIFE,
+	    "secure", 1, "allow_internet_access", t->allow_internet_access,
+	    "metadata", "sandgate_id", sbx_id);
+}
+
 static int
 e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
     int lifetime_s, json_t **handle, struct sg_prov_error *err)
@@ -68,12 +79,7 @@ e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 		    "no e2b api_key%s%s", t->name, t->api_key_problem ? ": " : "",
 		    t->api_key_problem ? t->api_key_problem : "");
 	snprintf(url, sizeof(url), "%s/sandboxes", api(t));
-	body = json_pack("{s:s,s:i,s:b,s:b,s:{s:s}}",
-	    "templateID", t->template != NULL ? t->template : E2B_TEMPLATE,
-	    /* Always sent: e2b's default is 15 s. */
-	    "timeout", lifetime_s < E2B_MAX_LIFE ? lifetime_s : E2B_MAX_LIFE,
-	    "secure", 1, "allow_internet_access", t->allow_internet_access,
-	    "metadata", "sandgate_id", sbx_id);
+	body = sg_e2b_create_body(t, sbx_id, lifetime_s);
 	control_headers(t, &h);
 	rc = sg_phttp_call(p, "POST", url, &h, body, CONTROL_MS, &status, &resp,
 	    err);
@@ -106,8 +112,8 @@ e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 
 /* Where /execute lives: sandbox_url (routed by the E2b-Sandbox-*
  * headers), or https://49999-<id>.<domain>. */
-static void
-execute_url(const struct sg_tool *t, const json_t *handle, char *url,
+void
+sg_e2b_execute_url(const struct sg_tool *t, const json_t *handle, char *url,
     size_t sz)
 {
 	const char *domain = json_string_value(json_object_get(handle, "domain"));
@@ -143,7 +149,7 @@ e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 
 	if (id == NULL)
 		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
-	execute_url(t, handle, url, sizeof(url));
+	sg_e2b_execute_url(t, handle, url, sizeof(url));
 	sg_hdrs_add(&h, "E2b-Sandbox-Id: %s", id);
 	sg_hdrs_add(&h, "E2b-Sandbox-Port: 49999");
 	sg_hdrs_add(&h, "Accept: application/json");

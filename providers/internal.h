@@ -41,4 +41,12 @@ int	 sg_phttp_stream(struct sg_prov *, const char *url,
 /* The provider's error message from a JSON error body, or a fallback. */
 const char *sg_phttp_message(const json_t *resp, const char *fallback);
 
+/* Request bodies and URLs, exposed for the unit tests. New references. */
+json_t	*sg_e2b_create_body(const struct sg_tool *, const char *sbx_id,
+	    int lifetime_s);
+void	 sg_e2b_execute_url(const struct sg_tool *, const json_t *handle,
+	    char *url, size_t sz);
+json_t	*sg_osb_create_body(const struct sg_tool *, const char *sbx_id,
+	    int lifetime_s);
+
 #endif

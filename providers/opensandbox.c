@@ -73,8 +73,8 @@ control(struct sg_prov *p, const struct sg_tool *t, const char *method,
 	return rc;
 }
 
-static json_t *
-create_body(const struct sg_tool *t, const char *sbx_id, int lifetime_s)
+json_t *
+sg_osb_create_body(const struct sg_tool *t, const char *sbx_id, int lifetime_s)
 {
 	char cpu[16], mem[32];
 	json_t *b;
@@ -247,7 +247,7 @@ osb_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 		    "no OpenSandbox api_base%s%s", t->name,
 		    t->api_key_problem ? ": " : "",
 		    t->api_key_problem ? t->api_key_problem : "");
-	body = create_body(t, sbx_id, lifetime_s);
+	body = sg_osb_create_body(t, sbx_id, lifetime_s);
 	rc = control(p, t, "POST", "/sandboxes", body, CREATE_MS, "create",
 	    &resp, err);
 	json_decref(body);

@@ -1,0 +1,43 @@
+/*
+ * sg_sbx: sandboxes owned by a tenant, over the providers and the store.
+ * Every sandbox is recorded before the provider is called and removed
+ * only when the provider confirmed the delete (design §4), so none is
+ * ever lost track of.
+ */
+#ifndef SG_SANDBOX_H
+#define SG_SANDBOX_H
+
+#include <jansson.h>
+
+#include "config.h"
+#include "error.h"
+#include "http.h"
+#include "../providers/provider.h"
+#include "../store/store.h"
+
+struct sg_sbx_env {
+	const struct sg_cfg	*cfg;
+	struct sg_store		*store;
+	struct sg_prov		*prov;
+};
+
+/* Create a sandbox of tool (NULL: interception.sandbox_tool) for tenant.
+ * ephemeral: it lives request_timeout + 60 s at the provider, else
+ * sessions.ttl + 60 s, extended on use. *out filled on success
+ * (sg_store_sbx_clear it). */
+int	 sg_sbx_create(struct sg_sbx_env *, const char *tenant, const char *tool,
+	    int ephemeral, struct sg_store_sbx *out, struct sg_error *);
+/* Run code in the tenant's sandbox id. timeout_s 0: exec_timeout. New
+ * CodeExecutionResult in *result. */
+int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
+	    const char *code, int timeout_s, json_t **result, struct sg_error *);
+int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
+	    struct sg_error *);
+/* The direct sandbox routes (design §3.3): answer one request. The
+ * route and its {id} come from the router. */
+void	 sg_sbx_api(struct sg_sbx_env *, int route, const char *id,
+	    const struct sg_req *, struct sg_out *);
+/* New reference: the sandbox object clients see. */
+json_t	*sg_sbx_json(const struct sg_cfg *, const struct sg_store_sbx *);
+
+#endif
