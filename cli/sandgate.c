@@ -248,10 +248,16 @@ print_result(const json_t *r)
 	fflush(stdout);
 	fputs(json_string_value(json_object_get(r, "stderr")), stderr);
 	if (json_is_object(err)) {
-		fprintf(stderr, "%s\n%s: %s\n",
-		    json_string_value(json_object_get(err, "traceback")),
-		    json_string_value(json_object_get(err, "name")),
-		    json_string_value(json_object_get(err, "value")));
+		const char *tb = json_string_value(json_object_get(err,
+		    "traceback"));
+
+		/* A traceback ends with "Name: value" already. */
+		if (tb != NULL && tb[0] != '\0')
+			fprintf(stderr, "%s\n", tb);
+		else
+			fprintf(stderr, "%s: %s\n",
+			    json_string_value(json_object_get(err, "name")),
+			    json_string_value(json_object_get(err, "value")));
 		return 1;
 	}
 	return 0;
@@ -281,14 +287,14 @@ exec_code(const struct sg_cfg *cfg, const char *tool, const char *sandbox,
 			fprintf(stderr, "sandgate: no sandbox %s\n", sandbox);
 			goto out;
 		}
-		if (sg_sbx_run(&env, row.tenant, sandbox, code, 0, &result,
+		if (sg_sbx_run(&env, row.tenant, sandbox, code, 0, 1, &result,
 		    &err) == -1)
 			fprintf(stderr, "sandgate: %s\n", err.message);
 		sg_store_sbx_clear(&row);
 	} else if (sg_sbx_create(&env, "cli", tool, 1, &row, &err) == -1)
 		fprintf(stderr, "sandgate: %s\n", err.message);
 	else {
-		if (sg_sbx_run(&env, "cli", row.id, code, 0, &result, &err) == -1)
+		if (sg_sbx_run(&env, "cli", row.id, code, 0, 0, &result, &err) == -1)
 			fprintf(stderr, "sandgate: %s\n", err.message);
 		if (sg_sbx_delete(&env, "cli", row.id, &derr) == -1)
 			fprintf(stderr, "sandgate: sandbox %s not deleted: %s\n",

@@ -155,7 +155,8 @@ open_sandbox(struct sg_sbx_env *env, const char *tenant, const char *id,
 
 int
 sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
-    const char *code, int timeout_s, json_t **result, struct sg_error *err)
+    const char *code, int timeout_s, int keep, json_t **result,
+    struct sg_error *err)
 {
 	const struct sg_provider_ops *ops;
 	const struct sg_tool *t;
@@ -163,6 +164,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	struct sg_prov_error pe;
 	struct sg_exec res;
 	json_t *handle;
+	int64_t left;
 	int rc, life;
 
 	*result = NULL;
@@ -170,11 +172,20 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 		return -1;
 	if (timeout_s <= 0)
 		timeout_s = env->cfg->interception.exec_timeout;
-	/* The provider must not end the sandbox during this run. */
-	life = lifetime(env->cfg, 0);
+	/*
+	 * The provider must never end a sandbox during a run, and a kept
+	 * sandbox's life slides with use (at most one keepalive a minute);
+	 * an ephemeral one only has to outlast this run.
+	 */
+	left = row.expires_at - (int64_t)time(NULL);
+	life = keep ? lifetime(env->cfg, 0) : 0;
 	if (life < timeout_s + 60)
 		life = timeout_s + 60;
-	rc = ops->keepalive(env->prov, t, handle, life, &pe);
+	rc = SG_PROV_OK;
+	if (left < (keep ? life - 60 : life))
+		rc = ops->keepalive(env->prov, t, handle, life, &pe);
+	else
+		life = (int)left;
 	sg_exec_init(&res, env->prov->output_cap);
 	if (rc == SG_PROV_OK)
 		rc = ops->run(env->prov, t, handle, code, timeout_s, &res, &pe);

@@ -27,10 +27,12 @@ struct sg_sbx_env {
  * (sg_store_sbx_clear it). */
 int	 sg_sbx_create(struct sg_sbx_env *, const char *tenant, const char *tool,
 	    int ephemeral, struct sg_store_sbx *out, struct sg_error *);
-/* Run code in the tenant's sandbox id. timeout_s 0: exec_timeout. New
- * CodeExecutionResult in *result. */
+/* Run code in the tenant's sandbox id. timeout_s 0: exec_timeout. keep:
+ * the sandbox lives on (its life slides with use); else it only has to
+ * outlast this run. New CodeExecutionResult in *result. */
 int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
-	    const char *code, int timeout_s, json_t **result, struct sg_error *);
+	    const char *code, int timeout_s, int keep, json_t **result,
+	    struct sg_error *);
 int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
 /* The direct sandbox routes (design §3.3): answer one request. The

@@ -161,7 +161,7 @@ run(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 	int timeout;
 
 	if (code_args(env->cfg, b, &code, &timeout, err) == -1 ||
-	    sg_sbx_run(env, req->tenant, id, code, timeout, &result, err) == -1)
+	    sg_sbx_run(env, req->tenant, id, code, timeout, 1, &result, err) == -1)
 		return NULL;
 	return result;
 }
@@ -181,7 +181,7 @@ oneshot(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 	    opt_string(b, "tool", &tool, err) == -1 ||
 	    sg_sbx_create(env, req->tenant, tool, 1, &row, err) == -1)
 		return NULL;
-	sg_sbx_run(env, req->tenant, row.id, code, timeout, &result, err);
+	sg_sbx_run(env, req->tenant, row.id, code, timeout, 0, &result, err);
 	/* A delete that fails leaves the row for the reaper; the run's
 	 * answer still goes out. A gone sandbox is already deleted. */
 	sg_sbx_delete(env, req->tenant, row.id, &derr);
