@@ -27,6 +27,8 @@ export const KEYS = {
   carol: "sk-carol-" + crypto.randomBytes(8).toString("hex"),
 };
 export const UPSTREAM_KEY = "upstream-secret-" + crypto.randomBytes(4).toString("hex");
+export const E2B_KEY = "e2b_" + crypto.randomBytes(8).toString("hex");
+export const OSB_KEY = "osb-" + crypto.randomBytes(8).toString("hex");
 const sha256 = (s) => crypto.createHash("sha256").update(s).digest("hex");
 
 export function freePort() {
@@ -99,7 +101,10 @@ models = (
   { name = "unreachable"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; },
   { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; }${extra.models ? "," + extra.models : ""}
 );
-sandbox_tools = ( { name = "local"; provider = "local"; } );
+sandbox_tools = (
+  { name = "local"; provider = "local"; }${extra.sandboxTools ? "," + extra.sandboxTools : ""}
+);
+${extra.sandboxTools ? 'interception: { sandbox_tool = "e2b"; exec_timeout = 20; };' : ""}
 `;
 }
 
@@ -133,6 +138,16 @@ export class Stack {
     }
 
     this.fakePort = await this.startFake();
+    if (this.opts.sandboxes) {
+      this.e2bPort = await this.startPy("e2b", ["--api-key", E2B_KEY]);
+      this.osbPort = await this.startPy("opensandbox", ["--api-key", OSB_KEY]);
+      const e2b = `http://127.0.0.1:${this.e2bPort}`, osb = `http://127.0.0.1:${this.osbPort}/v1`;
+      this.opts.sandboxTools = `
+  { name = "e2b"; provider = "e2b"; api_key = "${E2B_KEY}"; api_base = "${e2b}"; sandbox_url = "${e2b}"; },
+  { name = "osb"; provider = "opensandbox"; api_key = "${OSB_KEY}"; api_base = "${osb}"; },
+  { name = "e2b-badkey"; provider = "e2b"; api_key = "e2b_0000"; api_base = "${e2b}"; sandbox_url = "${e2b}"; },
+  { name = "osb-badkey"; provider = "opensandbox"; api_key = "nope"; api_base = "${osb}"; }`;
+    }
     this.gwPort = await freePort();
     fs.writeFileSync(`${dir}/sandgate.conf`, gatewayConfig(dir, this.fakePort, this.opts));
     this.env = {
@@ -156,6 +171,24 @@ export class Stack {
     this.fake = p;
     await waitFor(() => fs.existsSync(portFile), "fake upstream");
     return Number(fs.readFileSync(portFile, "utf8").trim());
+  }
+
+  // A sandbox fake (tests/fakes/NAME.py); resolves to its main port.
+  async startPy(name, args) {
+    const portFile = `${this.dir}/${name}.port`;
+    const p = spawn("python3", [path.join(root, `tests/fakes/${name}.py`), "--port", "0",
+      "--port-file", portFile, "--quiet", ...args], { stdio: ["ignore", "ignore", "inherit"] });
+    this.procs.push(p);
+    await waitFor(() => fs.existsSync(portFile), `fake ${name}`);
+    return Number(fs.readFileSync(portFile, "utf8").trim());
+  }
+
+  // The test hooks of a sandbox fake: stats, faults, reset.
+  async fakeHook(name, hook, body) {
+    const port = name === "e2b" ? this.e2bPort : this.osbPort;
+    const r = await fetch(`http://127.0.0.1:${port}/__${hook}`, body === undefined ? {} :
+      { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    return r.status === 204 ? null : r.json();
   }
 
   async startGateway() {
