@@ -190,13 +190,31 @@ def _on_sigint(signum, frame):
 signal.signal(signal.SIGINT, _on_sigint)
 
 
-class _Out(io.TextIOBase):
-    """sys.stdout / sys.stderr: complete lines go out at once, a partial line within 0.2 s."""
+# Output of both streams, in write order: [[kind, [pieces], timestamp], ...]. A write that
+# completes a line goes out at once unless something went out < 10 ms ago; then the flusher
+# thread sends it within ~10 ms (a flood becomes big chunks, as with ipykernel's buffering).
+# A partial line goes out within 0.2 s.
+_slock = threading.RLock()
+_segs = []
+_size = [0]
+_last = [0.0]
+_kick = threading.Event()
 
+
+def _flush_streams():
+    with _slock:
+        while _segs:
+            kind, pieces, ts = _segs.pop(0)
+            text = "".join(pieces)
+            _size[0] -= len(text)
+            _last[0] = time.monotonic()
+            _send({"t": kind, "text": text, "ts": ts})
+        _size[0] = 0
+
+
+class _Out(io.TextIOBase):
     def __init__(self, kind):
         self._kind = kind
-        self._buf = ""
-        self._lock = threading.RLock()
 
     @property
     def name(self):
@@ -222,19 +240,23 @@ class _Out(io.TextIOBase):
     def write(self, s):
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        with self._lock:
-            self._buf += s
-            i = self._buf.rfind("\n")
-            if i >= 0:
-                chunk, self._buf = self._buf[:i + 1], self._buf[i + 1:]
-                _send({"t": self._kind, "text": chunk, "ts": _now()})
+        if not s:
+            return 0
+        with _slock:
+            if _segs and _segs[-1][0] == self._kind:
+                _segs[-1][1].append(s)
+            else:
+                _segs.append([self._kind, [s], _now()])
+            _size[0] += len(s)
+            if "\n" in s:
+                if time.monotonic() - _last[0] >= 0.01 or _size[0] >= 65536:
+                    _flush_streams()
+                else:
+                    _kick.set()
         return len(s)
 
     def flush(self):
-        with self._lock:
-            if self._buf:
-                chunk, self._buf = self._buf, ""
-                _send({"t": self._kind, "text": chunk, "ts": _now()})
+        _flush_streams()
 
 
 _OUT, _ERR = _Out("stdout"), _Out("stderr")
@@ -245,14 +267,15 @@ sys.argv = [""]
 
 def _flusher():
     while True:
-        time.sleep(0.2)
+        if _kick.wait(0.2):
+            time.sleep(0.01)
+            _kick.clear()
         if os.getppid() != PARENT:
             os._exit(0)
-        for s in (_OUT, _ERR):
-            try:
-                s.flush()
-            except BaseException:
-                pass
+        try:
+            _flush_streams()
+        except BaseException:
+            pass
 
 
 threading.Thread(target=_flusher, daemon=True).start()
@@ -301,8 +324,7 @@ def _bundle(obj):
 
 
 def _display(data, main=False):
-    for s in (_OUT, _ERR):
-        s.flush()
+    _flush_streams()
     _send({"t": "result", "main": main, "data": data})
 
 
@@ -440,8 +462,7 @@ def _exec(cmd):
                 _check_png()
             except Exception:
                 pass
-        for s in (_OUT, _ERR):
-            s.flush()
+        _flush_streams()
         if err is not None:
             _send(_error(*err))
     except BaseException:

@@ -87,9 +87,12 @@ class ClientGone(Exception):
 # fds 1 and 2. SIGINT interrupts a running cell (KeyboardInterrupt) and is ignored when idle. The
 # worker kills its own process group when its parent dies or its command pipe closes.
 WORKER_SRC = r'''
-import ast, binascii, builtins, codecs, json, linecache, os, select, signal, sys, threading, time, traceback, zlib
+import ast, binascii, builtins, codecs, json, linecache, os, select, shutil, signal, sys
+import threading, time, traceback, zlib
 
 _ppid = os.getppid()
+_workdir = sys.argv[1] if len(sys.argv) > 1 else None
+sys.argv = [""]
 _cmd = os.fdopen(os.dup(0), "r", encoding="utf-8", errors="replace")
 _out = os.fdopen(os.dup(1), "w", encoding="utf-8")
 _lock = threading.Lock()
@@ -191,11 +194,18 @@ def _die():
         os._exit(0)
 
 
+def _orphaned():
+    """The fake died without cleaning up: remove the sandbox's work dir for it, then go."""
+    if _workdir and os.path.basename(_workdir).startswith("fake-osb-"):
+        shutil.rmtree(_workdir, ignore_errors=True)
+    _die()
+
+
 def _watch():
     while True:
         time.sleep(0.5)
         if os.getppid() != _ppid:
-            _die()
+            _orphaned()
 
 
 _MIMES = (("_repr_png_", "image/png", True), ("_repr_jpeg_", "image/jpeg", True),
@@ -348,6 +358,10 @@ while True:
     except BaseException:
         pass
     _send({"t": "done"})
+for _ in range(20):  # command pipe closed: the parent is gone (it SIGKILLs us otherwise)
+    if os.getppid() != _ppid:
+        _orphaned()
+    time.sleep(0.05)
 _die()
 '''
 
@@ -756,7 +770,7 @@ class Context:
                 env.pop(k, None)
             env.update(self.sb.env)
             env.update({"PYTHONIOENCODING": "utf-8:backslashreplace", "PYTHONUNBUFFERED": "1"})
-            p = subprocess.Popen([sys.executable, "-u", "-c", WORKER_SRC], stdin=subprocess.PIPE,
+            p = subprocess.Popen([sys.executable, "-u", "-c", WORKER_SRC, self.sb.workdir], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, cwd=self.sb.workdir, env=env, start_new_session=True)
             q = queue.Queue()
 
@@ -1243,7 +1257,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.create(raw) if self.command == "POST" else self.list_sandboxes(query)
             if name == "item":
                 return self.get_sandbox(args[0]) if self.command == "GET" else self.delete_sandbox(args[0])
-            return getattr(self, "do_" + name)(*args, query=query, raw=raw)
+            return getattr(self, "lc_" + name)(*args, query=query, raw=raw)
         return self.send_json(404, {"detail": "Not Found"})
 
     def create(self, raw):
@@ -1370,7 +1384,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.not_found(sid)
         return self.send_empty(204)
 
-    def do_endpoint(self, sid, port_s, query, raw):
+    def lc_endpoint(self, sid, port_s, query, raw):
         f = self.fake
         f.bump("endpoint_lookups")
         errs = []
@@ -1409,7 +1423,7 @@ class Handler(BaseHTTPRequestHandler):
             "endpoint": "127.0.0.1:%d/sandboxes/%s/proxy/%d" % (host_port, sid, port),
             "headers": {"OpenSandbox-Ingress-To": "%s-%d" % (sid, port), "X-EXECD-ACCESS-TOKEN": sb.token}})
 
-    def do_renew(self, sid, query, raw):
+    def lc_renew(self, sid, query, raw):
         f = self.fake
         ok, body = self.fastapi_body(raw)
         f.bump("renews", "renew_bodies", body if ok else raw.decode("utf-8", "replace"))
@@ -1450,7 +1464,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.api_error(400, "DOCKER::INVALID_EXPIRATION", "New expiration time must be in the future.")
         return self.send_json(200, {"expiresAt": rfc3339(when)})
 
-    def do_pause(self, sid, query, raw):
+    def lc_pause(self, sid, query, raw):
         f = self.fake
         with f.lock:
             sb = f.sandboxes.get(sid)
@@ -1466,7 +1480,7 @@ class Handler(BaseHTTPRequestHandler):
         sb.processes_signal(signal.SIGSTOP)
         return self.send_body(202, b"", None)
 
-    def do_resume(self, sid, query, raw):
+    def lc_resume(self, sid, query, raw):
         f = self.fake
         with f.lock:
             sb = f.sandboxes.get(sid)
@@ -1480,7 +1494,7 @@ class Handler(BaseHTTPRequestHandler):
         sb.processes_signal(signal.SIGCONT)
         return self.send_body(202, b"", None)
 
-    def do_metadata(self, sid, query, raw):
+    def lc_metadata(self, sid, query, raw):
         f = self.fake
         ok, body = self.fastapi_body(raw)
         if ok and not isinstance(body, dict):
@@ -1657,8 +1671,7 @@ class Handler(BaseHTTPRequestHandler):
     def code_python(self, sb, c, code):
         f = self.fake
         if not c.run_lock.acquire(blocking=False):
-            flt = self.stream_faults()
-            stream = Stream(self, flt["sse"])
+            stream = Stream(self, bool(f.faults.take("framing_sse")))
             stream.start()
             stream.event(event("init", text=c.id))
             stream.event(event("ping", text="pong"))
@@ -1676,6 +1689,9 @@ class Handler(BaseHTTPRequestHandler):
                 pass
             except Exception as e:
                 return self.execd_error(500, "RUNTIME_ERROR", "error running codes %s" % e)
+            if sb.dead:  # deleted while the kernel was starting
+                c.kill()
+                return self.not_found(sb.id)
             flt = self.stream_faults()
             stream = Stream(self, flt["sse"])
             stream.start()
@@ -1757,7 +1773,7 @@ class Handler(BaseHTTPRequestHandler):
         """Relay a run's messages as execd events until it ends."""
         f = self.fake
         next_ping = t0 + PING_EVERY
-        emitted = False
+        finished = False  # the run itself is over: a client leaving now interrupts nothing
         try:
             while True:
                 now = time.monotonic()
@@ -1791,13 +1807,16 @@ class Handler(BaseHTTPRequestHandler):
                     stream.event(event("error", error={"ename": msg.get("ename", ""), "evalue": msg.get("evalue", ""),
                                                       "traceback": msg.get("traceback")}))
                 elif t == "exit":
+                    finished = True
                     if sb.dead:
                         return stream.abort()
                     stream.bare({"code": "RUNTIME_ERROR", "message": "error running codes kernel died unexpectedly"})
                     return stream.end()
                 elif t == "done":
+                    finished = True
                     break
                 elif t == "cmd_exit":
+                    finished = True
                     if sb.dead:
                         return stream.abort()
                     rc = msg["rc"]
@@ -1812,7 +1831,6 @@ class Handler(BaseHTTPRequestHandler):
                     break
                 else:
                     continue
-                emitted = True
                 if drop:
                     return self.drop(stream, drop, on_gone)
             if drop:
@@ -1822,8 +1840,9 @@ class Handler(BaseHTTPRequestHandler):
             stream.end()
         except (ClientGone,) + DISCONNECTS:
             self.close_connection = True
-            f.bump("interrupts")
-            on_gone()
+            if not finished:
+                f.bump("interrupts")
+                on_gone()
 
     def drop(self, stream, how, on_gone):
         """code_drop fault: end the stream without its terminal event."""

@@ -127,7 +127,7 @@ check_stream(const char *label, line_fn fn, const char *text, size_t len,
 			snprintf(what, sizeof(what), "%s, one byte at a time",
 			    label);
 		}
-		/* i == len: fed whole (then an empty feed). */
+		/* i == 0 and i == len: fed whole. */
 		assert_json_equal(got, want, what);
 		if (ended != want_ended)
 			fail_msg("%s: ended %d, want %d", what, ended, want_ended);
@@ -517,6 +517,36 @@ e2b_last_line_needs_finish(void **state)
 	assert_int_equal(r.outlen, 2);
 	sg_exec_free(&r);
 	free(t);
+}
+
+/* Lines far longer than the splitter's first buffer, cut anywhere. */
+static void
+e2b_long_lines(void **state)
+{
+	enum { N = 3000 };
+	char *t = malloc(2 * N + 256), *want = malloc(2 * N + 256), *p;
+	size_t i;
+
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(want);
+	p = t + sprintf(t, "{'type': 'stdout', 'text': '");
+	for (i = 0; i < N; i++)
+		*p++ = (char)('a' + i % 26);
+	p += sprintf(p, "\\n'}\n{'type': 'stderr', 'text': '");
+	for (i = 0; i < N; i++)
+		*p++ = 'e';
+	sprintf(p, "'}\n{'type': 'end_of_execution'}\n");
+	p = want + sprintf(want, "{'object': 'code_execution', 'stdout': '");
+	for (i = 0; i < N; i++)
+		*p++ = (char)('a' + i % 26);
+	p += sprintf(p, "\\n', 'stderr': '");
+	for (i = 0; i < N; i++)
+		*p++ = 'e';
+	sprintf(p, "', 'results': [], 'error': null, 'execution_count': null}");
+	check_q(sg_exec_e2b_line, t, want, 1);
+	free(t);
+	free(want);
 }
 
 /* An error line missing its fields still gives a complete error. */
@@ -1127,6 +1157,7 @@ main(void)
 		cmocka_unit_test(e2b_full_details),
 		cmocka_unit_test(e2b_without_end_marker),
 		cmocka_unit_test(e2b_last_line_needs_finish),
+		cmocka_unit_test(e2b_long_lines),
 		cmocka_unit_test(e2b_error_defaults),
 		cmocka_unit_test(osb_result_stream),
 		cmocka_unit_test(osb_error_stream),

@@ -546,6 +546,39 @@ sql_text_is_data(void **state)
 	assert_string_equal(l.id[0], "cntr_plain");
 }
 
+/*
+ * A value the row cannot hold must not come back cut: a tool name of 64+
+ * characters (config accepts any length) read back truncated names no
+ * configured tool, so core's open_sandbox() fails and the sandbox can be
+ * neither run nor deleted through sandgate. Either begin refuses it (and
+ * leaves no row), or get returns it whole.
+ */
+static void
+long_tool_name_not_truncated(void **state)
+{
+	/* 70 characters; volatile: the compiler must not judge the compare
+	 * below from the array sizes. */
+	const char *volatile tool = "python-with-a-very-long-descriptive-"
+	    "name-for-the-data-science-team-gpu";
+	struct fx *fx = *state;
+	struct sg_store_sbx row;
+	int rc;
+
+	assert_true(strlen(tool) >= sizeof(row.tool));
+	rc = sg_store_sbx_begin(fx->st, "cntr_long", TENANT_A, tool, 1, 2,
+	    1000);
+	if (rc != SG_STORE_OK) {	/* refused: fine, if nothing is left */
+		assert_int_equal(sg_store_sbx_get(fx->st, "cntr_long", NULL,
+		    &row), SG_STORE_NOTFOUND);
+		return;
+	}
+	get_ok(fx, "cntr_long", TENANT_A, &row);
+	sg_store_sbx_clear(&row);
+	if (strcmp(row.tool, tool) != 0)
+		fail_msg("tool stored as \"%s\", read back as \"%s\"", tool,
+		    row.tool);
+}
+
 /* ---------------------------------------------------------------------
  * sg_proc_start
  * ------------------------------------------------------------------- */
@@ -614,6 +647,7 @@ main(void)
 		T(remove_row),
 		T(duplicate_id_exists),
 		T(sql_text_is_data),
+		T(long_tool_name_not_truncated),
 		cmocka_unit_test(proc_start_self),
 		cmocka_unit_test(proc_start_odd_name),
 		cmocka_unit_test(proc_start_no_such_pid),
