@@ -45,6 +45,16 @@ line_of(const config_setting_t *s)
 	return s != NULL ? (int)config_setting_source_line(s) : 0;
 }
 
+/* "http://x/v1/" and "http://x/v1" are one base: paths are appended. */
+static void
+strip_slashes(char *s)
+{
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	while (n > 0 && s[n - 1] == '/')
+		s[--n] = '\0';
+}
+
 /* The setting named name in grp, else grp: where an error points. */
 static const config_setting_t *
 at(const config_setting_t *grp, const char *name)
@@ -414,7 +424,6 @@ static int
 load_model(struct loader *ld, const config_setting_t *e, void *item)
 {
 	struct sg_cfg_model *m = item;
-	size_t len;
 
 	m->timeout = 600;
 	if (get_str(ld, e, "name", &m->name, 1) == -1 ||
@@ -429,16 +438,11 @@ load_model(struct loader *ld, const config_setting_t *e, void *item)
 		return -1;
 	if (m->api_base == NULL && m->api_key_problem == NULL)
 		return fail(ld, e, "model %s: missing api_base", m->name);
-	if (m->api_base != NULL) {
-		len = strlen(m->api_base);
-		if (strncmp(m->api_base, "http://", 7) != 0 &&
-		    strncmp(m->api_base, "https://", 8) != 0)
-			return fail(ld, at(e, "api_base"), "model %s: "
-			    "api_base must start "
-			    "with http:// or https://", m->name);
-		while (len > 0 && m->api_base[len - 1] == '/')
-			m->api_base[--len] = '\0';
-	}
+	if (m->api_base != NULL && strncmp(m->api_base, "http://", 7) != 0 &&
+	    strncmp(m->api_base, "https://", 8) != 0)
+		return fail(ld, at(e, "api_base"), "model %s: api_base must "
+		    "start with http:// or https://", m->name);
+	strip_slashes(m->api_base);
 	return 0;
 }
 
@@ -482,6 +486,12 @@ load_tool(struct loader *ld, const config_setting_t *e, void *item)
 	    get_bool(ld, e, "allow_internet_access",
 	    &t->allow_internet_access) == -1)
 		return -1;
+	/* The store keeps a tool's name in 64 bytes. */
+	if (strlen(t->name) > 63)
+		return fail(ld, at(e, "name"), "tool %.20s...: a name has at "
+		    "most 63 characters", t->name);
+	strip_slashes(t->api_base);
+	strip_slashes(t->sandbox_url);
 	if (t->isolation != NULL && strcmp(t->isolation, "bubblewrap") != 0 &&
 	    strcmp(t->isolation, "none") != 0)
 		return fail(ld, at(e, "isolation"), "tool %s: isolation must be "

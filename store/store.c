@@ -356,8 +356,13 @@ sg_store_sbx_begin(struct sg_store *st, const char *id, const char *tenant,
     const char *tool, int64_t owner_pid, int64_t owner_start,
     int64_t expires_at)
 {
+	struct sg_store_sbx row;
 	int64_t now = (int64_t)time(NULL);
 
+	/* Rows are read back into fixed fields: refuse what would not fit. */
+	if (strlen(id) >= sizeof(row.id) || strlen(tenant) >=
+	    sizeof(row.tenant) || strlen(tool) >= sizeof(row.tool))
+		return set_err(st, "sandbox id, tenant or tool name too long");
 	return exec_args(st, NULL, "INSERT INTO sandboxes (id, tenant, tool, "
 	    "state, owner_pid, owner_start, created_at, last_used_at, "
 	    "expires_at) VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?)",
@@ -461,7 +466,7 @@ sg_store_sbx_list(struct sg_store *st, const char *tenant,
 	int rc, stop = 0;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT " SBX_COLUMNS " FROM sandboxes "
-	    "WHERE ?1 IS NULL OR tenant = ?1 ORDER BY created_at, id", -1, &stmt,
+	    "WHERE ?1 IS NULL OR tenant = ?1 ORDER BY created_at, rowid", -1, &stmt,
 	    NULL) != SQLITE_OK)
 		return db_err(st, "prepare");
 	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_STATIC);
