@@ -31,26 +31,6 @@ control_headers(const struct sg_tool *t, struct sg_hdrs *h)
 	sg_hdrs_add(h, "Accept: application/json");
 }
 
-/* Map a control-plane answer that is not the expected success. */
-static int
-control_error(const struct sg_tool *t, const char *what, long status,
-    const json_t *resp, struct sg_prov_error *err)
-{
-	const char *msg = sg_phttp_message(resp, "no message");
-
-	if (status == 401 || status == 403)
-		return sg_prov_fail(err, SG_PROV_AUTH, (int)status, "e2b refused "
-		    "the credentials of sandbox tool %s (%s)", t->name, what);
-	if (status == 404)
-		return sg_prov_fail(err, SG_PROV_GONE, 404, "e2b: %s: %s", what,
-		    msg);
-	if (status == 429)
-		return sg_prov_fail(err, SG_PROV_RATE, 429, "e2b: %s: %s", what,
-		    msg);
-	return sg_prov_fail(err, SG_PROV_FAILED, (int)status, "e2b: %s "
-	    "answered HTTP %ld: %s", what, status, msg);
-}
-
 json_t *
 sg_e2b_create_body(const struct sg_tool *t, const char *sbx_id, int lifetime_s)
 {
@@ -89,7 +69,7 @@ e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 		return rc;
 	id = json_string_value(json_object_get(resp, "sandboxID"));
 	if (status != 201 && status != 200) {
-		rc = control_error(t, "create", status, resp, err);
+		rc = sg_phttp_status_error("e2b", t, "create", status, resp, err);
 		json_decref(resp);
 		return rc == SG_PROV_GONE ? sg_prov_fail(err, SG_PROV_FAILED,
 		    404, "%s", err->message) : rc;
@@ -201,7 +181,7 @@ control_call(struct sg_prov *p, const struct sg_tool *t, const char *method,
 	    err);
 	sg_hdrs_free(&h);
 	if (rc == SG_PROV_OK && status / 100 != 2)
-		rc = control_error(t, what, status, resp, err);
+		rc = sg_phttp_status_error("e2b", t, what, status, resp, err);
 	json_decref(resp);
 	return rc;
 }

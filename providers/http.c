@@ -218,3 +218,25 @@ sg_phttp_message(const json_t *resp, const char *fallback)
 		m = json_string_value(json_object_get(resp, "error"));
 	return m != NULL ? m : fallback;
 }
+
+int
+sg_phttp_status_error(const char *provider, const struct sg_tool *t,
+    const char *what, long status, const json_t *resp,
+    struct sg_prov_error *err)
+{
+	const char *msg = sg_phttp_message(resp, "no message");
+
+	/* Never the key itself: only the tool's name. */
+	if (status == 401 || status == 403)
+		return sg_prov_fail(err, SG_PROV_AUTH, (int)status, "%s refused "
+		    "the credentials of sandbox tool %s (%s)", provider, t->name,
+		    what);
+	if (status == 404)
+		return sg_prov_fail(err, SG_PROV_GONE, 404, "%s: %s: %s",
+		    provider, what, msg);
+	if (status == 429)
+		return sg_prov_fail(err, SG_PROV_RATE, 429, "%s: %s: %s",
+		    provider, what, msg);
+	return sg_prov_fail(err, SG_PROV_FAILED, (int)status, "%s: %s "
+	    "answered HTTP %ld: %s", provider, what, status, msg);
+}

@@ -41,6 +41,12 @@ int	 sg_phttp_stream(struct sg_prov *, const char *url,
 /* The provider's error message from a JSON error body, or a fallback. */
 const char *sg_phttp_message(const json_t *resp, const char *fallback);
 
+/* A control-plane answer that is not the expected success, mapped: 401
+ * and 403 AUTH, 404 GONE, 429 RATE, the rest FAILED. */
+int	 sg_phttp_status_error(const char *provider, const struct sg_tool *,
+	    const char *what, long status, const json_t *resp,
+	    struct sg_prov_error *);
+
 /* Request bodies and URLs, exposed for the unit tests. New references. */
 json_t	*sg_e2b_create_body(const struct sg_tool *, const char *sbx_id,
 	    int lifetime_s);

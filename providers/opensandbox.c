@@ -32,26 +32,6 @@ control_headers(const struct sg_tool *t, struct sg_hdrs *h)
 	sg_hdrs_add(h, "Accept: application/json");
 }
 
-static int
-control_error(const struct sg_tool *t, const char *what, long status,
-    const json_t *resp, struct sg_prov_error *err)
-{
-	const char *msg = sg_phttp_message(resp, "no message");
-
-	if (status == 401 || status == 403)
-		return sg_prov_fail(err, SG_PROV_AUTH, (int)status, "OpenSandbox "
-		    "refused the credentials of sandbox tool %s (%s)", t->name,
-		    what);
-	if (status == 404)
-		return sg_prov_fail(err, SG_PROV_GONE, 404, "OpenSandbox: %s: %s",
-		    what, msg);
-	if (status == 429)
-		return sg_prov_fail(err, SG_PROV_RATE, 429, "OpenSandbox: %s: %s",
-		    what, msg);
-	return sg_prov_fail(err, SG_PROV_FAILED, (int)status, "OpenSandbox: %s "
-	    "answered HTTP %ld: %s", what, status, msg);
-}
-
 /* One lifecycle call; *resp new or NULL. 2xx → OK, else mapped. */
 static int
 control(struct sg_prov *p, const struct sg_tool *t, const char *method,
@@ -69,7 +49,8 @@ control(struct sg_prov *p, const struct sg_tool *t, const char *method,
 	rc = sg_phttp_call(p, method, url, &h, body, ms, &status, resp, err);
 	sg_hdrs_free(&h);
 	if (rc == SG_PROV_OK && status / 100 != 2)
-		rc = control_error(t, what, status, *resp, err);
+		rc = sg_phttp_status_error("OpenSandbox", t, what, status, *resp,
+		    err);
 	return rc;
 }
 
