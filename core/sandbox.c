@@ -182,7 +182,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	if (life < timeout_s + 60)
 		life = timeout_s + 60;
 	rc = SG_PROV_OK;
-	if (left < (keep ? life - 60 : life))
+	if (keep ? left < life - 60 : left <= life)
 		rc = ops->keepalive(env->prov, t, handle, life, &pe);
 	else
 		life = (int)left;

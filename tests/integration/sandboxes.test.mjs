@@ -124,6 +124,32 @@ for (const tool of ["e2b", "osb"]) {
       await assertClean(tool);
     });
 
+    test("output over the 10 MiB cap → a clear 400, and the sandbox is cleaned up", async () => {
+      const r = await call("POST", "/v1/code", { tool, code: "print('x' * (11 * 1024 * 1024))" });
+      assertError(r, 400, /exceeded 10485760 bytes/);
+      assert.equal(r.json.error.code, "output_too_large");
+      await assertClean(tool);
+    });
+
+    test("a run that could outlast the sandbox extends it first (keepalive)", async () => {
+      // request_timeout is 30 here: a one-shot sandbox lives 90 s, a run of
+      // 30 s needs 90 s, so the provider is asked to keep it longer.
+      const r = await call("POST", "/v1/code", { tool, code: "print('long')", timeout: 30 });
+      assert.equal(r.json.stdout, "long\n");
+      const s = await stack.fakeHook(tool, "stats");
+      if (tool === "e2b") {
+        assert.equal(s.keepalives, 1);
+        assert.equal(s.timeouts[0].timeout, 90);
+      } else {
+        assert.equal(s.renews, 1);
+        assert.ok(Date.parse(s.renew_bodies[0].expiresAt) > Date.now() + 60000);
+      }
+      const quick = await call("POST", "/v1/code", { tool, code: "1", timeout: 5 });
+      assert.equal(quick.status, 200);
+      const s2 = await stack.fakeHook(tool, "stats");
+      assert.equal(s2.keepalives ?? s2.renews, 1, "a short run needs no keepalive");
+    });
+
     test("a sandbox that vanished at the provider → 404, and its row is gone", async () => {
       const c = await call("POST", "/v1/sandboxes", { tool });
       await stack.fakeHook(tool, "reset", {});
