@@ -12,7 +12,8 @@ LIBS	  = -lfcgi -lcurl -ljansson -lconfig -lsqlite3 -lcrypto
 CORE_SRC  = lib/util.c core/auth.c core/config.c core/error.c core/gateway.c \
 	    core/http.c core/router.c core/sandbox.c core/sandbox_api.c core/sse.c core/upstream.c store/store.c \
 	    providers/e2b.c providers/http.c providers/opensandbox.c \
-	    providers/provider.c providers/result.c
+	    providers/local.c providers/provider.c providers/result.c \
+	    providers/sandboxd.c
 FCGI_SRC  = fcgi/listen.c fcgi/main.c fcgi/master.c fcgi/privs.c \
 	    fcgi/responder.c
 CLI_SRC   = cli/sandgate.c

@@ -593,6 +593,26 @@ validate(struct loader *ld, const config_t *lc)
 	return 0;
 }
 
+/* Local sandboxes live in a directory beside the store. */
+static int
+set_local_dirs(struct sg_cfg *cfg)
+{
+	const char *slash = strrchr(cfg->store.path, '/');
+	size_t i;
+
+	for (i = 0; i < cfg->ntools; i++) {
+		if (cfg->tools[i].provider != SG_PROVIDER_LOCAL)
+			continue;
+		if (asprintf(&cfg->tools[i].local_dir, "%.*s/local",
+		    slash != NULL ? (int)(slash - cfg->store.path) : 1,
+		    slash != NULL ? cfg->store.path : ".") == -1) {
+			cfg->tools[i].local_dir = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int
 load_root(struct loader *ld, const config_t *lc)
 {
@@ -628,6 +648,8 @@ load_root(struct loader *ld, const config_t *lc)
 		if (get_str(ld, s, "path", &ld->cfg->store.path, 0) == -1)
 			return -1;
 	}
+	if (set_local_dirs(ld->cfg) == -1)
+		return fail(ld, config_root_setting(lc), "out of memory");
 	return validate(ld, lc);
 }
 
@@ -697,6 +719,7 @@ sg_cfg_free(struct sg_cfg *cfg)
 		free(t->image);
 		free(t->sandbox_url);
 		free(t->isolation);
+		free(t->local_dir);
 	}
 	for (i = 0; i < cfg->nwarnings; i++)
 		free(cfg->warnings[i]);

@@ -63,6 +63,7 @@ int	 sg_drop_privileges(const struct sg_cfg *);
 int	 sg_prepare_store(const struct sg_cfg *, char *err, size_t errsz);
 
 /* master.c */
-int	 sg_master_run(struct sg_cfg *, int listen_fd, const char *listen_spec);
+int	 sg_master_run(struct sg_cfg *, int listen_fd, const char *listen_spec,
+	    const char *kernel_src);
 
 #endif

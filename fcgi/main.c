@@ -38,6 +38,39 @@ parse_workers(const char *s, struct sg_cfg *cfg)
 	return 0;
 }
 
+/*
+ * Where the local kernel's files are: $SANDGATE_KERNEL_DIR, else beside
+ * the installed binary (PREFIX/share/sandgate/kernel), else the build
+ * tree's providers/kernel.
+ */
+static const char *
+kernel_src(void)
+{
+	static char path[4096];
+	const char *env = getenv("SANDGATE_KERNEL_DIR");
+	static const char *const rel[] = { "../share/sandgate/kernel",
+	    "../providers/kernel" };
+	char exe[2048], *slash;
+	ssize_t n;
+	size_t i;
+
+	if (env != NULL && *env != '\0')
+		return env;
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+		return "/usr/local/share/sandgate/kernel";
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) != NULL)
+		*slash = '\0';
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s/kernel.py", exe, rel[i]);
+		if (access(path, R_OK) == 0) {
+			snprintf(path, sizeof(path), "%s/%s", exe, rel[i]);
+			return path;
+		}
+	}
+	return "/usr/local/share/sandgate/kernel";
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -99,5 +132,5 @@ main(int argc, char *argv[])
 		fprintf(stderr, "sandgate: %s\n", err);
 		return 1;
 	}
-	return sg_master_run(cfg, fd, listen_spec);
+	return sg_master_run(cfg, fd, listen_spec, kernel_src());
 }

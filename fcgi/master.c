@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,7 +35,12 @@ struct master {
 	int		 listen_fd;
 	int		 wake[2];
 	int64_t		 spawn_after;
+	const char	*kernel_src;
+	pid_t		 sandboxd;	/* the local provider's supervisor */
+	int64_t		 sandboxd_after;
 };
+
+#define SANDBOX_UID_BASE 1900000000u	/* far above any real account */
 
 static void
 on_signal(int sig)
@@ -106,6 +112,49 @@ spawn(struct master *m)
 	s->pid = pid;
 }
 
+/* The local sandboxes' directory, or NULL when no tool is local. */
+static const char *
+local_dir(const struct sg_cfg *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->ntools; i++)
+		if (cfg->tools[i].provider == SG_PROVIDER_LOCAL)
+			return cfg->tools[i].local_dir;
+	return NULL;
+}
+
+static void
+spawn_sandboxd(struct master *m)
+{
+	struct sg_sandboxd_conf c = { .dir = local_dir(m->cfg),
+	    .kernel_src = m->kernel_src, .owner = getuid(),
+	    .owner_gid = getgid(), .per_sandbox_uids = geteuid() == 0,
+	    .uid_base = SANDBOX_UID_BASE };
+	struct passwd *pw;
+	pid_t pid;
+
+	if (c.per_sandbox_uids && m->cfg->server.user != NULL &&
+	    (pw = getpwnam(m->cfg->server.user)) != NULL) {
+		c.owner = pw->pw_uid;
+		c.owner_gid = pw->pw_gid;
+	}
+	m->sandboxd_after = sg_now_ms() + BACKOFF_MS;
+	if ((pid = fork()) == -1) {
+		fprintf(stderr, "sandgate: fork: %s\n", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		close(self_pipe[0]);
+		close(self_pipe[1]);
+		close(m->wake[0]);
+		close(m->wake[1]);
+		close(m->listen_fd);
+		sg_sandboxd_run(&c);
+	}
+	m->sandboxd = pid;
+}
+
 static void
 reap(struct master *m)
 {
@@ -113,6 +162,13 @@ reap(struct master *m)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == m->sandboxd) {
+			if (!got_term)
+				fprintf(stderr, "sandgate: sandboxd died; its "
+				    "sandboxes are gone; restarting it\n");
+			m->sandboxd = 0;
+			continue;
+		}
 		for (i = 0; i < SG_SLOTS; i++) {
 			struct sg_slot *s = &m->board->slots[i];
 
@@ -164,6 +220,11 @@ balance(struct master *m)
 			oldest = i;
 		}
 	}
+	if (m->sandboxd == 0 && local_dir(cfg) != NULL &&
+	    now >= m->sandboxd_after)
+		spawn_sandboxd(m);
+	else if (m->sandboxd != 0 && local_dir(cfg) == NULL)
+		kill(m->sandboxd, SIGTERM);
 	if (now < m->spawn_after)
 		return;
 	while (live < cfg->server.workers_min ||
@@ -186,6 +247,10 @@ stop(struct master *m)
 
 	do {
 		left = 0;
+		if (m->sandboxd != 0) {
+			kill(m->sandboxd, SIGTERM);
+			left++;
+		}
 		for (i = 0; i < SG_SLOTS; i++) {
 			struct sg_slot *s = &m->board->slots[i];
 
@@ -204,6 +269,8 @@ stop(struct master *m)
 	for (i = 0; i < SG_SLOTS; i++)
 		if (m->board->slots[i].pid != 0)
 			kill(m->board->slots[i].pid, SIGKILL);
+	if (m->sandboxd != 0)
+		kill(m->sandboxd, SIGKILL);
 	while (waitpid(-1, NULL, 0) > 0)
 		;
 }
@@ -251,9 +318,11 @@ drain(int fd)
 }
 
 int
-sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec)
+sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
+    const char *kernel_src)
 {
-	struct master m = { .cfg = cfg, .listen_fd = listen_fd };
+	struct master m = { .cfg = cfg, .listen_fd = listen_fd,
+	    .kernel_src = kernel_src };
 	struct pollfd pfd[2];
 
 	m.board = mmap(NULL, sizeof(*m.board), PROT_READ | PROT_WRITE,

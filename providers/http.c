@@ -162,6 +162,8 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 	curl_easy_setopt(c->h, CURLOPT_XFERINFODATA, c);
 	curl_easy_setopt(c->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
+	if (prov->unix_socket != NULL)
+		curl_easy_setopt(c->h, CURLOPT_UNIX_SOCKET_PATH, prov->unix_socket);
 	rc = curl_easy_perform(c->h);
 	curl_slist_free_all(sl);
 	free(text);

@@ -8,6 +8,7 @@
 
 extern const struct sg_provider_ops sg_e2b_ops;
 extern const struct sg_provider_ops sg_osb_ops;
+extern const struct sg_provider_ops sg_local_ops;
 
 const struct sg_provider_ops *
 sg_provider_ops(enum sg_provider_kind k)
@@ -18,7 +19,7 @@ sg_provider_ops(enum sg_provider_kind k)
 	case SG_PROVIDER_OPENSANDBOX:
 		return &sg_osb_ops;
 	case SG_PROVIDER_LOCAL:
-		break;
+		return &sg_local_ops;
 	}
 	return NULL;
 }

@@ -28,6 +28,8 @@ struct sg_tool {
 	char	*api_base, *template, *image, *sandbox_url, *isolation;
 	int	 memory_mb, disk_mb, max_procs, allow_internet_access;
 	int	 cpu;		/* opensandbox CPU limit; 0: provider's */
+	char	*local_dir;	/* local: sandboxd's runtime dir (beside the
+				 * store), filled by the config loader */
 };
 
 enum sg_prov_rc {
@@ -71,6 +73,9 @@ struct sg_prov {
 	void	*curl;			/* CURL *, made lazily */
 	size_t	 output_cap;		/* bytes; 0: 10 MiB */
 	int64_t	 deadline_ms;		/* sg_now_ms() clock; 0: none */
+	/* Set by the local provider around its calls: they go over this
+	 * Unix socket (the kernel's) instead of TCP. */
+	const char *unix_socket;
 	/* Polled while waiting: non-zero means stop (client gone). */
 	int	(*stop)(void *arg);
 	void	*stop_arg;
@@ -109,6 +114,17 @@ void		 sg_exec_free(struct sg_exec *);
 /* New reference: {"object":"code_execution","stdout","stderr","results",
  * "error","execution_count"}; invalid UTF-8 becomes U+FFFD. */
 json_t		*sg_exec_json(const struct sg_exec *);
+
+/* sandboxd, the local provider's supervisor (providers/sandboxd.c). */
+struct sg_sandboxd_conf {
+	const char	*dir;		/* runtime dir: sandboxd.sock, kernels/ */
+	const char	*kernel_src;	/* holds kernel.py and sg_mpl.py */
+	unsigned	 owner, owner_gid; /* the gateway user: owns the sockets */
+	int		 per_sandbox_uids; /* started as root */
+	unsigned	 uid_base;	/* first uid of the reserved range */
+};
+void		 sg_sandboxd_run(const struct sg_sandboxd_conf *)
+		    __attribute__((noreturn));
 
 /* Stream parsers, one line at a time (without its "\n"); the line
  * splitter below calls them. Non-JSON lines are skipped. */

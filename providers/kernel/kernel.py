@@ -38,6 +38,18 @@ def _on_alarm(signum, frame):
     raise CellTimeout()
 
 
+def kill_others():
+    """Kill every other process of the sandbox (init, pid 1, is spared).
+    Only inside its own pid namespace: without isolation, -1 would reach
+    every process of the user."""
+    if os.environ.get("SANDGATE_PIDNS") != "1":
+        return
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def now_iso():
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "+00:00"
 
@@ -176,6 +188,7 @@ class Kernel:
         self.lifetime = lifetime
         self.deadline = time.monotonic() + lifetime
         self.count = 0
+        self.pid = os.getpid()
         self.ns = {"__name__": "__main__", "__builtins__": __builtins__}
 
     def run(self, code, timeout, out):
@@ -205,9 +218,15 @@ class Kernel:
                             self.ns["_"] = value
                             results.append(main_result(value))
                 finally:
+                    # A copy made by os.fork() in the cell must not answer
+                    # the request, nor serve the next ones.
+                    if os.getpid() != self.pid:
+                        os._exit(0)
                     signal.setitimer(signal.ITIMER_REAL, 0)
                     killer.cancel()
             except CellTimeout:
+                # What the cell started (a fork bomb, say) goes with it.
+                kill_others()
                 error = {"type": "error", "name": "TimeoutError",
                          "value": "Execution exceeded the time limit of %g s" % timeout,
                          "traceback": "TimeoutError: execution exceeded the time limit of %g s" % timeout}

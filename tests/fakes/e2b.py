@@ -135,6 +135,7 @@ WORKER_SRC = r'''
 import ast, base64, builtins, datetime, io, json, linecache, os, signal, sys, threading, time, traceback, types, zlib
 
 PARENT = os.getppid()
+HOME = os.getcwd()          # the sandbox's directory, made by the fake for this sandbox
 MAIN = threading.main_thread()
 _proto = os.dup(1)
 _cmds = os.dup(0)
@@ -265,13 +266,25 @@ sys.stdin = open(os.devnull)
 sys.argv = [""]
 
 
+def _orphaned(wait=0.0):
+    """The fake has gone (stdin closed, or we were re-parented). If it died without cleaning
+    up, remove the sandbox's directory; exit either way."""
+    deadline = time.monotonic() + wait
+    while os.getppid() == PARENT and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if os.getppid() != PARENT and os.path.basename(HOME).startswith("fake-e2b-"):
+        import shutil
+        shutil.rmtree(HOME, ignore_errors=True)
+    os._exit(0)
+
+
 def _flusher():
     while True:
         if _kick.wait(0.2):
             time.sleep(0.01)
             _kick.clear()
         if os.getppid() != PARENT:
-            os._exit(0)
+            _orphaned()
         try:
             _flush_streams()
         except BaseException:
@@ -485,7 +498,7 @@ def _main():
         except KeyboardInterrupt:
             continue
         if not line:
-            os._exit(0)
+            _orphaned(1.0)
         try:
             cmd = json.loads(line)
         except ValueError:

@@ -1,0 +1,206 @@
+/*
+ * local: sandboxes on this machine. sandboxd (a child of the master)
+ * creates and deletes them; each kernel speaks e2b's /execute on its own
+ * Unix socket, so runs use the e2b parser over CURLOPT_UNIX_SOCKET_PATH.
+ * Handle: {"id", "socket"}.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SUPERVISOR_MS	10000
+
+/* One request to sandboxd. New reference or NULL with err. */
+static json_t *
+supervisor(const struct sg_tool *t, const json_t *req, struct sg_prov_error *err)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct pollfd p;
+	char buf[4096], *text;
+	size_t len = 0;
+	ssize_t n;
+	json_t *resp = NULL;
+	int fd;
+
+	if (t->local_dir == NULL || snprintf(sun.sun_path, sizeof(sun.sun_path),
+	    "%s/sandboxd.sock", t->local_dir) >= (int)sizeof(sun.sun_path)) {
+		sg_prov_fail(err, SG_PROV_CONFIG, 0, "local sandboxes: no usable "
+		    "runtime directory beside the store");
+		return NULL;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		sg_prov_fail(err, SG_PROV_UNREACHABLE, 0, "the local sandbox "
+		    "supervisor is not running (%s)", strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return NULL;
+	}
+	text = json_dumps(req, JSON_COMPACT);
+	if (text == NULL || write(fd, text, strlen(text)) == -1 ||
+	    write(fd, "\n", 1) == -1) {
+		free(text);
+		close(fd);
+		sg_prov_fail(err, SG_PROV_FAILED, 0, "local sandbox supervisor: "
+		    "write failed");
+		return NULL;
+	}
+	free(text);
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL &&
+	    poll(&p, 1, SUPERVISOR_MS) > 0 &&
+	    (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	if (len == 0 || (resp = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK,
+	    NULL)) == NULL)
+		sg_prov_fail(err, SG_PROV_FAILED, 0, "the local sandbox "
+		    "supervisor did not answer");
+	return resp;
+}
+
+static int
+local_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
+    int lifetime_s, json_t **handle, struct sg_prov_error *err)
+{
+	json_t *req, *resp;
+	const char *sock, *kind;
+	int rc;
+
+	(void)p;
+	*handle = NULL;
+	req = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:b,s:s}", "op", "create",
+	    "id", sbx_id, "lifetime", lifetime_s, "memory_mb", t->memory_mb,
+	    "disk_mb", t->disk_mb, "max_procs", t->max_procs, "net",
+	    t->allow_internet_access, "isolation",
+	    t->isolation != NULL ? t->isolation : "bubblewrap");
+	resp = supervisor(t, req, err);
+	json_decref(req);
+	if (resp == NULL)
+		return err->rc;
+	sock = json_string_value(json_object_get(resp, "socket"));
+	if (json_is_true(json_object_get(resp, "ok")) && sock != NULL) {
+		*handle = json_pack("{s:s,s:s}", "id", sbx_id, "socket", sock);
+		rc = SG_PROV_OK;
+	} else {
+		kind = json_string_value(json_object_get(resp, "kind"));
+		rc = sg_prov_fail(err, kind != NULL && strcmp(kind, "config") == 0 ?
+		    SG_PROV_CONFIG : kind != NULL && strcmp(kind, "rate") == 0 ?
+		    SG_PROV_RATE : SG_PROV_FAILED, 0, "local sandbox: %s",
+		    sg_phttp_message(resp, "the supervisor refused"));
+	}
+	json_decref(resp);
+	return rc;
+}
+
+/* Whether the kernel still answers on its socket. */
+static int
+kernel_alive(struct sg_prov *p)
+{
+	struct sg_prov_error ignored;
+	json_t *resp = NULL;
+	long status = 0;
+	int rc;
+
+	rc = sg_phttp_call(p, "GET", "http://localhost/health", NULL, NULL,
+	    2000, &status, &resp, &ignored);
+	json_decref(resp);
+	return rc == SG_PROV_OK && status == 200;
+}
+
+static int
+local_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *code, int timeout_s, struct sg_exec *res,
+    struct sg_prov_error *err)
+{
+	struct sg_lines lines = { .fn = sg_exec_e2b_line, .res = res };
+	const char *id = json_string_value(json_object_get(handle, "id"));
+	char *errbody = NULL;
+	json_t *body;
+	long status = 0;
+	int rc;
+
+	(void)t;
+	p->unix_socket = json_string_value(json_object_get(handle, "socket"));
+	if (p->unix_socket == NULL)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "local handle without "
+		    "a socket");
+	body = json_pack("{s:s,s:i}", "code", code, "timeout", timeout_s);
+	/* The kernel's own alarm fires at timeout_s; ours is the backstop. */
+	rc = sg_phttp_stream(p, "http://localhost/execute", NULL, body,
+	    timeout_s + 10, &lines, &status, &errbody, err);
+	json_decref(body);
+	if (rc == SG_PROV_UNREACHABLE)
+		rc = sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox %s is gone",
+		    id);
+	else if (rc == SG_PROV_OK && status != 200)
+		rc = sg_prov_fail(err, SG_PROV_FAILED, (int)status, "local kernel "
+		    "answered HTTP %ld: %.200s", status, errbody ? errbody : "");
+	else if ((rc == SG_PROV_OK && !res->ended) || rc == SG_PROV_FAILED)
+		rc = kernel_alive(p) ? sg_prov_fail(err, SG_PROV_FAILED, 0,
+		    "local sandbox %s: the run's stream broke", id) :
+		    sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox %s died "
+		    "during the run (killed at its limits)", id);
+	free(errbody);
+	p->unix_socket = NULL;
+	return rc;
+}
+
+static int
+local_destroy(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    struct sg_prov_error *err)
+{
+	json_t *req, *resp;
+	int rc;
+
+	(void)p;
+	req = json_pack("{s:s,s:O}", "op", "delete", "id",
+	    json_object_get(handle, "id"));
+	resp = supervisor(t, req, err);
+	json_decref(req);
+	if (resp == NULL)
+		return err->rc;
+	rc = !json_is_true(json_object_get(resp, "ok")) ? sg_prov_fail(err,
+	    SG_PROV_FAILED, 0, "local sandbox: %s", sg_phttp_message(resp,
+	    "delete refused")) : json_is_true(json_object_get(resp, "gone")) ?
+	    sg_prov_fail(err, SG_PROV_GONE, 0, "already gone") : SG_PROV_OK;
+	json_decref(resp);
+	return rc;
+}
+
+static int
+local_keepalive(struct sg_prov *p, const struct sg_tool *t,
+    const json_t *handle, int lifetime_s, struct sg_prov_error *err)
+{
+	json_t *body, *resp = NULL;
+	long status = 0;
+	int rc;
+
+	(void)t;
+	p->unix_socket = json_string_value(json_object_get(handle, "socket"));
+	body = json_pack("{s:i}", "lifetime", lifetime_s);
+	rc = p->unix_socket == NULL ? SG_PROV_UNREACHABLE : sg_phttp_call(p,
+	    "POST", "http://localhost/keepalive", NULL, body, 10000, &status,
+	    &resp, err);
+	json_decref(body);
+	json_decref(resp);
+	p->unix_socket = NULL;
+	if (rc == SG_PROV_UNREACHABLE)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
+	if (rc == SG_PROV_OK && status != 204)
+		return sg_prov_fail(err, SG_PROV_FAILED, (int)status, "local "
+		    "kernel refused the keepalive (HTTP %ld)", status);
+	return rc;
+}
+
+const struct sg_provider_ops sg_local_ops = {
+	local_create, local_run, local_destroy, local_keepalive,
+};
