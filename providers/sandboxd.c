@@ -11,6 +11,7 @@
  * gets its own uid from a reserved range, so RLIMIT_NPROC and the others
  * count that sandbox alone.
  */
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -86,13 +87,23 @@ forget(struct kernel *k)
 static void
 reap(void)
 {
+	int i, status;
 	pid_t pid;
-	int i;
 
-	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
-		for (i = 0; i < MAX_KERNELS; i++)
-			if (kernels[i].pid == pid)
-				forget(&kernels[i]);
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		for (i = 0; i < MAX_KERNELS; i++) {
+			if (kernels[i].pid != pid)
+				continue;
+			/* Exit 0 is a lifetime that passed; anything else is
+			 * worth a line in the log. */
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+				fprintf(stderr, "sandgate: sandboxd: sandbox %s "
+				    "ended (%s %d)\n", kernels[i].id,
+				    WIFSIGNALED(status) ? "signal" : "exit",
+				    WIFSIGNALED(status) ? WTERMSIG(status) :
+				    WEXITSTATUS(status));
+			forget(&kernels[i]);
+		}
 }
 
 /* Become the sandbox's own user (root only): no supplementary groups. */
@@ -162,6 +173,9 @@ kernel_argv(const char **av, char bufs[][32], int lifetime, int net,
 		av[n++] = "--tmpfs"; av[n++] = "/tmp";
 		av[n++] = "--ro-bind"; av[n++] = kdir;
 		av[n++] = "/sandgate";
+		/* The root bwrap builds is a writable tmpfs: seal it. The
+		 * tmpfs mounts on top of it stay writable. */
+		av[n++] = "--remount-ro"; av[n++] = "/";
 		av[n++] = "--chdir"; av[n++] = "/home/user";
 		av[n++] = PYTHON; av[n++] = "-I"; av[n++] = "/sandgate/kernel.py";
 	} else {
@@ -169,6 +183,41 @@ kernel_argv(const char **av, char bufs[][32], int lifetime, int net,
 	}
 	av[n++] = "--lifetime"; av[n++] = bufs[0];
 	av[n] = NULL;
+	return n;
+}
+
+/* How many processes (threads included, as RLIMIT_NPROC counts) uid runs. */
+static int
+user_processes(uid_t uid)
+{
+	char path[300], line[256];
+	struct dirent *de;
+	unsigned long u;
+	int n = 0, threads;
+	DIR *d;
+	FILE *f;
+
+	if ((d = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		u = (unsigned long)-1;
+		threads = 1;
+		while (fgets(line, sizeof(line), f) != NULL) {
+			if (strncmp(line, "Uid:", 4) == 0)
+				u = strtoul(line + 4, NULL, 10);
+			else if (strncmp(line, "Threads:", 8) == 0)
+				threads = atoi(line + 8);
+		}
+		fclose(f);
+		if (u == (unsigned long)uid)
+			n += threads;
+	}
+	closedir(d);
 	return n;
 }
 
@@ -181,6 +230,8 @@ exec_kernel(int lfd, const json_t *req, int slot, int bwrap)
 	int procs = (int)json_integer_value(json_object_get(req, "max_procs"));
 	int life = (int)json_integer_value(json_object_get(req, "lifetime"));
 	int net = json_is_true(json_object_get(req, "net"));
+	/* Counted before any limit is set: nothing may allocate after. */
+	int others = conf->per_sandbox_uids ? 0 : user_processes(getuid());
 	const char *av[96];
 	char bufs[2][32];
 	sigset_t none;
@@ -204,8 +255,10 @@ exec_kernel(int lfd, const json_t *req, int slot, int bwrap)
 	limit(RLIMIT_FSIZE, (rlim_t)(disk > 0 ? disk : 512) * 1024 * 1024);
 	limit(RLIMIT_NOFILE, 256);
 	limit(RLIMIT_CORE, 0);
-	if (conf->per_sandbox_uids)
-		limit(RLIMIT_NPROC, (rlim_t)(procs > 0 ? procs : 64));
+	/* RLIMIT_NPROC counts every process of the uid. With a uid of its
+	 * own, that is the sandbox alone; sharing the gateway's uid, the
+	 * sandbox may add max_procs to what that user runs now. */
+	limit(RLIMIT_NPROC, (rlim_t)(procs > 0 ? procs : 64) + (rlim_t)others);
 	if (become(conf->uid_base + (unsigned)slot) == -1)
 		_exit(121);
 	kernel_argv(av, bufs, life > 0 ? life : 300, net, disk > 0 ? disk : 512,
@@ -492,6 +545,8 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	int lfd, i, cfd;
 
 	conf = c;
+	/* Tell it apart from the responders in ps and /proc/PID/comm. */
+	prctl(PR_SET_NAME, "sg-sandboxd");
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) == -1)
 		_exit(3);

@@ -5,7 +5,7 @@
 set -eu
 pkgs="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
 libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev lighttpd bubblewrap
-python3 curl valgrind sqlite3 procps"
+python3 python3-matplotlib curl valgrind sqlite3 procps"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

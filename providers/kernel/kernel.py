@@ -39,7 +39,8 @@ def _on_alarm(signum, frame):
 
 
 def kill_others():
-    """Kill every other process of the sandbox (init, pid 1, is spared).
+    """Kill every other process of the sandbox (init, pid 1, is spared) and
+    reap the kernel's own children: zombies count against RLIMIT_NPROC.
     Only inside its own pid namespace: without isolation, -1 would reach
     every process of the user."""
     if os.environ.get("SANDGATE_PIDNS") != "1":
@@ -48,6 +49,12 @@ def kill_others():
         os.kill(-1, signal.SIGKILL)
     except OSError:
         pass
+    while True:
+        try:
+            if os.waitpid(-1, 0)[0] <= 0:
+                break
+        except ChildProcessError:
+            break
 
 
 def now_iso():
@@ -235,6 +242,10 @@ class Kernel:
                          "traceback": "KeyboardInterrupt"}
             except BaseException as e:  # SystemExit included: the kernel lives on
                 error = error_line(e, e.__traceback__)
+                if isinstance(e, BlockingIOError):
+                    # Out of processes (a fork bomb): end them all, so
+                    # the kernel can start its threads next time.
+                    kill_others()
             try:
                 results = figures() + results
             except Exception as e:
@@ -339,7 +350,9 @@ def main():
         conn, _ = listener.accept()
         try:
             serve(kernel, conn)
-        except (OSError, ValueError, KeyboardInterrupt):
+        except BaseException:
+            # Nothing a request does may end the kernel (no thread left to
+            # start, a client gone mid-answer, ...): that request is lost.
             pass
         finally:
             conn.close()

@@ -102,7 +102,8 @@ models = (
   { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; }${extra.models ? "," + extra.models : ""}
 );
 sandbox_tools = (
-  { name = "local"; provider = "local"; }${extra.sandboxTools ? "," + extra.sandboxTools : ""}
+  { name = "local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; },
+  { name = "local2"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; }${extra.sandboxTools ? "," + extra.sandboxTools : ""}
 );
 ${extra.sandboxTools ? 'interception: { sandbox_tool = "e2b"; exec_timeout = 20; };' : ""}
 `;
@@ -125,6 +126,9 @@ export class Stack {
     for (const b of ["sandgate-fcgi", "sandgate"]) fs.copyFileSync(`${build}/${b}`, `${dir}/bin/${b}`);
     for (const b of ["sandgate-fcgi", "sandgate"]) fs.chmodSync(`${dir}/bin/${b}`, 0o755);
     fs.mkdirSync(`${dir}/state`);
+    // The local kernel's files, readable by whoever runs the gateway.
+    fs.mkdirSync(`${dir}/kernel`);
+    for (const f of ["kernel.py", "sg_mpl.py"]) fs.copyFileSync(path.join(root, "providers/kernel", f), `${dir}/kernel/${f}`);
     fs.mkdirSync(`${dir}/san`, { mode: 0o777 });
     fs.chmodSync(`${dir}/san`, 0o777);
     fs.mkdirSync(`${dir}/www`);
@@ -153,6 +157,7 @@ export class Stack {
     this.env = {
       ...process.env,
       SG_TEST_KEY_ALICE: KEYS.alice,
+      SANDGATE_KERNEL_DIR: `${dir}/kernel`,
       ASAN_OPTIONS: `log_path=${dir}/san/asan:detect_leaks=1`,
       UBSAN_OPTIONS: `log_path=${dir}/san/ubsan:print_stacktrace=1`,
     };
@@ -214,7 +219,7 @@ export class Stack {
       }), "sandgate --listen");
       backend = this.opts.unixSocket ? `"socket" => "${sock}",` : `"host" => "127.0.0.1", "port" => ${port},`;
     } else {
-      const envs = ["SG_TEST_KEY_ALICE", "ASAN_OPTIONS", "UBSAN_OPTIONS"]
+      const envs = ["SG_TEST_KEY_ALICE", "ASAN_OPTIONS", "UBSAN_OPTIONS", "SANDGATE_KERNEL_DIR"]
         .map((k) => `"${k}" => "${this.env[k]}"`).join(", ");
       backend = `"socket" => "${dir}/fcgi.sock", "bin-path" => "${bin} ${cfgArgs}",
         "max-procs" => 1, "bin-environment" => ( ${envs} ),`;
@@ -248,12 +253,15 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
         const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
         const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
         if (fields[0] === "Z") continue;
-        all.push({ pid: Number(d), ppid: Number(fields[1]) });
+        const comm = fs.readFileSync(`/proc/${d}/comm`, "utf8").trim();
+        all.push({ pid: Number(d), ppid: Number(fields[1]), comm });
       } catch { /* gone meanwhile */ }
     }
     const pids = new Set(all.map((p) => p.pid));
     const master = all.find((p) => !pids.has(p.ppid));
-    return { master: master?.pid, responders: all.filter((p) => p.ppid === master?.pid).map((p) => p.pid) };
+    const children = all.filter((p) => p.ppid === master?.pid);
+    return { master: master?.pid, responders: children.filter((p) => p.comm !== "sg-sandboxd").map((p) => p.pid),
+      sandboxd: children.find((p) => p.comm === "sg-sandboxd")?.pid };
   }
 
   log() {
