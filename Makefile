@@ -74,6 +74,9 @@ install: all
 	install -m 0755 $(B)/sandgate-fcgi $(B)/sandgate $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 etc/sandgate.conf lighttpd.conf.example \
 		$(DESTDIR)$(PREFIX)/share/sandgate/
+	install -d $(DESTDIR)$(PREFIX)/share/sandgate/kernel
+	install -m 0644 providers/kernel/kernel.py providers/kernel/sg_mpl.py \
+		$(DESTDIR)$(PREFIX)/share/sandgate/kernel/
 
 clean:
 	rm -rf build
