@@ -12,6 +12,7 @@
  * count that sandbox alone.
  */
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include "provider.h"
 #include "../lib/util.h"
@@ -536,6 +539,31 @@ clean_stale(void)
 	closedir(d);
 }
 
+/*
+ * Started as root, sandboxd keeps just enough privilege: it becomes the
+ * gateway's user and keeps only CAP_SETUID and CAP_SETGID (to start each
+ * kernel as its sandbox's uid) and CAP_KILL (to end kernels of other
+ * uids). The caps do not survive into bubblewrap: exec drops them.
+ */
+static int
+drop_privileges(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	gid_t gid = conf->owner_gid;
+
+	if (!conf->per_sandbox_uids)
+		return 0;
+	memset(d, 0, sizeof(d));
+	d[0].effective = d[0].permitted = (1u << CAP_SETUID) |
+	    (1u << CAP_SETGID) | (1u << CAP_KILL);
+	if (prctl(PR_SET_KEEPCAPS, 1L) == -1 || setgroups(1, &gid) == -1 ||
+	    setgid(gid) == -1 || setuid(conf->owner) == -1 ||
+	    syscall(SYS_capset, &h, d) == -1)
+		return -1;
+	return prctl(PR_SET_KEEPCAPS, 0L);
+}
+
 void
 sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 {
@@ -568,6 +596,12 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	if (copy_kernel() == -1) {
 		fprintf(stderr, "sandgate: sandboxd: cannot copy the kernel from "
 		    "%s: %s\n", conf->kernel_src, strerror(errno));
+		remove_kernel_copy();
+		_exit(3);
+	}
+	if (drop_privileges() == -1) {
+		fprintf(stderr, "sandgate: sandboxd: cannot drop privileges: "
+		    "%s\n", strerror(errno));
 		remove_kernel_copy();
 		_exit(3);
 	}
