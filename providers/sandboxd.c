@@ -270,8 +270,9 @@ exec_kernel(int lfd, const json_t *req, int slot, int bwrap)
 	_exit(122);
 }
 
+/* A listening socket at path, the gateway user's alone (mode 0600). */
 static int
-bind_kernel_socket(const char *path)
+listen_private(const char *path, int backlog)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd;
@@ -284,7 +285,7 @@ bind_kernel_socket(const char *path)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
 	    chown(path, conf->owner, conf->owner_gid) == -1 ||
-	    chmod(path, 0600) == -1 || listen(fd, 64) == -1) {
+	    chmod(path, 0600) == -1 || listen(fd, backlog) == -1) {
 		close(fd);
 		unlink(path);
 		return -1;
@@ -331,7 +332,7 @@ create(const json_t *req)
 	snprintf(k->id, sizeof(k->id), "%s", id);
 	k->slot = (int)(k - kernels);
 	snprintf(k->sock, sizeof(k->sock), "%s/kernels/%s.sock", conf->dir, id);
-	if ((lfd = bind_kernel_socket(k->sock)) == -1) {
+	if ((lfd = listen_private(k->sock, 64)) == -1) {
 		memset(k, 0, sizeof(*k));
 		return json_pack("{s:b,s:s}", "ok", 0, "error",
 		    "cannot make the kernel's socket");
@@ -439,9 +440,7 @@ probe_bwrap(void)
 static int
 listen_ctl(void)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	char path[600];
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/kernels", conf->dir);
 	mkdir(conf->dir, 0700);
@@ -450,19 +449,7 @@ listen_ctl(void)
 	    chown(path, conf->owner, conf->owner_gid) == -1)
 		return -1;
 	snprintf(path, sizeof(path), "%s/sandboxd.sock", conf->dir);
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return -1;
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	unlink(path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    chown(path, conf->owner, conf->owner_gid) == -1 ||
-	    chmod(path, 0600) == -1 || listen(fd, 128) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return listen_private(path, 128);
 }
 
 static int

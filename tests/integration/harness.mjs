@@ -281,6 +281,18 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
     await fetch(`http://127.0.0.1:${this.fakePort}/__reset`, { method: "POST" });
   }
 
+  // One request with a Bearer key: {status, json (or null), text, headers}.
+  async call(method, p, body, key = KEYS.alice) {
+    const r = await fetch(this.url(p), {
+      method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: r.status, json, text, headers: r.headers };
+  }
+
   url(p) {
     return `${this.base}${this.opts.mount_prefix ?? ""}${p}`;
   }

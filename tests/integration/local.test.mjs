@@ -10,16 +10,7 @@ import { startStack, KEYS, root } from "./harness.mjs";
 let stack, box, other;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function call(method, p, body, key = KEYS.alice) {
-  const r = await fetch(stack.url(p), {
-    method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, json, text };
-}
+const call = (...args) => stack.call(...args);
 
 async function run(id, code, timeout) {
   const r = await call("POST", `/v1/sandboxes/${id}/code`, { code, ...(timeout ? { timeout } : {}) });

@@ -13,16 +13,7 @@ const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwA
 before(async () => { stack = await startStack({ sandboxes: true }); });
 after(async () => { await stack?.stop(); });
 
-async function call(method, path, body, key = KEYS.alice) {
-  const r = await fetch(stack.url(path), {
-    method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, json, text, headers: r.headers };
-}
+const call = (...args) => stack.call(...args);
 
 function assertError(r, status, message) {
   assert.equal(r.status, status, r.text);
