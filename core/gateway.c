@@ -6,6 +6,7 @@
 
 #include "auth.h"
 #include "gateway.h"
+#include "rewrite.h"
 #include "router.h"
 #include "sandbox.h"
 #include "upstream.h"
@@ -124,23 +125,6 @@ models(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 	json_decref(body);
 }
 
-/* Whether the request asks for OpenAI's built-in code_interpreter tool.
- * body is borrowed. */
-static int
-wants_code_interpreter(const json_t *body)
-{
-	const json_t *tools = json_object_get(body, "tools"), *t;
-	size_t i;
-
-	json_array_foreach(tools, i, t) {
-		const char *type = json_string_value(json_object_get(t, "type"));
-
-		if (type != NULL && strcmp(type, "code_interpreter") == 0)
-			return 1;
-	}
-	return 0;
-}
-
 /* Parse and check the body of a model route. New reference or NULL with
  * err filled. */
 static json_t *
@@ -207,7 +191,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		json_decref(body);
 		return -1;
 	}
-	if (gw->cfg->interception.enabled && wants_code_interpreter(body)) {
+	if (gw->cfg->interception.enabled && sg_rw_wants_code(body)) {
 		sg_error_invalid(err, "tools", "unsupported_value", "The "
 		    "code_interpreter tool is not available on this gateway "
 		    "yet.");

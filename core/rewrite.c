@@ -1,0 +1,402 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "rewrite.h"
+#include "../lib/util.h"
+
+#define TRACEBACK_LINES 12	/* the end of a traceback says the most */
+
+/* Fields a client could send to forge the loop's own state. */
+static const char *const control_fields[] = {
+	"_agentic_loop_depth", "_agentic_loop_fingerprints",
+	"_agentic_loop_api_surface", "max_agentic_loops",
+	"_code_interpreter_interception_active",
+	"_code_interpreter_interception_sandbox_key",
+	"_code_interpreter_interception_converted_stream",
+	"_code_interpreter_interception_session_scoped", "litellm_metadata",
+	NULL,
+};
+
+int
+sg_rw_wants_code(const json_t *body)
+{
+	const json_t *t;
+	size_t i;
+
+	json_array_foreach(json_object_get(body, "tools"), i, t) {
+		const char *type = json_string_value(json_object_get(t, "type"));
+
+		if (type != NULL && strcmp(type, "code_interpreter") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+strip_object(json_t *o)
+{
+	const char *key;
+	void *tmp;
+	json_t *v;
+	size_t i;
+
+	if (!json_is_object(o))
+		return;
+	for (i = 0; control_fields[i] != NULL; i++)
+		json_object_del(o, control_fields[i]);
+	json_object_foreach_safe(o, tmp, key, v) {
+		(void)v;
+		if (key[0] == '_')
+			json_object_del(o, key);
+	}
+}
+
+void
+sg_rw_strip(json_t *body)
+{
+	strip_object(body);
+	strip_object(json_object_get(body, "extra_body"));
+}
+
+/* New reference: the function tool in the surface's shape. */
+static json_t *
+function_tool(enum sg_surface s, const char *name)
+{
+	json_t *params = json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object",
+	    "properties", "code", "type", "string", "required", "code");
+
+	if (s == SG_SURFACE_CHAT)
+		return json_pack("{s:s,s:{s:s,s:s,s:o}}", "type", "function",
+		    "function", "name", name, "description", SG_RW_DESCRIPTION,
+		    "parameters", params);
+	return json_pack("{s:s,s:s,s:s,s:o}", "type", "function", "name", name,
+	    "description", SG_RW_DESCRIPTION, "parameters", params);
+}
+
+/* New reference: the forced choice of the function, in the surface's shape. */
+static json_t *
+forced_choice(enum sg_surface s, const char *name)
+{
+	if (s == SG_SURFACE_CHAT)
+		return json_pack("{s:s,s:{s:s}}", "type", "function", "function",
+		    "name", name);
+	return json_pack("{s:s,s:s}", "type", "function", "name", name);
+}
+
+static int
+streq(const json_t *v, const char *s)
+{
+	return json_is_string(v) && strcmp(json_string_value(v), s) == 0;
+}
+
+/* Whether a tool_choice object (or allowed_tools entry) names the code
+ * tool: by its native type, or by the function's name. */
+static int
+names_code(const json_t *c, const char *name)
+{
+	const json_t *fn = json_object_get(c, "function");
+
+	return streq(json_object_get(c, "type"), "code_interpreter") ||
+	    streq(json_object_get(c, "name"), "code_interpreter") ||
+	    streq(json_object_get(c, "name"), name) ||
+	    streq(json_object_get(fn, "name"), name);
+}
+
+/* allowed_tools: Responses {"type":"allowed_tools","tools":[…]}, Chat
+ * {"type":"allowed_tools","allowed_tools":{"tools":[…]}}. */
+static json_t *
+allowed_list(json_t *choice)
+{
+	json_t *inner = json_object_get(choice, "allowed_tools");
+
+	if (!streq(json_object_get(choice, "type"), "allowed_tools"))
+		return NULL;
+	return json_is_object(inner) ? json_object_get(inner, "tools") :
+	    json_object_get(choice, "tools");
+}
+
+static int
+rewrite_choice(json_t *body, enum sg_surface s, const char *name)
+{
+	json_t *choice = json_object_get(body, "tool_choice"), *list, *e;
+	size_t i;
+	int forced = 0;
+
+	if (!json_is_object(choice))
+		return 0;
+	if ((list = allowed_list(choice)) != NULL) {
+		json_array_foreach(list, i, e)
+			if (json_is_object(e) && names_code(e, name))
+				json_array_set_new(list, i, s == SG_SURFACE_CHAT ?
+				    json_pack("{s:s,s:{s:s}}", "type", "function",
+				    "function", "name", name) : json_pack("{s:s,s:s}",
+				    "type", "function", "name", name));
+		return 0;
+	}
+	if (names_code(choice, name)) {
+		json_object_set_new(body, "tool_choice", forced_choice(s, name));
+		forced = 1;
+	}
+	return forced;
+}
+
+static void
+rewrite_tools(json_t *body, enum sg_surface s, const char *name)
+{
+	json_t *tools = json_object_get(body, "tools"), *t;
+	size_t i;
+
+	json_array_foreach(tools, i, t)
+		if (streq(json_object_get(t, "type"), "code_interpreter"))
+			json_array_set_new(tools, i, function_tool(s, name));
+}
+
+/* Take "code_interpreter_call.outputs" out of include (sandgate fills
+ * outputs itself); 1 when it was there. */
+static int
+take_outputs_include(json_t *body)
+{
+	json_t *inc = json_object_get(body, "include");
+	size_t i = 0;
+	int found = 0;
+
+	if (!json_is_array(inc))
+		return 0;
+	while (i < json_array_size(inc)) {
+		if (streq(json_array_get(inc, i), "code_interpreter_call.outputs")) {
+			json_array_remove(inc, i);
+			found = 1;
+		} else
+			i++;
+	}
+	if (json_array_size(inc) == 0)
+		json_object_del(body, "include");
+	return found;
+}
+
+static void
+add_include(json_t *body, const char *what)
+{
+	json_t *inc = json_object_get(body, "include"), *v;
+	size_t i;
+
+	if (!json_is_array(inc)) {
+		inc = json_array();
+		json_object_set_new(body, "include", inc);
+	}
+	json_array_foreach(inc, i, v)
+		if (streq(v, what))
+			return;
+	json_array_append_new(inc, json_string(what));
+}
+
+int
+sg_rw_first(json_t *body, enum sg_surface s, const char *name,
+    struct sg_rw_info *info)
+{
+	json_t *opts, *store;
+
+	memset(info, 0, sizeof(*info));
+	if (!json_is_object(body))
+		return -1;
+	sg_rw_strip(body);
+	rewrite_tools(body, s, name);
+	info->forced = rewrite_choice(body, s, name);
+	info->include_outputs = take_outputs_include(body);
+	store = json_object_get(body, "store");
+	info->store = !json_is_false(store);
+	/* The loop always reads the upstream as a stream of events. */
+	json_object_set_new(body, "stream", json_true());
+	if (s == SG_SURFACE_CHAT) {
+		opts = json_object_get(body, "stream_options");
+		if (!json_is_object(opts)) {
+			opts = json_object();
+			json_object_set_new(body, "stream_options", opts);
+		}
+		json_object_set_new(opts, "include_usage", json_true());
+	} else if (!info->store)
+		/* Without a stored response, reasoning can only be replayed
+		 * on follow-ups in its encrypted form. */
+		add_include(body, "reasoning.encrypted_content");
+	return 0;
+}
+
+void
+sg_rw_followup(json_t *body, enum sg_surface s, const char *name, int final)
+{
+	json_t *choice = json_object_get(body, "tool_choice");
+
+	(void)s;
+	if (final) {
+		json_object_set_new(body, "tool_choice", json_string("none"));
+		return;
+	}
+	if (streq(choice, "required"))
+		json_object_set_new(body, "tool_choice", json_string("auto"));
+	else if (json_is_object(choice) && allowed_list(choice) == NULL &&
+	    names_code(choice, name))
+		json_object_del(body, "tool_choice");
+}
+
+int
+sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
+{
+	json_t *args = json_loadb(arguments != NULL ? arguments : "", len,
+	    JSON_ALLOW_NUL, NULL);
+	const json_t *c = json_object_get(args, "code");
+
+	*code = *problem = NULL;
+	if (json_is_string(c)) {
+		*code = malloc(json_string_length(c) + 1);
+		if (*code != NULL) {
+			memcpy(*code, json_string_value(c), json_string_length(c));
+			(*code)[json_string_length(c)] = '\0';
+		}
+	}
+	json_decref(args);
+	if (*code != NULL)
+		return 0;
+	*problem = strdup("Invalid arguments: expected a JSON object with a "
+	    "string \"code\" holding the Python to run. Nothing was run.");
+	return -1;
+}
+
+/* A growing string. */
+struct text {
+	char	*p;
+	size_t	 len, cap;
+};
+
+static void
+put(struct text *t, const char *s, size_t n)
+{
+	char *np;
+
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = t->cap ? t->cap : 1024;
+
+		while (cap < t->len + n + 1)
+			cap *= 2;
+		if ((np = realloc(t->p, cap)) == NULL)
+			return;
+		t->p = np;
+		t->cap = cap;
+	}
+	memcpy(t->p + t->len, s, n);
+	t->len += n;
+	t->p[t->len] = '\0';
+}
+
+/* Append s without ANSI escape sequences (tracebacks are coloured). */
+static void
+put_plain(struct text *t, const char *s, size_t n)
+{
+	size_t i = 0, start = 0;
+
+	while (i < n) {
+		if (s[i] != '\033') {
+			i++;
+			continue;
+		}
+		put(t, s + start, i - start);
+		i++;
+		if (i < n && s[i] == '[') {
+			/* CSI: parameters and intermediates, then a final byte. */
+			for (i++; i < n && (unsigned char)s[i] < 0x40; i++)
+				;
+			if (i < n)
+				i++;
+		} else if (i < n)
+			i++;
+		start = i;
+	}
+	put(t, s + start, n - start);
+}
+
+static void
+put_section(struct text *t, const json_t *s)
+{
+	if (!json_is_string(s) || json_string_length(s) == 0)
+		return;
+	if (t->len > 0 && t->p[t->len - 1] != '\n')
+		put(t, "\n", 1);
+	put_plain(t, json_string_value(s), json_string_length(s));
+}
+
+/* The last lines of a traceback. */
+static void
+put_traceback(struct text *t, const char *tb)
+{
+	const char *p = tb + strlen(tb);
+	int lines = 0;
+
+	while (p > tb && lines <= TRACEBACK_LINES) {
+		p--;
+		if (*p == '\n' && p[1] != '\0')
+			lines++;
+	}
+	if (lines > TRACEBACK_LINES)
+		p++;
+	if (t->len > 0 && t->p[t->len - 1] != '\n')
+		put(t, "\n", 1);
+	put_plain(t, p, strlen(p));
+}
+
+/* Cut to SG_RW_RESULT_MAX bytes without splitting a UTF-8 character. */
+static char *
+finish(struct text *t)
+{
+	static const char more[] = "\n[output truncated]";
+	size_t n = t->len, flen;
+	char *fixed;
+
+	if (n > SG_RW_RESULT_MAX) {
+		n = SG_RW_RESULT_MAX - (sizeof(more) - 1);
+		while (n > 0 && ((unsigned char)t->p[n] & 0xc0) == 0x80)
+			n--;
+		t->len = n;
+		put(t, more, sizeof(more) - 1);
+	}
+	fixed = sg_utf8_fix(t->p != NULL ? t->p : "", t->len, &flen);
+	free(t->p);
+	return fixed;
+}
+
+char *
+sg_rw_tool_result(const json_t *result)
+{
+	const json_t *err = json_object_get(result, "error"), *r;
+	struct text t = { 0 };
+	size_t i;
+
+	put_section(&t, json_object_get(result, "stdout"));
+	put_section(&t, json_object_get(result, "stderr"));
+	json_array_foreach(json_object_get(result, "results"), i, r) {
+		if (json_is_true(json_object_get(r, "is_main_result")))
+			put_section(&t, json_object_get(r, "text"));
+		if (json_object_get(r, "png") != NULL) {
+			if (t.len > 0 && t.p[t.len - 1] != '\n')
+				put(&t, "\n", 1);
+			put(&t, "[image/png output]", 18);
+		}
+	}
+	if (json_is_object(err)) {
+		const char *name = json_string_value(json_object_get(err, "name"));
+		const char *value = json_string_value(json_object_get(err, "value"));
+		const char *tb = json_string_value(json_object_get(err,
+		    "traceback"));
+
+		if (t.len > 0 && t.p[t.len - 1] != '\n')
+			put(&t, "\n", 1);
+		put_plain(&t, name != NULL ? name : "Error", strlen(name != NULL ?
+		    name : "Error"));
+		put(&t, ": ", 2);
+		put_plain(&t, value != NULL ? value : "", strlen(value != NULL ?
+		    value : ""));
+		if (tb != NULL && tb[0] != '\0')
+			put_traceback(&t, tb);
+	}
+	if (t.len == 0)
+		put(&t, "(no output)", 11);
+	return finish(&t);
+}
