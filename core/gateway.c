@@ -6,6 +6,7 @@
 
 #include "auth.h"
 #include "gateway.h"
+#include "loop.h"
 #include "rewrite.h"
 #include "router.h"
 #include "sandbox.h"
@@ -163,6 +164,9 @@ model_body(const struct sg_req *req, struct sg_error *err)
 	return body;
 }
 
+static void watch(struct sg_gw *, const struct sg_req *, struct sg_out *);
+static void unwatch(struct sg_gw *);
+
 static int
 model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
     enum sg_surface surface, struct sg_error *err)
@@ -192,11 +196,14 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		return -1;
 	}
 	if (gw->cfg->interception.enabled && sg_rw_wants_code(body)) {
-		sg_error_invalid(err, "tools", "unsupported_value", "The "
-		    "code_interpreter tool is not available on this gateway "
-		    "yet.");
+		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov };
+		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
+
+		watch(gw, req, out);
+		sg_loop_run(&env, m, surface, body, req, out);
+		unwatch(gw);
 		json_decref(body);
-		return -1;
+		return 0;
 	}
 	if (m->model != NULL)
 		json_object_set_new(body, "model", json_string(m->model));
@@ -219,21 +226,32 @@ client_gone(void *arg)
 	return !out->alive(out);
 }
 
+/* Provider calls give up with the request, or when the client leaves. */
+static void
+watch(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	gw->prov.deadline_ms = req->start_ms +
+	    (int64_t)gw->cfg->server.request_timeout * 1000;
+	gw->prov.stop = client_gone;
+	gw->prov.stop_arg = out;
+}
+
+static void
+unwatch(struct sg_gw *gw)
+{
+	gw->prov.stop = NULL;
+	gw->prov.stop_arg = NULL;
+}
+
 static void
 sandbox_route(struct sg_gw *gw, enum sg_route route, const char *id,
     struct sg_req *req, struct sg_out *out)
 {
 	struct sg_sbx_env env = { gw->cfg, gw->store, &gw->prov };
 
-	/* Provider calls give up with the request, or when the client
-	 * leaves. */
-	gw->prov.deadline_ms = req->start_ms +
-	    (int64_t)gw->cfg->server.request_timeout * 1000;
-	gw->prov.stop = client_gone;
-	gw->prov.stop_arg = out;
+	watch(gw, req, out);
 	sg_sbx_api(&env, route, id, req, out);
-	gw->prov.stop = NULL;
-	gw->prov.stop_arg = NULL;
+	unwatch(gw);
 }
 
 void

@@ -35,6 +35,8 @@ struct relay {
 	int64_t			 deadline, next_alive;
 	int64_t			 last_rx, silence_ms;
 	int			 client_gone, deadline_hit, too_big, silent;
+	sg_sse_fn		 consume;	/* events mode: SSE goes here */
+	void			*consume_arg;
 };
 
 /* Upstream headers worth a client's while; everything else (hop-by-hop,
@@ -147,6 +149,9 @@ decide(struct relay *r)
 	    strncasecmp(r->ctype, "text/event-stream", 17) == 0;
 	if (!r->sse)
 		return 0;
+	if (r->consume != NULL)
+		return (r->parser = sg_sse_new(MAX_EVENT, r->consume,
+		    r->consume_arg)) != NULL ? 0 : -1;
 	if ((r->parser = sg_sse_new(MAX_EVENT, relay_event, r)) == NULL)
 		return -1;
 	snprintf(extra, sizeof(extra), "%sCache-Control: no-cache\r\n"
@@ -306,21 +311,18 @@ fail_transfer(struct relay *r, const struct sg_cfg_model *m, CURLcode rc,
 	    rc == CURLE_OPERATION_TIMEDOUT ? 504 : 502, "%s", msg);
 }
 
-int
-sg_upstream_relay(struct sg_upstream *up, const struct sg_cfg_model *m,
-    enum sg_surface surface, const char *body, size_t len,
-    int64_t deadline_ms, const struct sg_req *req, struct sg_out *out,
-    struct sg_error *err)
+/* POST body to the model's upstream with r's callbacks; a curl code. */
+static CURLcode
+post(struct sg_upstream *up, const struct sg_cfg_model *m, const char *body,
+    size_t len, struct relay *r, char *detail)
 {
-	struct relay r = { .out = out, .req = req, .surface = surface,
-	    .h = up->h, .deadline = deadline_ms };
 	struct curl_slist *hdrs = NULL, *nh;
-	char url[1024], auth[1024], detail[CURL_ERROR_SIZE] = "";
-	int64_t left = deadline_ms - sg_now_ms();
+	char url[1024], auth[1024];
+	int64_t left = r->deadline - sg_now_ms();
 	CURLcode rc;
-	int ret;
+	size_t i;
 
-	snprintf(url, sizeof(url), "%s%s", m->api_base, surface ==
+	snprintf(url, sizeof(url), "%s%s", m->api_base, r->surface ==
 	    SG_SURFACE_CHAT ? "/chat/completions" : "/responses");
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
 	    m->api_key != NULL ? m->api_key : "");
@@ -329,12 +331,12 @@ sg_upstream_relay(struct sg_upstream *up, const struct sg_cfg_model *m,
 	const char *lines[] = { "Content-Type: application/json",
 	    "Accept: application/json, text/event-stream", "Expect:",
 	    "User-Agent: sandgate/0.1", m->api_key != NULL ? auth : NULL };
-	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		if (lines[i] == NULL)
 			continue;
 		if ((nh = curl_slist_append(hdrs, lines[i])) == NULL) {
 			curl_slist_free_all(hdrs);
-			return sg_error_server(err, 500, "out of memory");
+			return CURLE_OUT_OF_MEMORY;
 		}
 		hdrs = nh;
 	}
@@ -351,36 +353,92 @@ sg_upstream_relay(struct sg_upstream *up, const struct sg_cfg_model *m,
 	    CONNECT_TIMEOUT_MS));
 	curl_easy_setopt(up->h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(up->h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(up->h, CURLOPT_HEADERDATA, &r);
+	curl_easy_setopt(up->h, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(up->h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(up->h, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(up->h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(up->h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(up->h, CURLOPT_XFERINFODATA, &r);
+	curl_easy_setopt(up->h, CURLOPT_XFERINFODATA, r);
 	curl_easy_setopt(up->h, CURLOPT_NOPROGRESS, 0L);
 	/* Silence, not total time, bounds a stream (on_progress). */
-	r.last_rx = sg_now_ms();
-	r.silence_ms = (int64_t)m->timeout * 1000;
-	r.next_alive = r.last_rx + ALIVE_EVERY_MS;
-
+	r->last_rx = sg_now_ms();
+	r->silence_ms = (int64_t)m->timeout * 1000;
+	r->next_alive = r->last_rx + ALIVE_EVERY_MS;
 	rc = curl_easy_perform(up->h);
 	curl_slist_free_all(hdrs);
-	if (rc == CURLE_OK && !r.decided && decide(&r) == -1)
+	if (rc == CURLE_OK && !r->decided && decide(r) == -1)
 		rc = CURLE_WRITE_ERROR;
+	return rc;
+}
+
+int
+sg_upstream_relay(struct sg_upstream *up, const struct sg_cfg_model *m,
+    enum sg_surface surface, const char *body, size_t len,
+    int64_t deadline_ms, const struct sg_req *req, struct sg_out *out,
+    struct sg_error *err)
+{
+	struct relay r = { .out = out, .req = req, .surface = surface,
+	    .h = up->h, .deadline = deadline_ms };
+	char detail[CURL_ERROR_SIZE] = "";
+	CURLcode rc;
+	int ret;
+
+	rc = post(up, m, body, len, &r, detail);
 	if (rc != CURLE_OK)
 		ret = fail_transfer(&r, m, rc, detail, err);
 	else if (r.sse) {
 		size_t rest;
+		const char *p = sg_sse_pending(r.parser, &rest);
 
 		/* A stream that ends without its final blank line. */
-		if (sg_sse_pending(r.parser, &rest) != NULL && rest > 0 &&
-		    !sg_sse_at_boundary(r.parser)) {
-			const char *p = sg_sse_pending(r.parser, &rest);
-
+		if (p != NULL && rest > 0 && !sg_sse_at_boundary(r.parser))
 			out->write(out, p, rest);
-		}
 		ret = out->flush(out);
 	} else
 		ret = send_buffered(&r, m, err);
+	sg_sse_free(r.parser);
+	free(r.body);
+	return ret;
+}
+
+int
+sg_upstream_events(struct sg_upstream *up, const struct sg_cfg_model *m,
+    enum sg_surface surface, const char *body, size_t len,
+    int64_t deadline_ms, const struct sg_req *req, struct sg_out *out,
+    sg_sse_fn fn, void *arg, long *status, char **errbody,
+    struct sg_error *err)
+{
+	struct relay r = { .out = out, .req = req, .surface = surface,
+	    .h = up->h, .deadline = deadline_ms, .consume = fn,
+	    .consume_arg = arg };
+	char detail[CURL_ERROR_SIZE] = "";
+	CURLcode rc;
+	int ret = 0;
+
+	*status = 0;
+	*errbody = NULL;
+	rc = post(up, m, body, len, &r, detail);
+	curl_easy_getinfo(up->h, CURLINFO_RESPONSE_CODE, status);
+	if (rc != CURLE_OK) {
+		/* The stream started but broke: nothing reached the client. */
+		r.out = &(struct sg_out){ 0 };
+		ret = fail_transfer(&r, m, rc, detail, err);
+		if (r.client_gone)
+			sg_error_set(err, 499, "server_error", NULL, NULL,
+			    "The client closed the connection.");
+		else if (r.sse)
+			sg_error_server(err, 502, "The upstream of model %s broke "
+			    "its stream: %s", m->name, detail[0] != '\0' ? detail :
+			    curl_easy_strerror(rc));
+	} else if (!r.sse) {
+		/* Not a stream: an error answer to hand back as it came. */
+		if (*status >= 400 && strstr(r.ctype, "json") != NULL) {
+			*errbody = r.body;
+			r.body = NULL;
+		} else
+			sg_error_server(err, 502, "The upstream of model %s answered "
+			    "HTTP %ld without an event stream.", m->name, *status);
+		ret = -1;
+	}
 	sg_sse_free(r.parser);
 	free(r.body);
 	return ret;

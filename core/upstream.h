@@ -12,6 +12,7 @@
 #include "config.h"
 #include "error.h"
 #include "http.h"
+#include "sse.h"
 
 struct sg_upstream;
 
@@ -34,5 +35,16 @@ void	 sg_upstream_free(struct sg_upstream *);
 int	 sg_upstream_relay(struct sg_upstream *, const struct sg_cfg_model *,
 	    enum sg_surface, const char *body, size_t len, int64_t deadline_ms,
 	    const struct sg_req *, struct sg_out *, struct sg_error *);
+
+/*
+ * POST body (asking for a stream) and hand each SSE event of the answer to
+ * fn, as it arrives. 0 when the stream ended. -1 otherwise: an upstream
+ * error answer (status >= 400, JSON) is left in *errbody (new) with its
+ * *status, to be passed on as it came; anything else fills err.
+ */
+int	 sg_upstream_events(struct sg_upstream *, const struct sg_cfg_model *,
+	    enum sg_surface, const char *body, size_t len, int64_t deadline_ms,
+	    const struct sg_req *, struct sg_out *, sg_sse_fn fn, void *arg,
+	    long *status, char **errbody, struct sg_error *);
 
 #endif

@@ -1,0 +1,488 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loop.h"
+#include "rewrite.h"
+#include "turn.h"
+#include "../lib/util.h"
+
+/* One request in the loop. */
+struct run {
+	struct sg_loop_env	*env;
+	const struct sg_cfg_model *m;
+	enum sg_surface		 s;
+	const struct sg_req	*req;
+	struct sg_out		*out;
+	const char		*tool;		/* the function tool's name */
+	struct sg_rw_info	 info;
+	json_t			*work;		/* the body sent upstream */
+	json_t			*output;	/* Responses: items for the client */
+	json_t			*texts;		/* Chat: each turn's text */
+	json_t			*client_calls;	/* calls of the client's tools */
+	json_t			*usage;		/* summed over every turn */
+	json_t			*prints;	/* fingerprints of code rounds */
+	char			 sandbox[48];	/* "" until the first call */
+	struct sg_turn		 last;
+};
+
+/* Add every number of u into acc, recursively (usage objects). */
+static void
+sum_usage(json_t *acc, const json_t *u)
+{
+	const char *k;
+	json_t *v, *a;
+
+	json_object_foreach((json_t *)u, k, v) {
+		a = json_object_get(acc, k);
+		if (json_is_integer(v))
+			json_object_set_new(acc, k, json_integer(
+			    json_integer_value(a) + json_integer_value(v)));
+		else if (json_is_number(v))
+			json_object_set_new(acc, k, json_real(
+			    json_number_value(a) + json_number_value(v)));
+		else if (json_is_object(v)) {
+			if (!json_is_object(a)) {
+				a = json_object();
+				json_object_set_new(acc, k, a);
+			}
+			sum_usage(a, v);
+		}
+	}
+}
+
+/* A code call of this turn: {call_id, arguments}. Both surfaces. */
+struct call {
+	const char	*id;
+	const char	*args;
+	size_t		 argslen;
+	const json_t	*raw;	/* the upstream's item or tool call */
+};
+
+static int
+collect_calls(struct run *r, struct sg_turn *t, struct call *calls, int max)
+{
+	const json_t *it, *fn;
+	const char *name;
+	int n = 0;
+	size_t i;
+
+	if (r->s == SG_SURFACE_RESPONSES) {
+		json_array_foreach(t->items, i, it) {
+			if (strcmp(json_string_value(json_object_get(it, "type")) ?
+			    json_string_value(json_object_get(it, "type")) : "",
+			    "function_call") != 0)
+				continue;
+			name = json_string_value(json_object_get(it, "name"));
+			if (name != NULL && strcmp(name, r->tool) == 0 && n < max) {
+				calls[n].id = json_string_value(json_object_get(it,
+				    "call_id"));
+				calls[n].args = json_string_value(json_object_get(it,
+				    "arguments"));
+				calls[n].argslen = json_string_length(
+				    json_object_get(it, "arguments"));
+				calls[n++].raw = it;
+			} else
+				json_array_append(r->client_calls, (json_t *)it);
+		}
+		return n;
+	}
+	json_array_foreach(t->tool_calls, i, it) {
+		fn = json_object_get(it, "function");
+		name = json_string_value(json_object_get(fn, "name"));
+		if (name != NULL && strcmp(name, r->tool) == 0 && n < max) {
+			calls[n].id = json_string_value(json_object_get(it, "id"));
+			calls[n].args = json_string_value(json_object_get(fn,
+			    "arguments"));
+			calls[n].argslen = json_string_length(json_object_get(fn,
+			    "arguments"));
+			calls[n++].raw = it;
+		} else
+			json_array_append(r->client_calls, (json_t *)it);
+	}
+	return n;
+}
+
+/* The calls compared without their ids: an identical round repeats. */
+static int
+repeated(struct run *r, struct call *calls, int n)
+{
+	json_t *fp = json_array(), *p;
+	char *text;
+	size_t i;
+	int k, seen = 0;
+
+	for (k = 0; k < n; k++)
+		json_array_append_new(fp, json_stringn(calls[k].args ?
+		    calls[k].args : "", calls[k].argslen));
+	text = json_dumps(fp, JSON_COMPACT);
+	json_decref(fp);
+	json_array_foreach(r->prints, i, p)
+		if (text != NULL && strcmp(json_string_value(p), text) == 0)
+			seen = 1;
+	if (text != NULL)
+		json_array_append_new(r->prints, json_string(text));
+	free(text);
+	return seen;
+}
+
+static json_t *
+call_outputs(const json_t *result, const char *logs)
+{
+	json_t *outs = json_array(), *res;
+	char *url;
+	size_t i;
+
+	json_array_append_new(outs, json_pack("{s:s,s:s}", "type", "logs",
+	    "logs", logs));
+	json_array_foreach(json_object_get(result, "results"), i, res) {
+		const char *png = json_string_value(json_object_get(res, "png"));
+
+		if (png == NULL || asprintf(&url, "data:image/png;base64,%s",
+		    png) == -1)
+			continue;
+		json_array_append_new(outs, json_pack("{s:s,s:s}", "type",
+		    "image", "url", url));
+		free(url);
+	}
+	return outs;
+}
+
+/* Run one call; its text for the model in *text (new). -1 with err when
+ * the sandbox failed (the request then fails). */
+static int
+run_call(struct run *r, const struct call *c, char **text, json_t **item,
+    struct sg_error *err)
+{
+	struct sg_store_sbx row;
+	json_t *result = NULL;
+	char *code, *problem, id[40];
+
+	*item = NULL;
+	if (sg_rw_code_arg(c->args, c->argslen, &code, &problem) == -1) {
+		*text = problem;
+	} else {
+		if (r->sandbox[0] == '\0') {
+			if (sg_sbx_create(r->env->sbx, r->req->tenant, NULL, 1,
+			    &row, err) == -1) {
+				free(code);
+				return -1;
+			}
+			snprintf(r->sandbox, sizeof(r->sandbox), "%s", row.id);
+			sg_store_sbx_clear(&row);
+		}
+		if (sg_sbx_run(r->env->sbx, r->req->tenant, r->sandbox, code, 0, 0,
+		    &result, err) == -1) {
+			free(code);
+			return -1;
+		}
+		*text = sg_rw_tool_result(result);
+	}
+	sg_rand_id(id, sizeof(id), "ci_", 16);
+	/* A call whose code raised is still completed: the traceback is in
+	 * its logs, and the model reads it. */
+	*item = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o}", "id", id, "type",
+	    "code_interpreter_call", "status", "completed", "code",
+	    problem == NULL ? code : NULL, "container_id", r->sandbox[0] ?
+	    r->sandbox : "", "outputs", r->info.include_outputs ?
+	    call_outputs(result, *text) : json_null());
+	free(code);
+	json_decref(result);
+	return 0;
+}
+
+/* The follow-up carries this turn as it came, then the tool results. */
+static void
+append_followup(struct run *r, struct sg_turn *t, struct call *calls, int n,
+    char **texts)
+{
+	const char *key = r->s == SG_SURFACE_CHAT ? "messages" : "input";
+	json_t *list = json_object_get(r->work, key), *tcs, *msg;
+	size_t i;
+	int k;
+
+	if (json_is_string(list)) {
+		list = json_pack("[{s:s,s:O}]", "role", "user", "content", list);
+		json_object_set_new(r->work, key, list);
+	} else if (!json_is_array(list)) {
+		list = json_array();
+		json_object_set_new(r->work, key, list);
+	}
+	if (r->s == SG_SURFACE_RESPONSES) {
+		json_t *it;
+
+		json_array_foreach(t->items, i, it)
+			json_array_append(list, it);
+		for (k = 0; k < n; k++)
+			json_array_append_new(list, json_pack("{s:s,s:s,s:s}",
+			    "type", "function_call_output", "call_id",
+			    calls[k].id ? calls[k].id : "", "output", texts[k]));
+		return;
+	}
+	tcs = json_array();
+	for (k = 0; k < n; k++)
+		json_array_append(tcs, (json_t *)calls[k].raw);
+	msg = json_pack("{s:s,s:o}", "role", "assistant", "tool_calls", tcs);
+	if (t->textlen > 0)
+		json_object_set_new(msg, "content", json_stringn(t->text,
+		    t->textlen));
+	json_array_append_new(list, msg);
+	for (k = 0; k < n; k++)
+		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "role",
+		    "tool", "tool_call_id", calls[k].id ? calls[k].id : "",
+		    "content", texts[k]));
+}
+
+/* What the client sees of a turn, in order: Responses items other than
+ * calls of the code tool; Chat text. */
+static void
+keep_visible(struct run *r, struct sg_turn *t)
+{
+	const json_t *it;
+	size_t i;
+
+	if (r->s == SG_SURFACE_CHAT) {
+		if (t->textlen > 0)
+			json_array_append_new(r->texts, json_stringn(t->text,
+			    t->textlen));
+		return;
+	}
+	json_array_foreach(t->items, i, it) {
+		const char *type = json_string_value(json_object_get(it, "type"));
+
+		if (type != NULL && strcmp(type, "function_call") != 0)
+			json_array_append(r->output, (json_t *)it);
+	}
+}
+
+/* One upstream call. 0; or -1 with the reply already sent (an upstream
+ * error passed on as it came) or err filled. */
+static int
+upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
+{
+	char *body = json_dumps(r->work, JSON_COMPACT), *errbody = NULL;
+	long status = 0;
+	int rc;
+
+	if (body == NULL)
+		return sg_error_server(err, 500, "out of memory");
+	sg_turn_init(t, r->s);
+	rc = sg_upstream_events(r->env->up, r->m, r->s, body, strlen(body),
+	    r->req->start_ms + (int64_t)r->env->cfg->server.request_timeout *
+	    1000, r->req, r->out, sg_turn_event, t, &status, &errbody, err);
+	free(body);
+	if (rc == -1 && errbody != NULL) {
+		/* The upstream's own error, with its own status. */
+		if (sg_http_begin(r->out, r->req, (int)status, "application/json",
+		    NULL) == 0)
+			r->out->write(r->out, errbody, strlen(errbody));
+		free(errbody);
+		return -1;
+	}
+	if (rc == 0 && t->error != NULL) {
+		const char *msg = json_string_value(json_object_get(t->error,
+		    "message"));
+
+		return sg_error_server(err, 502, "The upstream of model %s failed "
+		    "mid-stream: %s", r->m->name, msg != NULL ? msg : "no message");
+	}
+	if (rc == 0 && t->usage != NULL)
+		sum_usage(r->usage, t->usage);
+	return rc;
+}
+
+static json_t *
+responses_answer(struct run *r, const json_t *body)
+{
+	json_t *resp = r->last.response != NULL ? json_deep_copy(
+	    r->last.response) : json_object(), *v;
+	static const char *const echo[] = { "instructions", "metadata",
+	    "previous_response_id", "user", "temperature", "top_p",
+	    "max_output_tokens", "max_tool_calls", "parallel_tool_calls",
+	    "store", NULL };
+	char id[64];
+	size_t i;
+
+	sg_rand_id(id, sizeof(id), "resp_", 24);
+	json_object_set_new(resp, "id", json_string(id));
+	json_object_set_new(resp, "object", json_string("response"));
+	if (!json_is_integer(json_object_get(resp, "created_at")))
+		json_object_set_new(resp, "created_at", json_integer(time(NULL)));
+	json_object_set_new(resp, "status", json_string("completed"));
+	json_object_set(resp, "model", json_object_get(body, "model"));
+	json_object_set(resp, "output", r->output);
+	json_object_set(resp, "tools", json_object_get(body, "tools"));
+	json_object_set_new(resp, "tool_choice", json_object_get(body,
+	    "tool_choice") ? json_deep_copy(json_object_get(body,
+	    "tool_choice")) : json_string("auto"));
+	json_object_set(resp, "usage", r->usage);
+	for (i = 0; echo[i] != NULL; i++)
+		if ((v = json_object_get(body, echo[i])) != NULL)
+			json_object_set(resp, echo[i], v);
+	/* Every field the SDKs read, whatever the upstream sent. */
+	static const char *const nulls[] = { "error", "incomplete_details",
+	    "instructions", "previous_response_id", "max_output_tokens",
+	    "max_tool_calls", "user", NULL };
+	for (i = 0; nulls[i] != NULL; i++)
+		if (json_object_get(resp, nulls[i]) == NULL)
+			json_object_set_new(resp, nulls[i], json_null());
+	if (!json_is_object(json_object_get(resp, "metadata")))
+		json_object_set_new(resp, "metadata", json_object());
+	if (json_object_get(resp, "temperature") == NULL)
+		json_object_set_new(resp, "temperature", json_integer(1));
+	if (json_object_get(resp, "top_p") == NULL)
+		json_object_set_new(resp, "top_p", json_integer(1));
+	if (json_object_get(resp, "parallel_tool_calls") == NULL)
+		json_object_set_new(resp, "parallel_tool_calls", json_true());
+	return resp;
+}
+
+static json_t *
+chat_answer(struct run *r, const json_t *body)
+{
+	const json_t *head = r->last.head;
+	json_t *msg, *ans, *t;
+	char *joined = NULL, id[64];
+	size_t len = 0, i;
+
+	json_array_foreach(r->texts, i, t) {
+		size_t n = json_string_length(t);
+		char *p = realloc(joined, len + n + 3);
+
+		if (p == NULL)
+			break;
+		joined = p;
+		if (len > 0) {
+			/* A blank line between the texts of two turns. */
+			memcpy(joined + len, "\n\n", 2);
+			len += 2;
+		}
+		memcpy(joined + len, json_string_value(t), n);
+		len += n;
+	}
+	msg = json_pack("{s:s,s:o,s:n,s:[]}", "role", "assistant", "content",
+	    joined != NULL ? json_stringn(joined, len) : json_null(), "refusal",
+	    "annotations");
+	free(joined);
+	if (json_array_size(r->client_calls) > 0)
+		json_object_set(msg, "tool_calls", r->client_calls);
+	if (json_is_string(json_object_get(head, "id")))
+		snprintf(id, sizeof(id), "%s", json_string_value(
+		    json_object_get(head, "id")));
+	else
+		sg_rand_id(id, sizeof(id), "chatcmpl-", 14);
+	ans = json_pack("{s:s,s:s,s:I,s:O,s:[{s:i,s:o,s:n,s:s}],s:O}",
+	    "id", id, "object", "chat.completion", "created",
+	    json_is_integer(json_object_get(head, "created")) ?
+	    json_integer_value(json_object_get(head, "created")) :
+	    (json_int_t)time(NULL), "model", json_object_get(body, "model"),
+	    "choices", "index", 0, "message", msg, "logprobs", "finish_reason",
+	    json_array_size(r->client_calls) > 0 ? "tool_calls" :
+	    r->last.finish_reason[0] ? r->last.finish_reason : "stop",
+	    "usage", r->usage);
+	if (json_object_get(head, "system_fingerprint") != NULL)
+		json_object_set(ans, "system_fingerprint", json_object_get(head,
+		    "system_fingerprint"));
+	return ans;
+}
+
+static int
+loop(struct run *r, struct sg_error *err)
+{
+	int max = r->m->max_agentic_loops > 0 ? r->m->max_agentic_loops :
+	    r->env->cfg->interception.max_agentic_loops;
+	struct call calls[32];
+	char *texts[32];
+	json_t *item;
+	int rounds = 0, n, k, final = 0, rc;
+
+	for (;;) {
+		sg_turn_free(&r->last);
+		if (upstream_turn(r, &r->last, err) == -1)
+			return -1;
+		keep_visible(r, &r->last);
+		n = collect_calls(r, &r->last, calls, 32);
+		/* The loop ends with an answer, a call for the client, or the
+		 * one call made with tool_choice none. */
+		if (n == 0 || final)
+			return 0;
+		for (k = 0; k < n; k++)
+			texts[k] = NULL;
+		for (rc = 0, k = 0; k < n && rc == 0; k++) {
+			rc = run_call(r, &calls[k], &texts[k], &item, err);
+			if (rc == 0 && r->s == SG_SURFACE_RESPONSES)
+				json_array_append_new(r->output, item);
+			else
+				json_decref(item);
+		}
+		if (rc == 0 && json_array_size(r->client_calls) == 0)
+			append_followup(r, &r->last, calls, n, texts);
+		for (k = 0; k < n; k++)
+			free(texts[k]);
+		if (rc == -1)
+			return -1;
+		/* A client function call: the client continues from here. */
+		if (json_array_size(r->client_calls) > 0) {
+			if (r->s == SG_SURFACE_RESPONSES) {
+				size_t i;
+				json_t *c;
+
+				json_array_foreach(r->client_calls, i, c)
+					json_array_append(r->output, c);
+			}
+			return 0;
+		}
+		rounds++;
+		final = rounds >= max || repeated(r, calls, n);
+		sg_rw_followup(r->work, r->s, r->tool, final);
+	}
+}
+
+void
+sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
+    enum sg_surface s, const json_t *body, const struct sg_req *req,
+    struct sg_out *out)
+{
+	struct run r = { .env = env, .m = m, .s = s, .req = req, .out = out,
+	    .tool = env->cfg->interception.tool_name };
+	struct sg_error err, derr;
+	json_t *answer = NULL;
+	int rc;
+
+	if (json_is_true(json_object_get(body, "stream"))) {
+		sg_error_invalid(&err, "stream", "unsupported_value", "stream is "
+		    "not supported with code_interpreter yet.");
+		sg_http_error(out, req, &err);
+		return;
+	}
+	r.work = json_deep_copy(body);
+	r.output = json_array();
+	r.texts = json_array();
+	r.client_calls = json_array();
+	r.usage = json_object();
+	r.prints = json_array();
+	sg_turn_init(&r.last, s);
+	sg_rw_first(r.work, s, r.tool, &r.info);
+	if (m->model != NULL)
+		json_object_set_new(r.work, "model", json_string(m->model));
+	rc = loop(&r, &err);
+	if (rc == 0)
+		answer = s == SG_SURFACE_CHAT ? chat_answer(&r, body) :
+		    responses_answer(&r, body);
+	/* The request's sandbox goes with the request, on every path. */
+	if (r.sandbox[0] != '\0')
+		sg_sbx_delete(env->sbx, req->tenant, r.sandbox, &derr);
+	if (answer != NULL)
+		sg_http_json(out, req, 200, answer);
+	else if (!out->started)
+		sg_http_error(out, req, &err);
+	json_decref(answer);
+	sg_turn_free(&r.last);
+	json_decref(r.work);
+	json_decref(r.output);
+	json_decref(r.texts);
+	json_decref(r.client_calls);
+	json_decref(r.usage);
+	json_decref(r.prints);
+}

@@ -1,0 +1,162 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "turn.h"
+
+void
+sg_turn_init(struct sg_turn *t, enum sg_surface s)
+{
+	memset(t, 0, sizeof(*t));
+	t->surface = s;
+	t->items = json_array();
+	t->tool_calls = json_array();
+}
+
+void
+sg_turn_free(struct sg_turn *t)
+{
+	json_decref(t->items);
+	json_decref(t->response);
+	json_decref(t->tool_calls);
+	json_decref(t->head);
+	json_decref(t->usage);
+	json_decref(t->error);
+	free(t->text);
+	memset(t, 0, sizeof(*t));
+}
+
+static void
+set(json_t **slot, json_t *v)
+{
+	json_decref(*slot);
+	*slot = v != NULL ? json_deep_copy(v) : NULL;
+}
+
+static void
+add_text(struct sg_turn *t, const char *s, size_t n)
+{
+	char *p = realloc(t->text, t->textlen + n + 1);
+
+	if (p == NULL)
+		return;
+	memcpy(p + t->textlen, s, n);
+	t->text = p;
+	t->textlen += n;
+	t->text[t->textlen] = '\0';
+}
+
+/* Append src's string member key to dst's (both objects). */
+static void
+concat(json_t *dst, const char *key, const json_t *src)
+{
+	const char *a = json_string_value(json_object_get(dst, key));
+	const char *b = json_string_value(json_object_get(src, key));
+	size_t al = json_string_length(json_object_get(dst, key));
+	size_t bl = json_string_length(json_object_get(src, key));
+	char *both;
+
+	if (b == NULL)
+		return;
+	if ((both = malloc(al + bl + 1)) == NULL)
+		return;
+	if (a != NULL)
+		memcpy(both, a, al);
+	memcpy(both + al, b, bl);
+	json_object_set_new(dst, key, json_stringn(both, al + bl));
+	free(both);
+}
+
+/* One tool_calls delta: the first for an index opens the call. */
+static void
+chat_tool_delta(struct sg_turn *t, const json_t *d)
+{
+	json_int_t idx = json_integer_value(json_object_get(d, "index"));
+	const json_t *fn = json_object_get(d, "function");
+	json_t *call;
+
+	if (idx < 0 || idx > 1024)
+		return;
+	while ((json_int_t)json_array_size(t->tool_calls) <= idx)
+		json_array_append_new(t->tool_calls, json_pack("{s:s,s:s,s:{s:s,s:s}}",
+		    "id", "", "type", "function", "function", "name", "",
+		    "arguments", ""));
+	call = json_array_get(t->tool_calls, (size_t)idx);
+	if (json_is_string(json_object_get(d, "id")))
+		json_object_set(call, "id", json_object_get(d, "id"));
+	concat(json_object_get(call, "function"), "name", fn);
+	concat(json_object_get(call, "function"), "arguments", fn);
+}
+
+static void
+chat_chunk(struct sg_turn *t, json_t *c)
+{
+	const json_t *choice = json_array_get(json_object_get(c, "choices"), 0);
+	const json_t *delta = json_object_get(choice, "delta"), *tc, *v;
+	const char *fr = json_string_value(json_object_get(choice,
+	    "finish_reason"));
+	size_t i;
+
+	if (t->head == NULL)
+		set(&t->head, c);
+	if (json_is_object(json_object_get(c, "usage")))
+		set(&t->usage, json_object_get(c, "usage"));
+	if ((v = json_object_get(delta, "content")) != NULL && json_is_string(v))
+		add_text(t, json_string_value(v), json_string_length(v));
+	json_array_foreach(json_object_get(delta, "tool_calls"), i, tc)
+		chat_tool_delta(t, tc);
+	if (fr != NULL)
+		snprintf(t->finish_reason, sizeof(t->finish_reason), "%s", fr);
+}
+
+static void
+responses_event(struct sg_turn *t, json_t *e)
+{
+	const char *type = json_string_value(json_object_get(e, "type"));
+	json_t *resp = json_object_get(e, "response");
+
+	if (type == NULL)
+		return;
+	if (strcmp(type, "response.output_item.done") == 0)
+		json_array_append(t->items, json_object_get(e, "item"));
+	else if (strcmp(type, "response.completed") == 0 ||
+	    strcmp(type, "response.incomplete") == 0) {
+		set(&t->response, resp);
+		set(&t->usage, json_object_get(resp, "usage"));
+		/* The final response's output is the authoritative list. */
+		if (json_array_size(json_object_get(resp, "output")) > 0)
+			set(&t->items, json_object_get(resp, "output"));
+	} else if (strcmp(type, "response.failed") == 0 ||
+	    strcmp(type, "error") == 0) {
+		if (t->error == NULL)
+			set(&t->error, json_object_get(e, "error") ?
+			    json_object_get(e, "error") :
+			    json_object_get(resp, "error") ?
+			    json_object_get(resp, "error") : e);
+	}
+}
+
+int
+sg_turn_event(void *arg, const struct sg_sse_event *ev)
+{
+	struct sg_turn *t = arg;
+	json_t *j;
+
+	if (!ev->has_data || strcmp(ev->data, "[DONE]") == 0)
+		return 0;
+	if ((j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) ==
+	    NULL || !json_is_object(j)) {
+		json_decref(j);
+		return 0;
+	}
+	/* A truthy top-level "error" is an error in either surface. */
+	if (json_is_object(json_object_get(j, "error")) &&
+	    json_object_get(j, "type") == NULL) {
+		if (t->error == NULL)
+			set(&t->error, json_object_get(j, "error"));
+	} else if (t->surface == SG_SURFACE_CHAT)
+		chat_chunk(t, j);
+	else
+		responses_event(t, j);
+	json_decref(j);
+	return 0;
+}
