@@ -320,10 +320,11 @@ responses_answer(struct run *r, const json_t *body)
 	for (i = 0; echo[i] != NULL; i++)
 		if ((v = json_object_get(body, echo[i])) != NULL)
 			json_object_set(resp, echo[i], v);
-	/* Every field the SDKs read, whatever the upstream sent. */
+	/* Every field the SDKs read, whatever the upstream sent ("user" is
+	 * a string or absent in OpenAI's schema, never null). */
 	static const char *const nulls[] = { "error", "incomplete_details",
 	    "instructions", "previous_response_id", "max_output_tokens",
-	    "max_tool_calls", "user", NULL };
+	    "max_tool_calls", NULL };
 	for (i = 0; nulls[i] != NULL; i++)
 		if (json_object_get(resp, nulls[i]) == NULL)
 			json_object_set_new(resp, nulls[i], json_null());
@@ -384,6 +385,9 @@ chat_answer(struct run *r, const json_t *body)
 	if (json_object_get(head, "system_fingerprint") != NULL)
 		json_object_set(ans, "system_fingerprint", json_object_get(head,
 		    "system_fingerprint"));
+	if (json_object_get(head, "service_tier") != NULL)
+		json_object_set(ans, "service_tier", json_object_get(head,
+		    "service_tier"));
 	return ans;
 }
 

@@ -8,6 +8,12 @@ OpenAPI spec), and injects faults chosen by the request's `model`:
   <any other name>   answer "echo: <last user text>"      fault-500 / fault-429 / fault-400
   slow-N             sleep N s, then answer                json-error-stream  400 JSON even if streaming
   slowstream-N       stream with N s between events        drop-N  cut the stream after N events
+  ci-*               scripted tool-calling models: see SCRIPTED below
+
+The ci-* models play the model side of the code_interpreter emulation loop: they call the
+request's `litellm_code_execution` function tool (or answer in text) depending on how many tool
+results the conversation already holds (Responses: `function_call_output` input items; Chat:
+`role: "tool"` messages), on both endpoints, streaming or not.
 
 Every /v1 exchange is recorded; GET /__requests returns {"requests": [{"method", "path",
 "headers" (lower-cased), "body" (parsed JSON or null), "raw_body", "response_status",
@@ -35,7 +41,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 FINGERPRINT = "fp_fake0a1b2c"
 LISTED_MODELS = ["echo", "gpt-4.1-mini", "slow-2", "slow-0.5", "slowstream-1", "drop-3",
-                 "fault-500", "fault-429", "fault-400", "json-error-stream"]
+                 "fault-500", "fault-429", "fault-400", "json-error-stream",
+                 "ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason",
+                 "ci-clientfn", "ci-badargs"]
 
 
 def dumps(obj):
@@ -121,17 +129,17 @@ def chat_usage(prompt, pieces):
                                           "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
 
 
-def chat_completion(model, prompt, text):
+def chat_completion(model, prompt, text, usage=None):
     return {"id": rand_id("chatcmpl-", 29), "object": "chat.completion", "created": int(time.time()),
             "model": model,
             "choices": [{"index": 0,
                          "message": {"role": "assistant", "content": text, "refusal": None, "annotations": []},
                          "logprobs": None, "finish_reason": "stop"}],
-            "usage": chat_usage(prompt, split_text(text)),
+            "usage": usage or chat_usage(prompt, split_text(text)),
             "service_tier": "default", "system_fingerprint": FINGERPRINT}
 
 
-def chat_frames(req, model, prompt, text):
+def chat_frames(req, model, prompt, text, usage=None):
     """SSE frames (data-only, §6.3), ending with `data: [DONE]`."""
     opts = req.get("stream_options")
     with_usage = isinstance(opts, dict) and opts.get("include_usage") is True
@@ -150,7 +158,7 @@ def chat_frames(req, model, prompt, text):
     chunks += [chunk({"content": p}) for p in pieces]
     chunks.append(chunk({}, "stop"))
     if with_usage:
-        chunks.append(dict(head, choices=[], usage=chat_usage(prompt, pieces)))
+        chunks.append(dict(head, choices=[], usage=usage or chat_usage(prompt, pieces)))
     return ["data: %s\n\n" % dumps(c) for c in chunks] + ["data: [DONE]\n\n"]
 
 
@@ -245,6 +253,258 @@ def responses_frames(req, model, prompt, text):
             fields = {"response": response_obj(req, model, rid, created, [message_item(mid, text, True)],
                                                responses_usage(prompt, pieces))}
         yield "event: %s\ndata: %s\n\n" % (etype, dumps(dict({"type": etype, "sequence_number": seq}, **fields)))
+
+
+# ---------------------------------------------------------------- Scripted tool-calling models
+#
+# Each ci-* model looks at the conversation it is sent and either calls functions or answers in
+# text. n = number of tool results in the request, last = the newest one's text ("none" if n == 0).
+# Common rule first: tool_choice "none", or no `litellm_code_execution` function tool in `tools`
+# -> text "final: <last>" (ci-endless / ci-repeat have their own tool_choice "none" texts).
+#
+#   ci-primes    n=0: code "print(2*3*5*7*11*13)"   else "The product of the first six primes is <last.strip()>"
+#   ci-two       n=0: code "x = 6*7"   n=1: code "print(x + 1)"   else "Done: <last.strip()>"
+#   ci-raise     n=0: code "1/0"                     else "The code failed: <last>"
+#   ci-endless   always code "print(<n>)";  tool_choice "none": "gave up after <n>"
+#   ci-repeat    always code "print('same')";  tool_choice "none": "stopped repeating"
+#   ci-reason    as ci-primes; on /v1/responses every turn starts with a reasoning item
+#                (summary "thinking"; encrypted_content only if include has reasoning.encrypted_content)
+#   ci-clientfn  n=0: two calls in one turn: the code tool ("print(1)") and the first other function
+#                tool with {"city":"Paris"} (only the code call if there is none)   else as ci-primes
+#   ci-badargs   n=0: the code tool with arguments '{"source": 1}' (no "code")   else "bad args: <last>"
+#
+# Code calls carry arguments {"code":"<code>"} (compact JSON). Usage of every turn:
+# prompt/input tokens 10*(n+1), completion/output tokens 5+n (ci-reason on Responses: 2 of them
+# reasoning tokens).
+
+CODE_TOOL = "litellm_code_execution"
+SCRIPTED = ("ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason", "ci-clientfn",
+            "ci-badargs")
+
+
+def function_tools(req, chat):
+    """Names of the request's function tools, in order (Chat nests them under `function`)."""
+    names = []
+    for t in req.get("tools") if isinstance(req.get("tools"), list) else []:
+        if not isinstance(t, dict) or t.get("type") != "function":
+            continue
+        holder = t.get("function") if chat else t
+        if isinstance(holder, dict) and isinstance(holder.get("name"), str):
+            names.append(holder["name"])
+    return names
+
+
+def tool_results(req, chat):
+    """Texts of the tool results already in the conversation, oldest first."""
+    if chat:
+        items = req.get("messages")
+        return [parts_text(m.get("content"), ("text",)) for m in (items if isinstance(items, list) else [])
+                if isinstance(m, dict) and m.get("role") == "tool"]
+    items = req.get("input")
+    return [parts_text(m.get("output"), ("input_text", "output_text", "text"))
+            for m in (items if isinstance(items, list) else [])
+            if isinstance(m, dict) and m.get("type") == "function_call_output"]
+
+
+def script_turn(model, req, chat):
+    """(calls, text, n): calls is a list of (function name, arguments JSON string), or None when
+    the turn is a text answer `text`; n is the number of tool results seen."""
+    results = tool_results(req, chat)
+    n = len(results)
+    last = results[-1] if results else "none"
+    names = function_tools(req, chat)
+    none = req.get("tool_choice") == "none"
+
+    def code(c):
+        return [(CODE_TOOL, dumps({"code": c}))], None, n
+
+    def say(t):
+        return None, t, n
+
+    if none and model == "ci-endless":
+        return say("gave up after %d" % n)
+    if none and model == "ci-repeat":
+        return say("stopped repeating")
+    if none or CODE_TOOL not in names:
+        return say("final: " + last)
+    if model == "ci-two":
+        return code("x = 6*7") if n == 0 else code("print(x + 1)") if n == 1 else say("Done: " + last.strip())
+    if model == "ci-raise":
+        return code("1/0") if n == 0 else say("The code failed: " + last)
+    if model == "ci-endless":
+        return code("print(%d)" % n)
+    if model == "ci-repeat":
+        return code("print('same')")
+    if model == "ci-badargs":
+        return ([(CODE_TOOL, '{"source": 1}')], None, n) if n == 0 else say("bad args: " + last)
+    if model == "ci-clientfn" and n == 0:
+        calls = [(CODE_TOOL, dumps({"code": "print(1)"}))]
+        other = [x for x in names if x != CODE_TOOL]
+        if other:
+            calls.append((other[0], dumps({"city": "Paris"})))
+        return calls, None, n
+    # ci-primes, ci-reason, ci-clientfn with results
+    return code("print(2*3*5*7*11*13)") if n == 0 else say(
+        "The product of the first six primes is " + last.strip())
+
+
+def split_args(args, size=5):
+    """Arguments JSON in pieces of `size` characters (at least 3 pieces when possible)."""
+    size = max(1, min(size, len(args) // 3 or 1))
+    return [args[i:i + size] for i in range(0, len(args), size)] or [""]
+
+
+def scripted_chat_usage(n):
+    p, c = 10 * (n + 1), 5 + n
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
+
+
+def scripted_responses_usage(n, reasoning):
+    i, o = 10 * (n + 1), 5 + n
+    return {"input_tokens": i, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": o, "output_tokens_details": {"reasoning_tokens": 2 if reasoning else 0},
+            "total_tokens": i + o}
+
+
+def chat_tool_calls(calls):
+    return [{"id": rand_id("call_", 24), "type": "function", "function": {"name": name, "arguments": args}}
+            for name, args in calls]
+
+
+def chat_calls_completion(model, calls, usage):
+    return {"id": rand_id("chatcmpl-", 29), "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0,
+                         "message": {"role": "assistant", "content": None, "refusal": None, "annotations": [],
+                                     "tool_calls": chat_tool_calls(calls)},
+                         "logprobs": None, "finish_reason": "tool_calls"}],
+            "usage": usage, "service_tier": "default", "system_fingerprint": FINGERPRINT}
+
+
+def chat_calls_frames(req, model, calls, usage):
+    """Tool-call stream (§6.3): a call's first delta has id, type, name and empty arguments; later
+    deltas only index + arguments pieces; finish_reason "tool_calls"; optional usage chunk; [DONE]."""
+    opts = req.get("stream_options")
+    with_usage = isinstance(opts, dict) and opts.get("include_usage") is True
+    head = {"id": rand_id("chatcmpl-", 29), "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model, "service_tier": "default", "system_fingerprint": FINGERPRINT}
+
+    def chunk(delta, finish=None):
+        c = dict(head, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        if with_usage:
+            c["usage"] = None
+        return c
+
+    chunks = []
+    for index, call in enumerate(chat_tool_calls(calls)):
+        first = {"index": index, "id": call["id"], "type": "function",
+                 "function": {"name": call["function"]["name"], "arguments": ""}}
+        if index == 0:
+            chunks.append(chunk({"role": "assistant", "content": None, "tool_calls": [first], "refusal": None}))
+        else:
+            chunks.append(chunk({"tool_calls": [first]}))
+        chunks += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                   for piece in split_args(call["function"]["arguments"])]
+    chunks.append(chunk({}, "tool_calls"))
+    if with_usage:
+        chunks.append(dict(head, choices=[], usage=usage))
+    return ["data: %s\n\n" % dumps(c) for c in chunks] + ["data: [DONE]\n\n"]
+
+
+def echo_tools(req):
+    """The request with its function tools completed the way OpenAI echoes them (`strict` and
+    `parameters` are required in the spec's FunctionTool; an omitted `strict` is echoed as true)."""
+    tools = req.get("tools")
+    if not isinstance(tools, list):
+        return req
+    fixed = []
+    for t in tools:
+        if isinstance(t, dict) and t.get("type") == "function":
+            t = dict(t)
+            t.setdefault("parameters", None)
+            t.setdefault("strict", True)
+        fixed.append(t)
+    return dict(req, tools=fixed)
+
+
+def responses_turn_items(model, req, calls, text):
+    """The finished output items of one scripted Responses turn."""
+    items = []
+    if model == "ci-reason":
+        item = {"id": rand_id("rs_"), "type": "reasoning", "summary": [{"type": "summary_text", "text": "thinking"}]}
+        include = req.get("include")
+        if isinstance(include, list) and "reasoning.encrypted_content" in include:
+            item["encrypted_content"] = rand_id("enc_", 64)
+        items.append(item)
+    if calls is None:
+        items.append(message_item(rand_id("msg_"), text, True))
+    else:
+        items += [{"id": rand_id("fc_"), "type": "function_call", "call_id": rand_id("call_", 24), "name": name,
+                   "arguments": args, "status": "completed"} for name, args in calls]
+    return items
+
+
+def item_events(index, item):
+    """(type, fields) of the streaming events for one finished output item (§5.2, §5.5)."""
+    iid, kind = item["id"], item["type"]
+    loc = {"item_id": iid, "output_index": index}
+    if kind == "message":
+        text = item["content"][0]["text"]
+        cloc = dict(loc, content_index=0)
+        ev = [("response.output_item.added", {"output_index": index, "item": message_item(iid, "", False)}),
+              ("response.content_part.added", dict(cloc, part=text_part("")))]
+        ev += [("response.output_text.delta", dict(cloc, delta=p, logprobs=[])) for p in split_text(text)]
+        ev += [("response.output_text.done", dict(cloc, text=text, logprobs=[])),
+               ("response.content_part.done", dict(cloc, part=text_part(text)))]
+    elif kind == "function_call":
+        ev = [("response.output_item.added",
+               {"output_index": index, "item": dict(item, status="in_progress", arguments="")})]
+        ev += [("response.function_call_arguments.delta", dict(loc, delta=p)) for p in split_args(item["arguments"])]
+        ev.append(("response.function_call_arguments.done", dict(loc, name=item["name"], arguments=item["arguments"])))
+    else:  # reasoning, with one summary part
+        summary = item["summary"][0]["text"]
+        sloc = dict(loc, summary_index=0)
+        ev = [("response.output_item.added", {"output_index": index, "item": dict(item, summary=[])}),
+              ("response.reasoning_summary_part.added", dict(sloc, part={"type": "summary_text", "text": ""}))]
+        ev += [("response.reasoning_summary_text.delta", dict(sloc, delta=p)) for p in split_text(summary)]
+        ev += [("response.reasoning_summary_text.done", dict(sloc, text=summary)),
+               ("response.reasoning_summary_part.done", dict(sloc, part={"type": "summary_text", "text": summary}))]
+    ev.append(("response.output_item.done", {"output_index": index, "item": item}))
+    return ev
+
+
+def responses_turn_frames(req, model, items, usage):
+    rid, created = rand_id("resp_"), int(time.time())
+    snapshot = response_obj(req, model, rid, created, [])
+    events = [("response.created", {"response": snapshot}), ("response.in_progress", {"response": snapshot})]
+    for index, item in enumerate(items):
+        events += item_events(index, item)
+    events.append(("response.completed", None))
+    for seq, (etype, fields) in enumerate(events):
+        if fields is None:
+            fields = {"response": response_obj(req, model, rid, created, items, usage)}
+        yield "event: %s\ndata: %s\n\n" % (etype, dumps(dict({"type": etype, "sequence_number": seq}, **fields)))
+
+
+def scripted(model, req, chat, stream):
+    """(frames, None) for a stream, or (None, full object)."""
+    calls, text, n = script_turn(model, req, chat)
+    if chat:
+        usage = scripted_chat_usage(n)
+        if calls is None:
+            return (chat_frames(req, model, "", text, usage), None) if stream else (
+                None, chat_completion(model, "", text, usage))
+        return (chat_calls_frames(req, model, calls, usage), None) if stream else (
+            None, chat_calls_completion(model, calls, usage))
+    req = echo_tools(req)
+    usage = scripted_responses_usage(n, model == "ci-reason")
+    items = responses_turn_items(model, req, calls, text)
+    if stream:
+        return responses_turn_frames(req, model, items, usage), None
+    return None, response_obj(req, model, rand_id("resp_"), int(time.time()), items, usage)
 
 
 # ---------------------------------------------------------------- HTTP plumbing
@@ -449,6 +709,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(status, payload, extra)
 
         stream = body.get("stream") is True
+        if model in SCRIPTED:
+            frames, obj = scripted(model, body, path == "/v1/chat/completions", stream)
+            return self.send_stream(frames) if stream else self.send_json(200, obj)
         slow, gap = model_arg(model, "slow-"), model_arg(model, "slowstream-")
         drop = model_arg(model, "drop-")
         if slow is not None or (gap is not None and not stream):

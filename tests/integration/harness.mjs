@@ -99,13 +99,15 @@ models = (
   ${model("slowstream", "slowstream-0.4")},
   ${model("slow", "slow-4", "timeout = 1;")},
   { name = "unreachable"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; },
-  { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; }${extra.models ? "," + extra.models : ""}
+  { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; },
+  ${["ci-primes", "ci-two", "ci-raise", "ci-repeat", "ci-reason", "ci-clientfn", "ci-badargs"].map((n) => model(n, n)).join(",\n  ")},
+  ${model("ci-endless", "ci-endless", "max_agentic_loops = 3;")}${extra.models ? "," + extra.models : ""}
 );
 sandbox_tools = (
   { name = "local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; },
   { name = "local2"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; }${extra.sandboxTools ? "," + extra.sandboxTools : ""}
 );
-${extra.sandboxTools ? 'interception: { sandbox_tool = "e2b"; exec_timeout = 20; };' : ""}
+${extra.sandboxTools ? `interception: { sandbox_tool = "${extra.interceptionTool ?? "e2b"}"; exec_timeout = 20; };` : ""}
 `;
 }
 
