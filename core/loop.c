@@ -391,6 +391,102 @@ chat_answer(struct run *r, const json_t *body)
 	return ans;
 }
 
+/*
+ * previous_response_id names one of sandgate's responses: the upstream
+ * knows the conversation by its own last response id instead.
+ */
+static int
+continue_from(struct run *r, struct sg_error *err)
+{
+	const char *prev = json_string_value(json_object_get(r->work,
+	    "previous_response_id"));
+	char up[256];
+	int rc;
+
+	if (prev == NULL || r->s != SG_SURFACE_RESPONSES)
+		return 0;
+	rc = sg_store_resp_get(r->env->sbx->store, prev, r->req->tenant, up,
+	    sizeof(up));
+	if (rc == SG_STORE_NOTFOUND)
+		return sg_error_invalid(err, "previous_response_id",
+		    "previous_response_not_found", "Previous response with id "
+		    "'%s' not found.", prev);
+	if (rc != SG_STORE_OK)
+		return sg_error_set(err, 503, "server_error", NULL, NULL, "The "
+		    "store is unavailable: %s", sg_store_errmsg(r->env->sbx->store));
+	json_object_set_new(r->work, "previous_response_id", json_string(up));
+	return 0;
+}
+
+/* The text a replayed call's outputs gave the model, as near as the
+ * client kept it. New reference. */
+static json_t *
+replayed_output(const json_t *item)
+{
+	const json_t *outs = json_object_get(item, "outputs"), *o;
+	json_t *text = NULL;
+	size_t i;
+
+	json_array_foreach(outs, i, o)
+		if (text == NULL && json_is_string(json_object_get(o, "logs")))
+			text = json_copy(json_object_get(o, "logs"));
+	return text != NULL ? text : json_string(json_is_array(outs) ?
+	    "(no output)" : "(output not kept)");
+}
+
+/*
+ * A client that replays earlier output as input sends code_interpreter_call
+ * items the upstream never saw: they become the function call and output
+ * pair it expects.
+ */
+static void
+replay_calls(struct run *r)
+{
+	json_t *in = json_object_get(r->work, "input"), *fixed, *it, *args;
+	size_t i;
+	char *a;
+
+	if (!json_is_array(in))
+		return;
+	fixed = json_array();
+	json_array_foreach(in, i, it) {
+		const char *type = json_string_value(json_object_get(it, "type"));
+		const char *id = json_string_value(json_object_get(it, "id"));
+
+		if (type == NULL || strcmp(type, "code_interpreter_call") != 0 ||
+		    id == NULL) {
+			json_array_append(fixed, it);
+			continue;
+		}
+		args = json_pack("{s:o}", "code", json_is_string(json_object_get(it,
+		    "code")) ? json_copy(json_object_get(it, "code")) :
+		    json_string(""));
+		a = json_dumps(args, JSON_COMPACT);
+		json_decref(args);
+		json_array_append_new(fixed, json_pack("{s:s,s:s,s:s,s:s}", "type",
+		    "function_call", "call_id", id, "name", r->tool, "arguments",
+		    a != NULL ? a : "{}"));
+		json_array_append_new(fixed, json_pack("{s:s,s:s,s:o}", "type",
+		    "function_call_output", "call_id", id, "output",
+		    replayed_output(it)));
+		free(a);
+	}
+	json_object_set_new(r->work, "input", fixed);
+}
+
+/* Keep the answer's id with the upstream's last response id. */
+static void
+remember(struct run *r, const json_t *answer)
+{
+	const char *up = json_string_value(json_object_get(r->last.response,
+	    "id"));
+
+	if (up != NULL)
+		sg_store_resp_put(r->env->sbx->store, json_string_value(
+		    json_object_get(answer, "id")), r->req->tenant, up,
+		    json_string_value(json_object_get(answer, "model")));
+}
+
 static int
 loop(struct run *r, struct sg_error *err)
 {
@@ -470,13 +566,19 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	sg_rw_first(r.work, s, r.tool, &r.info);
 	if (m->model != NULL)
 		json_object_set_new(r.work, "model", json_string(m->model));
-	rc = loop(&r, &err);
+	rc = continue_from(&r, &err);
+	if (rc == 0 && s == SG_SURFACE_RESPONSES)
+		replay_calls(&r);
+	if (rc == 0)
+		rc = loop(&r, &err);
 	if (rc == 0)
 		answer = s == SG_SURFACE_CHAT ? chat_answer(&r, body) :
 		    responses_answer(&r, body);
 	/* The request's sandbox goes with the request, on every path. */
 	if (r.sandbox[0] != '\0')
 		sg_sbx_delete(env->sbx, req->tenant, r.sandbox, &derr);
+	if (answer != NULL && s == SG_SURFACE_RESPONSES)
+		remember(&r, answer);
 	if (answer != NULL)
 		sg_http_json(out, req, 200, answer);
 	else if (!out->started)

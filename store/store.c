@@ -483,3 +483,32 @@ sg_store_sbx_list(struct sg_store *st, const char *tenant,
 	sqlite3_finalize(stmt);
 	return SG_STORE_OK;
 }
+
+int
+sg_store_resp_put(struct sg_store *st, const char *id, const char *tenant,
+    const char *upstream_id, const char *model)
+{
+	return exec_args(st, NULL, "INSERT INTO responses (id, tenant, "
+	    "upstream_id, model, created_at) VALUES (?, ?, ?, ?, ?)", "ssssi",
+	    id, tenant, upstream_id, model, (int64_t)time(NULL));
+}
+
+int
+sg_store_resp_get(struct sg_store *st, const char *id, const char *tenant,
+    char *upstream_id, size_t sz)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	rc = run(st, &stmt, "SELECT upstream_id FROM responses WHERE id = ? "
+	    "AND tenant = ?", "ss", id, tenant);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW) {
+		snprintf(upstream_id, sz, "%s", sqlite3_column_text(stmt, 0));
+		rc = SG_STORE_OK;
+	} else
+		rc = SG_STORE_NOTFOUND;
+	sqlite3_finalize(stmt);
+	return rc;
+}

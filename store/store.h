@@ -86,4 +86,12 @@ void	 sg_store_sbx_clear(struct sg_store_sbx *);
 int	 sg_store_sbx_list(struct sg_store *, const char *tenant,
 	    int (*fn)(void *, const struct sg_store_sbx *), void *arg);
 
+/* sandgate's resp_ ids and the upstream's last response id behind each,
+ * so previous_response_id works through the loop. Per tenant. */
+int	 sg_store_resp_put(struct sg_store *, const char *id, const char *tenant,
+	    const char *upstream_id, const char *model);
+/* OK and the upstream id copied, or NOTFOUND (another tenant's too). */
+int	 sg_store_resp_get(struct sg_store *, const char *id, const char *tenant,
+	    char *upstream_id, size_t sz);
+
 #endif
