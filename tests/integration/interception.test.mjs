@@ -30,7 +30,18 @@ for (const tool of ["e2b", "local"]) {
     async function noSandboxLeft() {
       const l = await stack.call("GET", "/v1/sandboxes");
       assert.deepEqual(l.json.data, [], "no sandbox row left");
-      test("a second request replaying the first's output continues", async () => {
+      test("reasoning items are kept for the client and replayed upstream; store:false asks for them encrypted", async () => {
+      const r = await client.responses.create({ model: "ci-reason", input: "think", tools: CI, store: false });
+      assert.deepEqual(r.output.map((o) => o.type), ["reasoning", "code_interpreter_call", "reasoning", "message"]);
+      const bodies = await upstreamBodies("ci-reason");
+      assert.ok(bodies[0].include.includes("reasoning.encrypted_content"));
+      const replayed = bodies[1].input.find((i) => i.type === "reasoning");
+      assert.ok(replayed, "reasoning replayed on the follow-up");
+      assert.match(replayed.encrypted_content, /^enc_/);
+      assert.equal(r.usage.output_tokens_details.reasoning_tokens, 4, "details add up too");
+    });
+
+    test("a second request replaying the first's output continues", async () => {
       const user = { role: "user", content: "Multiply the first six primes." };
       const r1 = await client.responses.create({ model: "ci-primes", input: [user], tools: CI, include: ["code_interpreter_call.outputs"] });
       await stack.resetFake();
@@ -189,6 +200,17 @@ for (const tool of ["e2b", "local"]) {
       await assert.rejects(client.responses.create({ model: "fault-429", input: "x", tools: CI }), (e) => e.status === 429);
       await assert.rejects(client.responses.create({ model: "ci-primes", input: "x", tools: CI, stream: true }), (e) => e.status === 400);
       await noSandboxLeft();
+    });
+
+    test("reasoning items are kept for the client and replayed upstream; store:false asks for them encrypted", async () => {
+      const r = await client.responses.create({ model: "ci-reason", input: "think", tools: CI, store: false });
+      assert.deepEqual(r.output.map((o) => o.type), ["reasoning", "code_interpreter_call", "reasoning", "message"]);
+      const bodies = await upstreamBodies("ci-reason");
+      assert.ok(bodies[0].include.includes("reasoning.encrypted_content"));
+      const replayed = bodies[1].input.find((i) => i.type === "reasoning");
+      assert.ok(replayed, "reasoning replayed on the follow-up");
+      assert.match(replayed.encrypted_content, /^enc_/);
+      assert.equal(r.usage.output_tokens_details.reasoning_tokens, 4, "details add up too");
     });
 
     test("a second request replaying the first's output continues", async () => {

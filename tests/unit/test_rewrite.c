@@ -1596,6 +1596,23 @@ result_each_png_noted(void **state)
 	free(t);
 }
 
+/* Only the main result's text is the value; a displayed figure is only
+ * an image note. */
+static void
+result_display_text_not_value(void **state)
+{
+	char *t;
+
+	(void)state;
+	t = result_of(RES("shown\\n", "", "[{'text':'<Figure size 640x480 with "
+	    "1 Axes>','png':'iVBORw0KGgoAAAA1','is_main_result':false},"
+	    "{'text':'7','is_main_result':true}]", "null"));
+	assert_lacks(t, "<Figure size");
+	assert_has(t, "[image/png output]");
+	assert_before(t, "shown", "7");
+	free(t);
+}
+
 static void
 result_non_png_not_noted(void **state)
 {
@@ -1896,6 +1913,7 @@ main(void)
 		cmocka_unit_test(result_ansi_streams),
 		cmocka_unit_test(result_png_noted),
 		cmocka_unit_test(result_each_png_noted),
+		cmocka_unit_test(result_display_text_not_value),
 		cmocka_unit_test(result_non_png_not_noted),
 		cmocka_unit_test(result_huge_stdout),
 		cmocka_unit_test(result_huge_stderr),
