@@ -246,7 +246,9 @@ sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
 	const json_t *c = json_object_get(args, "code");
 
 	*code = *problem = NULL;
-	if (json_is_string(c)) {
+	/* A NUL would cut the program short: refuse it. */
+	if (json_is_string(c) && memchr(json_string_value(c), '\0',
+	    json_string_length(c)) == NULL) {
 		*code = malloc(json_string_length(c) + 1);
 		if (*code != NULL) {
 			memcpy(*code, json_string_value(c), json_string_length(c));
@@ -287,27 +289,31 @@ put(struct text *t, const char *s, size_t n)
 	t->p[t->len] = '\0';
 }
 
-/* Append s without ANSI escape sequences (tracebacks are coloured). */
+/* Append s without ANSI escape sequences (tracebacks are coloured) and
+ * without NUL bytes (the result is a C string). A sequence ends at its
+ * final byte (0x40-0x7e); a byte of a multi-byte character ends it too,
+ * and is kept. */
 static void
 put_plain(struct text *t, const char *s, size_t n)
 {
+	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, start = 0;
 
 	while (i < n) {
-		if (s[i] != '\033') {
+		if (u[i] != '\033' && u[i] != '\0') {
 			i++;
 			continue;
 		}
 		put(t, s + start, i - start);
-		i++;
-		if (i < n && s[i] == '[') {
-			/* CSI: parameters and intermediates, then a final byte. */
-			for (i++; i < n && (unsigned char)s[i] < 0x40; i++)
-				;
-			if (i < n)
+		if (u[i++] == '\033') {
+			if (i < n && u[i] == '[') {
+				for (i++; i < n && u[i] >= 0x20 && u[i] < 0x40; i++)
+					;
+				if (i < n && u[i] >= 0x40 && u[i] <= 0x7e)
+					i++;
+			} else if (i < n && u[i] >= 0x40 && u[i] <= 0x7e)
 				i++;
-		} else if (i < n)
-			i++;
+		}
 		start = i;
 	}
 	put(t, s + start, n - start);
@@ -342,23 +348,25 @@ put_traceback(struct text *t, const char *tb)
 	put_plain(t, p, strlen(p));
 }
 
-/* Cut to SG_RW_RESULT_MAX bytes without splitting a UTF-8 character. */
+/* Valid UTF-8 first, then cut to SG_RW_RESULT_MAX bytes without
+ * splitting a character. */
 static char *
 finish(struct text *t)
 {
 	static const char more[] = "\n[output truncated]";
-	size_t n = t->len, flen;
+	size_t n, flen, back;
 	char *fixed;
 
-	if (n > SG_RW_RESULT_MAX) {
-		n = SG_RW_RESULT_MAX - (sizeof(more) - 1);
-		while (n > 0 && ((unsigned char)t->p[n] & 0xc0) == 0x80)
-			n--;
-		t->len = n;
-		put(t, more, sizeof(more) - 1);
-	}
 	fixed = sg_utf8_fix(t->p != NULL ? t->p : "", t->len, &flen);
 	free(t->p);
+	if (fixed == NULL || flen <= SG_RW_RESULT_MAX)
+		return fixed;
+	n = SG_RW_RESULT_MAX - (sizeof(more) - 1);
+	/* A UTF-8 character has at most three continuation bytes. */
+	for (back = 0; back < 3 && ((unsigned char)fixed[n] & 0xc0) == 0x80;
+	    back++)
+		n--;
+	memcpy(fixed + n, more, sizeof(more));
 	return fixed;
 }
 
