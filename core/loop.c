@@ -487,6 +487,19 @@ remember(struct run *r, const json_t *answer)
 		    json_string_value(json_object_get(answer, "model")));
 }
 
+/* Calls of the client's own functions end the loop: Responses shows them
+ * as output items (Chat as the message's tool_calls, in chat_answer). */
+static void
+client_calls_out(struct run *r)
+{
+	json_t *c;
+	size_t i;
+
+	if (r->s == SG_SURFACE_RESPONSES)
+		json_array_foreach(r->client_calls, i, c)
+			json_array_append(r->output, c);
+}
+
 static int
 loop(struct run *r, struct sg_error *err)
 {
@@ -505,8 +518,10 @@ loop(struct run *r, struct sg_error *err)
 		n = collect_calls(r, &r->last, calls, 32);
 		/* The loop ends with an answer, a call for the client, or the
 		 * one call made with tool_choice none. */
-		if (n == 0 || final)
+		if (n == 0 || final) {
+			client_calls_out(r);
 			return 0;
+		}
 		for (k = 0; k < n; k++)
 			texts[k] = NULL;
 		for (rc = 0, k = 0; k < n && rc == 0; k++) {
@@ -524,13 +539,7 @@ loop(struct run *r, struct sg_error *err)
 			return -1;
 		/* A client function call: the client continues from here. */
 		if (json_array_size(r->client_calls) > 0) {
-			if (r->s == SG_SURFACE_RESPONSES) {
-				size_t i;
-				json_t *c;
-
-				json_array_foreach(r->client_calls, i, c)
-					json_array_append(r->output, c);
-			}
+			client_calls_out(r);
 			return 0;
 		}
 		rounds++;
