@@ -15,7 +15,7 @@ CORE_SRC  = lib/util.c core/auth.c core/config.c core/error.c core/gateway.c \
 	    providers/local.c providers/provider.c providers/result.c \
 	    providers/sandboxd.c
 FCGI_SRC  = fcgi/listen.c fcgi/main.c fcgi/master.c fcgi/privs.c \
-	    fcgi/responder.c
+	    fcgi/reaper.c fcgi/responder.c
 CLI_SRC   = cli/sandgate.c
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
 

@@ -32,6 +32,7 @@ usage(void)
 	    "  keys list           list keys (names and hash prefixes)\n"
 	    "  keys revoke NAME    revoke the active key of that name\n"
 	    "  check-config        load the config; unknown keys are errors\n"
+	    "  reap                delete sandboxes whose life has passed\n"
 	    "  exec [--tool NAME] [--sandbox ID] [FILE|-]\n"
 	    "                      run code (a file, or standard input) in a new\n"
 	    "                      sandbox, deleted afterwards, or in sandbox ID\n");
@@ -313,6 +314,26 @@ out:
 }
 
 static int
+reap(const struct sg_cfg *cfg)
+{
+	struct sg_prov prov;
+	struct sg_sbx_env env = { cfg, NULL, &prov };
+	int deleted = 0, failed = 0, rc = 1;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	sg_prov_init(&prov);
+	if ((env.store = open_store(cfg)) != NULL &&
+	    sg_sbx_reap(&env, &deleted, &failed) == 0) {
+		printf("deleted %d, failed %d\n", deleted, failed);
+		rc = failed > 0;
+	}
+	sg_store_close(env.store);
+	sg_prov_free(&prov);
+	curl_global_cleanup();
+	return rc;
+}
+
+static int
 exec_main(const struct sg_cfg *cfg, int argc, char *argv[])
 {
 	const char *tool = NULL, *sandbox = NULL, *file = NULL;
@@ -362,6 +383,8 @@ main(int argc, char *argv[])
 	}
 	if (strcmp(cmd, "check-config") == 0 && argc - optind == 1)
 		rc = check_config(cfg);
+	else if (strcmp(cmd, "reap") == 0 && argc - optind == 1)
+		rc = reap(cfg);
 	else if (strcmp(cmd, "exec") == 0) {
 		if ((rc = exec_main(cfg, argc - optind, argv + optind)) == -1) {
 			sg_cfg_free(cfg);

@@ -241,3 +241,70 @@ sg_sbx_json(const struct sg_cfg *cfg, const struct sg_store_sbx *row)
 	    "last_active_at", (json_int_t)row->last_used_at,
 	    "expires_at", (json_int_t)row->expires_at);
 }
+
+struct sweep {
+	char	(*ids)[48];
+	size_t	 n, cap;
+	int64_t	 before;
+};
+
+static int
+expired(void *arg, const struct sg_store_sbx *row)
+{
+	struct sweep *w = arg;
+	char (*grown)[48];
+
+	if (row->expires_at >= w->before)
+		return 0;
+	if (w->n == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 16;
+		if ((grown = realloc(w->ids, w->cap * sizeof(*w->ids))) == NULL)
+			return -1;
+		w->ids = grown;
+	}
+	snprintf(w->ids[w->n++], sizeof(w->ids[0]), "%s", row->id);
+	return 0;
+}
+
+int
+sg_sbx_reap(struct sg_sbx_env *env, int *deleted, int *failed)
+{
+	struct sweep w = { .before = (int64_t)time(NULL) - 60 };
+	const struct sg_provider_ops *ops;
+	const struct sg_tool *t;
+	struct sg_store_sbx row;
+	struct sg_prov_error pe;
+	struct sg_error err;
+	json_t *handle;
+	size_t i;
+	int rc;
+
+	*deleted = *failed = 0;
+	/* Collect first: no read transaction is held across a provider call. */
+	if (sg_store_sbx_list(env->store, NULL, expired, &w) != SG_STORE_OK) {
+		free(w.ids);
+		return -1;
+	}
+	for (i = 0; i < w.n; i++) {
+		if (sg_store_sbx_get(env->store, w.ids[i], NULL, &row) != 0)
+			continue;
+		rc = SG_PROV_OK;
+		handle = row.handle != NULL ? json_loads(row.handle, 0, NULL) :
+		    NULL;
+		if (handle != NULL && (t = tool_of(env, row.tool, &ops, &err)) !=
+		    NULL)
+			rc = ops->destroy(env->prov, t, handle, &pe);
+		if (rc == SG_PROV_OK || rc == SG_PROV_GONE) {
+			sg_store_sbx_remove(env->store, w.ids[i]);
+			(*deleted)++;
+		} else {
+			fprintf(stderr, "sandgate: reaper: sandbox %s: %s\n",
+			    w.ids[i], pe.message);
+			(*failed)++;
+		}
+		json_decref(handle);
+		sg_store_sbx_clear(&row);
+	}
+	free(w.ids);
+	return 0;
+}

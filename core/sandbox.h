@@ -35,6 +35,15 @@ int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
 int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
+/*
+ * One sweep: every sandbox whose life at its provider has passed (its
+ * expires_at, with a minute's grace) is deleted there (gone counts) and
+ * its row removed; a row still "creating" then has nothing left to
+ * delete, since every sandbox is made with a bounded life. Counts in
+ * *deleted and *failed. 0, or -1 when the store failed.
+ */
+int	 sg_sbx_reap(struct sg_sbx_env *, int *deleted, int *failed);
+
 /* The direct sandbox routes (design §3.3): answer one request. The
  * route and its {id} come from the router. */
 void	 sg_sbx_api(struct sg_sbx_env *, int route, const char *id,

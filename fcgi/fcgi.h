@@ -54,6 +54,9 @@ int	 sg_listen_check(int fd);
 void	 sg_responder_run(const struct sg_env *, int slot)
 	    __attribute__((noreturn));
 
+/* reaper.c: sweep expired sandboxes every half minute; never returns. */
+void	 sg_reaper_run(const struct sg_cfg *) __attribute__((noreturn));
+
 /* privs.c: become cfg's server.user when root. 0, or -1 logged. */
 int	 sg_drop_privileges(const struct sg_cfg *);
 

@@ -38,6 +38,8 @@ struct master {
 	const char	*kernel_src;
 	pid_t		 sandboxd;	/* the local provider's supervisor */
 	int64_t		 sandboxd_after;
+	pid_t		 reaper;	/* sweeps expired sandboxes */
+	int64_t		 reaper_after;
 };
 
 #define SANDBOX_UID_BASE 1900000000u	/* far above any real account */
@@ -156,12 +158,37 @@ spawn_sandboxd(struct master *m)
 }
 
 static void
+spawn_reaper(struct master *m)
+{
+	pid_t pid;
+
+	m->reaper_after = sg_now_ms() + BACKOFF_MS;
+	if ((pid = fork()) == -1) {
+		fprintf(stderr, "sandgate: fork: %s\n", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		close(self_pipe[0]);
+		close(self_pipe[1]);
+		close(m->wake[0]);
+		close(m->wake[1]);
+		close(m->listen_fd);
+		sg_reaper_run(m->cfg);
+	}
+	m->reaper = pid;
+}
+
+static void
 reap(struct master *m)
 {
 	int status, i;
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == m->reaper) {
+			m->reaper = 0;
+			continue;
+		}
 		if (pid == m->sandboxd) {
 			if (!got_term)
 				fprintf(stderr, "sandgate: sandboxd died; its "
@@ -225,6 +252,8 @@ balance(struct master *m)
 		spawn_sandboxd(m);
 	else if (m->sandboxd != 0 && local_dir(cfg) == NULL)
 		kill(m->sandboxd, SIGTERM);
+	if (m->reaper == 0 && cfg->ntools > 0 && now >= m->reaper_after)
+		spawn_reaper(m);
 	if (now < m->spawn_after)
 		return;
 	while (live < cfg->server.workers_min ||
@@ -251,6 +280,10 @@ stop(struct master *m)
 			kill(m->sandboxd, SIGTERM);
 			left++;
 		}
+		if (m->reaper != 0) {
+			kill(m->reaper, SIGTERM);
+			left++;
+		}
 		for (i = 0; i < SG_SLOTS; i++) {
 			struct sg_slot *s = &m->board->slots[i];
 
@@ -271,6 +304,8 @@ stop(struct master *m)
 			kill(m->board->slots[i].pid, SIGKILL);
 	if (m->sandboxd != 0)
 		kill(m->sandboxd, SIGKILL);
+	if (m->reaper != 0)
+		kill(m->reaper, SIGKILL);
 	while (waitpid(-1, NULL, 0) > 0)
 		;
 }
@@ -299,6 +334,9 @@ reload(struct master *m)
 	}
 	sg_cfg_free(m->cfg);
 	m->cfg = cfg;
+	/* The reaper holds the old config too: it comes back with the new. */
+	if (m->reaper != 0)
+		kill(m->reaper, SIGTERM);
 	for (j = 0; j < SG_SLOTS; j++) {
 		struct sg_slot *s = &m->board->slots[j];
 

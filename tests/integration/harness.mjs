@@ -262,7 +262,7 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
     const pids = new Set(all.map((p) => p.pid));
     const master = all.find((p) => !pids.has(p.ppid));
     const children = all.filter((p) => p.ppid === master?.pid);
-    return { master: master?.pid, responders: children.filter((p) => p.comm !== "sg-sandboxd").map((p) => p.pid),
+    return { master: master?.pid, responders: children.filter((p) => !p.comm.startsWith("sg-")).map((p) => p.pid),
       sandboxd: children.find((p) => p.comm === "sg-sandboxd")?.pid };
   }
 

@@ -3,6 +3,7 @@
 // no sandbox left behind.
 import { test, describe, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { startStack, KEYS, E2B_KEY, OSB_KEY } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
@@ -237,4 +238,41 @@ test("sandgate exec: a one-shot run, a raising one, and one in an existing sandb
   await call("DELETE", `/v1/sandboxes/${c.json.id}`);
   await assertClean("e2b");
   await assertClean("osb");
+});
+
+test("sandboxes whose life has passed are reaped: deleted at the provider, rows removed", async () => {
+  const { spawnSync } = await import("node:child_process");
+  await stack.fakeHook("e2b", "reset", {});
+  const c = await call("POST", "/v1/sandboxes", { tool: "e2b" });
+  const kept = await call("POST", "/v1/sandboxes", { tool: "e2b" });
+  // Age one row past its life, as the store's own user would.
+  const db = `${stack.dir}/state/store/sandgate.db`;
+  const sql = `UPDATE sandboxes SET expires_at = 1 WHERE id = '${c.json.id}'`;
+  const asUser = process.getuid() === 0 ? ["setpriv", "--reuid=sgtest", "--regid=sgtest", "--init-groups"] : [];
+  const u = spawnSync(asUser[0] ?? "sqlite3", [...asUser.slice(1), ...(asUser.length ? ["sqlite3"] : []), db, sql], { encoding: "utf8" });
+  assert.equal(u.status, 0, u.stderr);
+  const r = spawnSync(`${stack.dir}/bin/sandgate`, ["--config", `${stack.dir}/sandgate.conf`, "reap"], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), "deleted 1, failed 0");
+  assert.equal((await call("GET", `/v1/sandboxes/${c.json.id}`)).status, 404);
+  assert.equal((await call("GET", `/v1/sandboxes/${kept.json.id}`)).status, 200, "a live one stays");
+  const s = await stack.fakeHook("e2b", "stats");
+  assert.equal(s.live.length, 1, "only the live sandbox is left at the provider");
+  assert.equal(s.deletes, 1);
+  await call("DELETE", `/v1/sandboxes/${kept.json.id}`);
+});
+
+test("the reaper runs as a child of the master, beside the responders", () => {
+  const p = stack.processes();
+  assert.ok(p.master);
+  const comms = [];
+  for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      const st = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]) === p.master)
+        comms.push(fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim());
+    } catch { /* gone */ }
+  }
+  assert.ok(comms.includes("sg-reaper"), comms.join(","));
+  assert.ok(comms.includes("sg-sandboxd"), comms.join(","));
 });

@@ -1,0 +1,81 @@
+/*
+ * The reaper: one child of the master that sweeps, every REAP_EVERY
+ * seconds, the sandboxes whose life at their provider has passed (design
+ * §5, "No leaks"): what nobody deleted, and what a dead responder left.
+ */
+#include <sys/prctl.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "fcgi.h"
+#include "../core/sandbox.h"
+
+#define REAP_EVERY 30
+
+static volatile sig_atomic_t stopping;
+
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void
+sweep(const struct sg_cfg *cfg)
+{
+	struct sg_prov prov;
+	struct sg_sbx_env env = { cfg, NULL, &prov };
+	char err[512];
+	int deleted, failed;
+
+	if (sg_store_open(cfg->store.path, &env.store, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sandgate: reaper: %s\n", err);
+		return;
+	}
+	sg_prov_init(&prov);
+	if (sg_sbx_reap(&env, &deleted, &failed) == -1)
+		fprintf(stderr, "sandgate: reaper: %s\n",
+		    sg_store_errmsg(env.store));
+	else if (deleted + failed > 0)
+		fprintf(stderr, "sandgate: reaper: deleted %d expired "
+		    "sandboxes, %d failed\n", deleted, failed);
+	sg_prov_free(&prov);
+	sg_store_close(env.store);
+}
+
+void
+sg_reaper_run(const struct sg_cfg *cfg)
+{
+	struct sigaction sa;
+	int i;
+
+	prctl(PR_SET_NAME, "sg-reaper");
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop;	/* no SA_RESTART: poll returns */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGCHLD, &sa, NULL);
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	if (sg_drop_privileges(cfg) == -1)
+		_exit(3);
+	while (!stopping) {
+		sweep(cfg);
+		for (i = 0; i < REAP_EVERY && !stopping; i++)
+			poll(NULL, 0, 1000);
+	}
+	curl_global_cleanup();
+	_exit(0);
+}
