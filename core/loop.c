@@ -5,6 +5,7 @@
 
 #include "loop.h"
 #include "rewrite.h"
+#include "stream.h"
 #include "turn.h"
 #include "../lib/util.h"
 
@@ -25,7 +26,27 @@ struct run {
 	json_t			*prints;	/* fingerprints of code rounds */
 	char			 sandbox[48];	/* "" until the first call */
 	struct sg_turn		 last;
+	struct sg_stream	*stream;	/* a streaming client's renderer */
+	int			(*stop)(void *);	/* the provider's, saved */
+	void			*stop_arg;
 };
+
+/* The request's sandbox, created on its first need. */
+static const char *
+ensure_sandbox(void *arg, struct sg_error *err)
+{
+	struct run *r = arg;
+	struct sg_store_sbx row;
+
+	if (r->sandbox[0] == '\0') {
+		if (sg_sbx_create(r->env->sbx, r->req->tenant, NULL, 1, &row,
+		    err) == -1)
+			return NULL;
+		snprintf(r->sandbox, sizeof(r->sandbox), "%s", row.id);
+		sg_store_sbx_clear(&row);
+	}
+	return r->sandbox;
+}
 
 /* Add every number of u into acc, recursively (usage objects). */
 static void
@@ -155,23 +176,21 @@ static int
 run_call(struct run *r, const struct call *c, char **text, json_t **item,
     struct sg_error *err)
 {
-	struct sg_store_sbx row;
+	const char *sid = r->stream != NULL ? sg_stream_item_id(r->stream,
+	    c->id) : NULL;
 	json_t *result = NULL;
-	char *code, *problem, id[40];
+	char *code, *problem, id[48];
 
 	*item = NULL;
 	if (sg_rw_code_arg(c->args, c->argslen, &code, &problem) == -1) {
 		*text = problem;
 	} else {
-		if (r->sandbox[0] == '\0') {
-			if (sg_sbx_create(r->env->sbx, r->req->tenant, NULL, 1,
-			    &row, err) == -1) {
-				free(code);
-				return -1;
-			}
-			snprintf(r->sandbox, sizeof(r->sandbox), "%s", row.id);
-			sg_store_sbx_clear(&row);
+		if (ensure_sandbox(r, err) == NULL) {
+			free(code);
+			return -1;
 		}
+		if (r->stream != NULL)
+			sg_stream_code_running(r->stream, c->id, code);
 		if (sg_sbx_run(r->env->sbx, r->req->tenant, r->sandbox, code, 0, 0,
 		    &result, err) == -1) {
 			free(code);
@@ -179,7 +198,10 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 		}
 		*text = sg_rw_tool_result(result);
 	}
-	sg_rand_id(id, sizeof(id), "ci_", 16);
+	if (sid != NULL)
+		snprintf(id, sizeof(id), "%s", sid);
+	else
+		sg_rand_id(id, sizeof(id), "ci_", 16);
 	/* A call whose code raised is still completed: the traceback is in
 	 * its logs, and the model reads it. */
 	*item = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o}", "id", id, "type",
@@ -187,6 +209,8 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 	    problem == NULL ? code : NULL, "container_id", r->sandbox[0] ?
 	    r->sandbox : "", "outputs", r->info.include_outputs ?
 	    call_outputs(result, *text) : json_null());
+	if (r->stream != NULL)
+		sg_stream_code_done(r->stream, c->id, *item);
 	free(code);
 	json_decref(result);
 	return 0;
@@ -256,6 +280,39 @@ keep_visible(struct run *r, struct sg_turn *t)
 	}
 }
 
+/* Events for a streaming client: the turn learns from each, then the
+ * renderer shows it; a NULL event is time passing. */
+static int
+stream_event(void *arg, const struct sg_sse_event *ev)
+{
+	struct run *r = arg;
+	json_t *j;
+
+	if (ev == NULL) {
+		sg_stream_tick(r->stream);
+		return 0;
+	}
+	sg_turn_event(&r->last, ev);
+	if (!ev->has_data || strcmp(ev->data, "[DONE]") == 0 ||
+	    (j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) == NULL)
+		return 0;
+	if (json_is_object(j) && (json_object_get(j, "error") == NULL ||
+	    json_object_get(j, "type") != NULL))
+		sg_stream_upstream(r->stream, j);
+	json_decref(j);
+	return 0;
+}
+
+/* While code runs: keepalives to the client, and stop if it left. */
+static int
+stream_stop(void *arg)
+{
+	struct run *r = arg;
+
+	sg_stream_tick(r->stream);
+	return r->stop != NULL ? r->stop(r->stop_arg) : 0;
+}
+
 /* One upstream call. 0; or -1 with the reply already sent (an upstream
  * error passed on as it came) or err filled. */
 static int
@@ -268,10 +325,27 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 	if (body == NULL)
 		return sg_error_server(err, 500, "out of memory");
 	sg_turn_init(t, r->s);
+	if (r->stream != NULL)
+		sg_stream_next_turn(r->stream);
 	rc = sg_upstream_events(r->env->up, r->m, r->s, body, strlen(body),
 	    r->req->start_ms + (int64_t)r->env->cfg->server.request_timeout *
-	    1000, r->req, r->out, sg_turn_event, t, &status, &errbody, err);
+	    1000, r->req, r->out, r->stream != NULL ? stream_event :
+	    sg_turn_event, r->stream != NULL ? (void *)r : (void *)t, &status,
+	    &errbody, err);
 	free(body);
+	if (rc == -1 && errbody != NULL && r->out->started) {
+		/* Too late for a status: the error as the stream's end. */
+		json_t *e = json_loads(errbody, 0, NULL);
+		const char *msg = json_string_value(json_object_get(
+		    json_object_get(e, "error"), "message"));
+
+		sg_error_set(err, (int)status, "server_error", NULL, NULL,
+		    "The upstream of model %s answered HTTP %ld: %s", r->m->name,
+		    status, msg != NULL ? msg : "no message");
+		json_decref(e);
+		free(errbody);
+		return -1;
+	}
 	if (rc == -1 && errbody != NULL) {
 		/* The upstream's own error, with its own status. */
 		if (sg_http_begin(r->out, r->req, (int)status, "application/json",
@@ -293,7 +367,7 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 }
 
 static json_t *
-responses_answer(struct run *r, const json_t *body)
+responses_answer(struct run *r, const json_t *body, const char *given_id)
 {
 	json_t *resp = r->last.response != NULL ? json_deep_copy(
 	    r->last.response) : json_object(), *v;
@@ -304,7 +378,10 @@ responses_answer(struct run *r, const json_t *body)
 	char id[64];
 	size_t i;
 
-	sg_rand_id(id, sizeof(id), "resp_", 24);
+	if (given_id != NULL)
+		snprintf(id, sizeof(id), "%s", given_id);
+	else
+		sg_rand_id(id, sizeof(id), "resp_", 24);
 	json_object_set_new(resp, "id", json_string(id));
 	json_object_set_new(resp, "object", json_string("response"));
 	if (!json_is_integer(json_object_get(resp, "created_at")))
@@ -559,12 +636,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	json_t *answer = NULL;
 	int rc;
 
-	if (json_is_true(json_object_get(body, "stream"))) {
-		sg_error_invalid(&err, "stream", "unsupported_value", "stream is "
-		    "not supported with code_interpreter yet.");
-		sg_http_error(out, req, &err);
-		return;
-	}
+	/* Every path that fails fills err; this is only a safe default. */
+	sg_error_server(&err, 500, "The interception loop failed.");
 	r.work = json_deep_copy(body);
 	r.output = json_array();
 	r.texts = json_array();
@@ -575,6 +648,16 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	sg_rw_first(r.work, s, r.tool, &r.info);
 	if (m->model != NULL)
 		json_object_set_new(r.work, "model", json_string(m->model));
+	if (json_is_true(json_object_get(body, "stream"))) {
+		/* Live: the renderer writes as the loop goes; provider calls
+		 * keep the client alive while code runs. */
+		r.stream = sg_stream_new(s, req, out, body, r.tool,
+		    r.info.include_outputs, ensure_sandbox, &r);
+		r.stop = env->sbx->prov->stop;
+		r.stop_arg = env->sbx->prov->stop_arg;
+		env->sbx->prov->stop = stream_stop;
+		env->sbx->prov->stop_arg = &r;
+	}
 	rc = continue_from(&r, &err);
 	if (rc == 0 && s == SG_SURFACE_RESPONSES)
 		replay_calls(&r);
@@ -582,13 +665,24 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		rc = loop(&r, &err);
 	if (rc == 0)
 		answer = s == SG_SURFACE_CHAT ? chat_answer(&r, body) :
-		    responses_answer(&r, body);
+		    responses_answer(&r, body, r.stream != NULL ?
+		    sg_stream_id(r.stream) : NULL);
 	/* The request's sandbox goes with the request, on every path. */
 	if (r.sandbox[0] != '\0')
 		sg_sbx_delete(env->sbx, req->tenant, r.sandbox, &derr);
 	if (answer != NULL && s == SG_SURFACE_RESPONSES)
 		remember(&r, answer);
-	if (answer != NULL)
+	if (r.stream != NULL) {
+		env->sbx->prov->stop = r.stop;
+		env->sbx->prov->stop_arg = r.stop_arg;
+		if (answer != NULL)
+			sg_stream_finish(r.stream, answer);
+		else if (sg_stream_begun(r.stream))
+			sg_stream_fail(r.stream, &err);
+		else if (!out->started)
+			sg_http_error(out, req, &err);
+		sg_stream_free(r.stream);
+	} else if (answer != NULL)
 		sg_http_json(out, req, 200, answer);
 	else if (!out->started)
 		sg_http_error(out, req, &err);

@@ -141,7 +141,7 @@ sg_turn_event(void *arg, const struct sg_sse_event *ev)
 	struct sg_turn *t = arg;
 	json_t *j;
 
-	if (!ev->has_data || strcmp(ev->data, "[DONE]") == 0)
+	if (ev == NULL || !ev->has_data || strcmp(ev->data, "[DONE]") == 0)
 		return 0;
 	if ((j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) ==
 	    NULL || !json_is_object(j)) {

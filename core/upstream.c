@@ -215,6 +215,9 @@ on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 		r->silent = 1;
 		return 1;
 	}
+	/* Events mode: time passing is an event too (keepalives). */
+	if (r->consume != NULL)
+		r->consume(r->consume_arg, NULL);
 	if (now >= r->next_alive) {
 		r->next_alive = now + ALIVE_EVERY_MS;
 		if (!r->out->alive(r->out)) {

@@ -38,7 +38,9 @@ int	 sg_upstream_relay(struct sg_upstream *, const struct sg_cfg_model *,
 
 /*
  * POST body (asking for a stream) and hand each SSE event of the answer to
- * fn, as it arrives. 0 when the stream ended. -1 otherwise: an upstream
+ * fn, as it arrives (and, while waiting, fn with a NULL event about once
+ * a second, so the caller can keep its own client alive). 0 when the
+ * stream ended. -1 otherwise: an upstream
  * error answer (status >= 400, JSON) is left in *errbody (new) with its
  * *status, to be passed on as it came; anything else fills err.
  */

@@ -428,8 +428,8 @@ probe_bwrap(void)
 		    "--symlink", "usr/bin", "/bin", "/usr/bin/true", (char *)NULL);
 		_exit(1);
 	}
-	if (pid > 0)
-		waitpid(pid, &status, 0);
+	while (pid > 0 && waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
 	bwrap_ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	if (!bwrap_ok)
 		snprintf(bwrap_why, sizeof(bwrap_why), "bubblewrap cannot make a "

@@ -1,0 +1,517 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codedec.h"
+#include "stream.h"
+#include "../lib/util.h"
+
+#define MAX_CALLS	64
+#define MAX_INDEX	256
+#define KEEPALIVE_MS	10000
+
+struct code_call {
+	char		 up_item[128];	/* the upstream's function_call item id */
+	char		 call_id[128];
+	char		 id[48];	/* our ci_ id */
+	int		 index;		/* client output index */
+	int		 fed;		/* argument deltas seen */
+	struct sg_codedec dec;
+	struct sg_stream *s;
+};
+
+struct sg_stream {
+	enum sg_surface		 surface;
+	const struct sg_req	*req;
+	struct sg_out		*out;
+	const json_t		*body;
+	const char		*tool;
+	int			 include_outputs;
+	sg_stream_sandbox_fn	 sandbox;
+	void			*arg;
+	int			 begun, dead;
+	int64_t			 last_write;
+	long			 seq;
+	int			 next_index;
+	int			 map[MAX_INDEX];	/* upstream index → ours */
+	struct code_call	 calls[MAX_CALLS];
+	int			 ncalls;
+	char			 id[64];		/* resp_ or chatcmpl- */
+	int64_t			 created;
+	/* Chat */
+	int			 role_sent, turn_text, any_text;
+	int			 tmap[64];	/* upstream tool index → ours, -1 code */
+	int			 next_tool;
+};
+
+struct sg_stream *
+sg_stream_new(enum sg_surface surface, const struct sg_req *req,
+    struct sg_out *out, const json_t *body, const char *tool,
+    int include_outputs, sg_stream_sandbox_fn sandbox, void *arg)
+{
+	struct sg_stream *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->surface = surface;
+	s->req = req;
+	s->out = out;
+	s->body = body;
+	s->tool = tool;
+	s->include_outputs = include_outputs;
+	s->sandbox = sandbox;
+	s->arg = arg;
+	s->created = (int64_t)time(NULL);
+	sg_rand_id(s->id, sizeof(s->id), surface == SG_SURFACE_CHAT ?
+	    "chatcmpl-sg" : "resp_", surface == SG_SURFACE_CHAT ? 12 : 24);
+	sg_stream_next_turn(s);
+	s->any_text = 0;
+	return s;
+}
+
+void
+sg_stream_free(struct sg_stream *s)
+{
+	free(s);
+}
+
+static int
+send(struct sg_stream *s, const char *event, json_t *data)
+{
+	char *text = json_dumps(data, JSON_COMPACT);
+	int rc = 0;
+
+	if (text == NULL || s->dead)
+		rc = -1;
+	else if ((event != NULL && (s->out->write(s->out, "event: ", 7) == -1 ||
+	    s->out->write(s->out, event, strlen(event)) == -1 ||
+	    s->out->write(s->out, "\n", 1) == -1)) ||
+	    s->out->write(s->out, "data: ", 6) == -1 ||
+	    s->out->write(s->out, text, strlen(text)) == -1 ||
+	    s->out->write(s->out, "\n\n", 2) == -1 || s->out->flush(s->out) == -1)
+		rc = -1;
+	if (rc == -1)
+		s->dead = 1;
+	s->last_write = sg_now_ms();
+	free(text);
+	return rc;
+}
+
+/* A Responses event: type and sequence_number set here. data is stolen. */
+static void
+emit(struct sg_stream *s, const char *type, json_t *data)
+{
+	json_object_set_new(data, "type", json_string(type));
+	json_object_set_new(data, "sequence_number", json_integer(s->seq++));
+	send(s, type, data);
+	json_decref(data);
+}
+
+/* The response as it stands while in progress (the SDKs need every
+ * required field, and the same id throughout). New reference. */
+static json_t *
+snapshot(struct sg_stream *s, const char *status)
+{
+	const json_t *b = s->body, *v;
+	json_t *r = json_pack("{s:s,s:s,s:I,s:s,s:n,s:n,s:O,s:[],s:b,s:o,s:O,"
+	    "s:o}", "id", s->id, "object", "response", "created_at",
+	    (json_int_t)s->created, "status", status, "error",
+	    "incomplete_details", "model", json_object_get(b, "model"),
+	    "output", "parallel_tool_calls", !json_is_false(json_object_get(b,
+	    "parallel_tool_calls")), "metadata", json_is_object(json_object_get(b,
+	    "metadata")) ? json_deep_copy(json_object_get(b, "metadata")) :
+	    json_object(), "tools", json_object_get(b, "tools"), "tool_choice",
+	    json_object_get(b, "tool_choice") ? json_deep_copy(json_object_get(b,
+	    "tool_choice")) : json_string("auto"));
+
+	json_object_set_new(r, "instructions", (v = json_object_get(b,
+	    "instructions")) ? json_deep_copy(v) : json_null());
+	json_object_set_new(r, "temperature", (v = json_object_get(b,
+	    "temperature")) ? json_deep_copy(v) : json_integer(1));
+	json_object_set_new(r, "top_p", (v = json_object_get(b, "top_p")) ?
+	    json_deep_copy(v) : json_integer(1));
+	return r;
+}
+
+static int
+begin(struct sg_stream *s)
+{
+	if (s->begun)
+		return s->dead ? -1 : 0;
+	s->begun = 1;
+	if (sg_http_begin(s->out, s->req, 200, "text/event-stream; charset=utf-8",
+	    "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") == -1) {
+		s->dead = 1;
+		return -1;
+	}
+	if (s->surface == SG_SURFACE_RESPONSES) {
+		emit(s, "response.created", json_pack("{s:o}", "response",
+		    snapshot(s, "in_progress")));
+		emit(s, "response.in_progress", json_pack("{s:o}", "response",
+		    snapshot(s, "in_progress")));
+	}
+	return s->dead ? -1 : 0;
+}
+
+const char *
+sg_stream_id(const struct sg_stream *s)
+{
+	return s->id;
+}
+
+int
+sg_stream_begun(const struct sg_stream *s)
+{
+	return s->begun;
+}
+
+int
+sg_stream_begin(struct sg_stream *s)
+{
+	return begin(s);
+}
+
+void
+sg_stream_next_turn(struct sg_stream *s)
+{
+	int i;
+
+	for (i = 0; i < MAX_INDEX; i++)
+		s->map[i] = -1;
+	for (i = 0; i < 64; i++)
+		s->tmap[i] = -2;	/* not seen yet */
+	s->any_text |= s->turn_text;
+	s->turn_text = 0;
+}
+
+static struct code_call *
+call_by_item(struct sg_stream *s, const char *up_item)
+{
+	int i;
+
+	for (i = 0; up_item != NULL && i < s->ncalls; i++)
+		if (strcmp(s->calls[i].up_item, up_item) == 0)
+			return &s->calls[i];
+	return NULL;
+}
+
+static struct code_call *
+call_by_id(struct sg_stream *s, const char *call_id)
+{
+	int i;
+
+	for (i = 0; call_id != NULL && i < s->ncalls; i++)
+		if (strcmp(s->calls[i].call_id, call_id) == 0)
+			return &s->calls[i];
+	return NULL;
+}
+
+const char *
+sg_stream_item_id(struct sg_stream *s, const char *call_id)
+{
+	struct code_call *c = call_by_id(s, call_id);
+
+	return c != NULL ? c->id : NULL;
+}
+
+/* The code as the model writes it. */
+static void
+code_delta(void *arg, const char *text, size_t len)
+{
+	struct code_call *c = arg;
+
+	emit(c->s, "response.code_interpreter_call_code.delta", json_pack(
+	    "{s:i,s:s,s:o}", "output_index", c->index, "item_id", c->id,
+	    "delta", sg_json_string_lossy(text, len)));
+}
+
+static void
+code_call_added(struct sg_stream *s, const json_t *item)
+{
+	struct code_call *c;
+	struct sg_error err;
+	const char *box;
+
+	if (s->ncalls == MAX_CALLS)
+		return;
+	c = &s->calls[s->ncalls++];
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+	snprintf(c->up_item, sizeof(c->up_item), "%s",
+	    json_string_value(json_object_get(item, "id")) ?
+	    json_string_value(json_object_get(item, "id")) : "");
+	snprintf(c->call_id, sizeof(c->call_id), "%s",
+	    json_string_value(json_object_get(item, "call_id")) ?
+	    json_string_value(json_object_get(item, "call_id")) : "");
+	sg_rand_id(c->id, sizeof(c->id), "ci_", 16);
+	c->index = s->next_index++;
+	sg_codedec_init(&c->dec, code_delta, c);
+	/* The sandbox exists by the time its first call is shown. */
+	box = s->sandbox(s->arg, &err);
+	emit(s, "response.output_item.added", json_pack("{s:i,s:{s:s,s:s,s:s,"
+	    "s:s,s:s,s:o}}", "output_index", c->index, "item", "id", c->id,
+	    "type", "code_interpreter_call", "status", "in_progress", "code", "",
+	    "container_id", box != NULL ? box : "", "outputs",
+	    s->include_outputs ? json_array() : json_null()));
+	emit(s, "response.code_interpreter_call.in_progress", json_pack(
+	    "{s:i,s:s}", "output_index", c->index, "item_id", c->id));
+}
+
+static int
+is_code_item(struct sg_stream *s, const json_t *item)
+{
+	const char *type = json_string_value(json_object_get(item, "type"));
+	const char *name = json_string_value(json_object_get(item, "name"));
+
+	return type != NULL && strcmp(type, "function_call") == 0 &&
+	    name != NULL && strcmp(name, s->tool) == 0;
+}
+
+static void
+responses_event(struct sg_stream *s, const json_t *ev)
+{
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	json_int_t idx = json_integer_value(json_object_get(ev, "output_index"));
+	const json_t *item = json_object_get(ev, "item");
+	struct code_call *c;
+	json_t *copy;
+
+	if (type == NULL || strncmp(type, "response.", 9) != 0 ||
+	    strcmp(type, "response.created") == 0 ||
+	    strcmp(type, "response.in_progress") == 0 ||
+	    strcmp(type, "response.queued") == 0 ||
+	    strcmp(type, "response.completed") == 0 ||
+	    strcmp(type, "response.incomplete") == 0 ||
+	    strcmp(type, "response.failed") == 0)
+		return;	/* the lifecycle is ours; errors end the loop */
+	if (strcmp(type, "response.output_item.added") == 0 &&
+	    is_code_item(s, item)) {
+		code_call_added(s, item);
+		return;
+	}
+	if ((c = call_by_item(s, json_string_value(json_object_get(ev,
+	    "item_id")))) != NULL || (item != NULL && (c = call_by_item(s,
+	    json_string_value(json_object_get(item, "id")))) != NULL)) {
+		if (strcmp(type, "response.function_call_arguments.delta") == 0) {
+			c->fed = 1;
+			sg_codedec_feed(&c->dec, json_string_value(json_object_get(ev,
+			    "delta")), json_string_length(json_object_get(ev,
+			    "delta")));
+		} else if (strcmp(type,
+		    "response.function_call_arguments.done") == 0 && !c->fed)
+			/* Arguments that arrive only whole. */
+			sg_codedec_feed(&c->dec, json_string_value(json_object_get(ev,
+			    "arguments")), json_string_length(json_object_get(ev,
+			    "arguments")));
+		return;
+	}
+	if (idx < 0 || idx >= MAX_INDEX)
+		return;
+	if (strcmp(type, "response.output_item.added") == 0 && s->map[idx] < 0)
+		s->map[idx] = s->next_index++;
+	if (s->map[idx] < 0)
+		return;
+	copy = json_deep_copy(ev);
+	if (json_object_get(copy, "output_index") != NULL)
+		json_object_set_new(copy, "output_index", json_integer(s->map[idx]));
+	emit(s, type, copy);
+}
+
+/* A chunk of ours: data is the delta (stolen). */
+static void
+chunk(struct sg_stream *s, json_t *delta, const char *finish, json_t *usage)
+{
+	json_t *c = json_pack("{s:s,s:s,s:I,s:O,s:[{s:i,s:o,s:n,s:s?}]}", "id",
+	    s->id, "object", "chat.completion.chunk", "created",
+	    (json_int_t)s->created, "model", json_object_get(s->body, "model"),
+	    "choices", "index", 0, "delta", delta, "logprobs", "finish_reason",
+	    finish);
+
+	if (json_object_get(c, "choices") != NULL && finish == NULL)
+		json_object_set_new(json_array_get(json_object_get(c, "choices"), 0),
+		    "finish_reason", json_null());
+	if (json_is_true(json_object_get(json_object_get(s->body,
+	    "stream_options"), "include_usage")))
+		json_object_set(c, "usage", usage != NULL ? usage : json_null());
+	send(s, NULL, c);
+	json_decref(c);
+}
+
+/* The first delta the client sees carries the role, once. */
+static json_t *
+delta_with_role(struct sg_stream *s)
+{
+	json_t *d = json_object();
+
+	if (!s->role_sent) {
+		json_object_set_new(d, "role", json_string("assistant"));
+		s->role_sent = 1;
+	}
+	return d;
+}
+
+static void
+chat_event(struct sg_stream *s, const json_t *ev)
+{
+	const json_t *choice = json_array_get(json_object_get(ev, "choices"), 0);
+	const json_t *delta = json_object_get(choice, "delta"), *tc, *text;
+	json_t *d, *calls;
+	size_t i;
+
+	text = json_object_get(delta, "content");
+	if (json_is_string(text) && json_string_length(text) > 0) {
+		d = delta_with_role(s);
+		if (!s->turn_text && s->any_text) {
+			/* A blank line between the texts of two turns. */
+			json_t *sep = json_pack("{s:s}", "content", "\n\n");
+
+			json_object_update(sep, d);
+			chunk(s, sep, NULL, NULL);
+			d = json_object();
+		}
+		s->turn_text = 1;
+		json_object_set(d, "content", (json_t *)text);
+		chunk(s, d, NULL, NULL);
+	}
+	calls = json_array();
+	json_array_foreach(json_object_get(delta, "tool_calls"), i, tc) {
+		json_int_t up = json_integer_value(json_object_get(tc, "index"));
+		const char *name = json_string_value(json_object_get(
+		    json_object_get(tc, "function"), "name"));
+		json_t *c;
+
+		if (up < 0 || up >= 64)
+			continue;
+		if (s->tmap[up] == -2)
+			s->tmap[up] = name != NULL && strcmp(name, s->tool) == 0 ?
+			    -1 : s->next_tool++;
+		if (s->tmap[up] < 0)
+			continue;	/* the code tool: internal */
+		c = json_deep_copy(tc);
+		json_object_set_new(c, "index", json_integer(s->tmap[up]));
+		json_array_append_new(calls, c);
+	}
+	if (json_array_size(calls) > 0) {
+		d = delta_with_role(s);
+		json_object_set(d, "tool_calls", calls);
+		chunk(s, d, NULL, NULL);
+	}
+	json_decref(calls);
+}
+
+void
+sg_stream_upstream(struct sg_stream *s, const json_t *ev)
+{
+	if (begin(s) == -1)
+		return;
+	if (s->surface == SG_SURFACE_RESPONSES)
+		responses_event(s, ev);
+	else
+		chat_event(s, ev);
+}
+
+void
+sg_stream_code_running(struct sg_stream *s, const char *call_id,
+    const char *code)
+{
+	struct code_call *c = call_by_id(s, call_id);
+
+	if (c == NULL || begin(s) == -1)
+		return;
+	emit(s, "response.code_interpreter_call_code.done", json_pack(
+	    "{s:i,s:s,s:s}", "output_index", c->index, "item_id", c->id, "code",
+	    code != NULL ? code : ""));
+	emit(s, "response.code_interpreter_call.interpreting", json_pack(
+	    "{s:i,s:s}", "output_index", c->index, "item_id", c->id));
+}
+
+void
+sg_stream_code_done(struct sg_stream *s, const char *call_id,
+    const json_t *item)
+{
+	struct code_call *c = call_by_id(s, call_id);
+
+	if (c == NULL || begin(s) == -1)
+		return;
+	emit(s, "response.code_interpreter_call.completed", json_pack(
+	    "{s:i,s:s}", "output_index", c->index, "item_id", c->id));
+	emit(s, "response.output_item.done", json_pack("{s:i,s:O}",
+	    "output_index", c->index, "item", item));
+}
+
+void
+sg_stream_tick(struct sg_stream *s)
+{
+	if (!s->begun || s->dead || sg_now_ms() - s->last_write < KEEPALIVE_MS)
+		return;
+	/* A comment: the SDKs skip it; proxies see the stream is alive. */
+	if (s->out->write(s->out, ": keepalive\n\n", 13) == -1 ||
+	    s->out->flush(s->out) == -1)
+		s->dead = 1;
+	s->last_write = sg_now_ms();
+}
+
+void
+sg_stream_finish(struct sg_stream *s, const json_t *answer)
+{
+	const json_t *choice, *msg;
+	json_t *done;
+
+	if (begin(s) == -1)
+		return;
+	if (s->surface == SG_SURFACE_RESPONSES) {
+		done = json_deep_copy(answer);
+		json_object_set_new(done, "id", json_string(s->id));
+		emit(s, "response.completed", json_pack("{s:o}", "response", done));
+		return;
+	}
+	choice = json_array_get(json_object_get(answer, "choices"), 0);
+	msg = json_object_get(choice, "message");
+	/* Node's helper needs a role even when no text came. */
+	if (!s->role_sent)
+		chunk(s, delta_with_role(s), NULL, NULL);
+	(void)msg;
+	chunk(s, json_object(), json_string_value(json_object_get(choice,
+	    "finish_reason")), NULL);
+	if (json_is_true(json_object_get(json_object_get(s->body,
+	    "stream_options"), "include_usage"))) {
+		json_t *c = json_pack("{s:s,s:s,s:I,s:O,s:[],s:O}", "id", s->id,
+		    "object", "chat.completion.chunk", "created",
+		    (json_int_t)s->created, "model", json_object_get(s->body,
+		    "model"), "choices", "usage", json_object_get(answer, "usage"));
+
+		send(s, NULL, c);
+		json_decref(c);
+	}
+	if (!s->dead && (s->out->write(s->out, "data: [DONE]\n\n", 14) == -1 ||
+	    s->out->flush(s->out) == -1))
+		s->dead = 1;
+}
+
+void
+sg_stream_fail(struct sg_stream *s, const struct sg_error *err)
+{
+	json_t *e = sg_error_json(err), *inner = json_object_get(e, "error");
+	json_t *failed;
+
+	if (begin(s) == -1) {
+		json_decref(e);
+		return;
+	}
+	if (s->surface == SG_SURFACE_CHAT) {
+		send(s, NULL, e);
+		json_decref(e);
+		return;
+	}
+	/* The nested form both SDKs raise on, with the flat fields too. */
+	emit(s, "error", json_pack("{s:O,s:O,s:O,s:O}", "code",
+	    json_object_get(inner, "code") ? json_object_get(inner, "code") :
+	    json_object_get(inner, "type"), "message", json_object_get(inner,
+	    "message"), "param", json_object_get(inner, "param"), "error", inner));
+	failed = snapshot(s, "failed");
+	json_object_set_new(failed, "error", json_pack("{s:s,s:O}", "code",
+	    "server_error", "message", json_object_get(inner, "message")));
+	emit(s, "response.failed", json_pack("{s:o}", "response", failed));
+	json_decref(e);
+}

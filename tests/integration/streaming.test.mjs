@@ -1,0 +1,112 @@
+// Live streaming through the loop: OpenAI's events and chunks as the
+// model and the sandbox produce them, read by the SDKs' strict helpers.
+import { test, before, after, beforeEach } from "node:test";
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { startStack, KEYS, sseEvents } from "./harness.mjs";
+import { validate } from "./schema.mjs";
+
+const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
+let stack, client;
+
+before(async () => {
+  stack = await startStack({ sandboxes: true, interceptionTool: "local" });
+  client = new OpenAI({ apiKey: KEYS.alice, baseURL: stack.url("/v1"), maxRetries: 0 });
+});
+after(async () => { await stack?.stop(); });
+beforeEach(async () => { await stack.resetFake(); });
+
+async function rawStream(path, body) {
+  const r = await fetch(stack.url(path), {
+    method: "POST", headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
+    body: JSON.stringify({ ...body, stream: true }),
+  });
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get("content-type"), /^text\/event-stream/);
+  return sseEvents(await r.text());
+}
+
+for (const [model, rounds, want] of [["ci-primes", 1, /30030/], ["ci-two", 2, /43/]]) {
+  test(`Responses stream helper, ${model}: ${rounds} code round(s), final equals the events`, async () => {
+    const stream = client.responses.stream({ model, input: "go", tools: CI, include: ["code_interpreter_call.outputs"] });
+    const events = [];
+    for await (const e of stream) events.push(e);
+    const final = await stream.finalResponse();
+    assert.match(final.output_text, want);
+    validate("Response", final);
+    assert.equal(final.output.filter((o) => o.type === "code_interpreter_call").length, rounds);
+    events.forEach((e, i) => assert.equal(e.sequence_number, i, "contiguous sequence numbers"));
+    for (const e of events) validate("ResponseStreamEvent", e);
+    assert.equal(events[0].type, "response.created");
+    assert.equal(events.at(-1).type, "response.completed");
+    // The code deltas join to the code, per item; indexes 0,1,2… in order.
+    const added = events.filter((e) => e.type === "response.output_item.added");
+    assert.deepEqual(added.map((e) => e.output_index), added.map((_, i) => i));
+    for (const ci of final.output.filter((o) => o.type === "code_interpreter_call")) {
+      const deltas = events.filter((e) => e.type === "response.code_interpreter_call_code.delta" && e.item_id === ci.id);
+      assert.ok(deltas.length >= 2, "the code arrives in pieces");
+      assert.equal(deltas.map((e) => e.delta).join(""), ci.code);
+      const kinds = events.filter((e) => e.item_id === ci.id || e.item?.id === ci.id).map((e) => e.type);
+      assert.deepEqual(kinds.filter((k) => !k.endsWith("code.delta")), ["response.output_item.added",
+        "response.code_interpreter_call.in_progress", "response.code_interpreter_call_code.done",
+        "response.code_interpreter_call.interpreting", "response.code_interpreter_call.completed",
+        "response.output_item.done"]);
+    }
+    assert.equal(final.id, events[0].response.id, "one id throughout");
+  });
+}
+
+test("streamed and non-streamed answers to the same script are equal", async () => {
+  const plain = await client.responses.create({ model: "ci-two", input: "go", tools: CI });
+  const stream = client.responses.stream({ model: "ci-two", input: "go", tools: CI });
+  const streamed = await stream.finalResponse();
+  const shape = (r) => r.output.map((o) => [o.type, o.type === "code_interpreter_call" ? o.code : o.content?.[0]?.text]);
+  assert.deepEqual(shape(streamed), shape(plain));
+  assert.deepEqual(streamed.usage, plain.usage);
+});
+
+test("Chat stream helper: text of every turn, internal calls hidden, one finish, usage, [DONE]", async () => {
+  const stream = client.chat.completions.stream({
+    model: "ci-primes", messages: [{ role: "user", content: "primes" }], tools: CI, stream_options: { include_usage: true },
+  });
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  const final = await stream.finalChatCompletion();
+  assert.match(final.choices[0].message.content, /30030/);
+  assert.equal(final.choices[0].message.tool_calls, undefined);
+  assert.equal(final.choices[0].finish_reason, "stop");
+  for (const c of chunks) validate("CreateChatCompletionStreamResponse", c);
+  assert.equal(chunks.filter((c) => c.choices[0]?.delta?.role).length, 1, "role once");
+  assert.equal(chunks.filter((c) => c.choices[0]?.finish_reason).length, 1, "one finish_reason");
+  assert.ok(chunks.at(-1).usage && chunks.at(-1).choices.length === 0, "the usage chunk last");
+  const raw = await rawStream("/v1/chat/completions", { model: "ci-primes", messages: [{ role: "user", content: "x" }], tools: CI });
+  assert.equal(raw.at(-1).data, "[DONE]");
+});
+
+test("a client function call streams as a function_call item / tool_calls chunk", async () => {
+  const WR = { type: "function", name: "get_weather", parameters: { type: "object", properties: {} } };
+  const s = client.responses.stream({ model: "ci-clientfn", input: "w", tools: [...CI, WR] });
+  const final = await s.finalResponse();
+  assert.ok(final.output.some((o) => o.type === "function_call" && o.name === "get_weather"));
+  const WC = { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: {} } } };
+  const c = client.chat.completions.stream({ model: "ci-clientfn", messages: [{ role: "user", content: "w" }], tools: [...CI, WC] });
+  const fc = await c.finalChatCompletion();
+  assert.equal(fc.choices[0].finish_reason, "tool_calls");
+  assert.deepEqual(fc.choices[0].message.tool_calls.map((t) => t.function.name), ["get_weather"]);
+});
+
+test("errors before the first byte are plain HTTP errors; after it, the error events", async () => {
+  await assert.rejects(client.responses.create({ model: "fault-429", input: "x", tools: CI, stream: true }),
+    (e) => e instanceof OpenAI.RateLimitError && e.status === 429);
+  // The upstream breaks after a few events: the stream ends with the
+  // nested error event and response.failed, which the SDK raises.
+  const raw = await rawStream("/v1/responses", { model: "drop", input: "a b c d e f", tools: CI });
+  assert.equal(raw.at(-2).event, "error");
+  assert.equal(raw.at(-1).event, "response.failed");
+  const err = JSON.parse(raw.at(-2).data);
+  assert.match(err.error.message, /broke its stream|mid-stream/);
+  const s = client.responses.stream({ model: "drop", input: "a b c d e f", tools: CI });
+  await assert.rejects((async () => { for await (const _ of s); })(), (e) => e instanceof OpenAI.APIError);
+  const c = await client.chat.completions.create({ model: "drop", messages: [{ role: "user", content: "a b c d e f" }], tools: CI, stream: true });
+  await assert.rejects((async () => { for await (const _ of c); })(), (e) => e instanceof OpenAI.APIError);
+});
