@@ -26,7 +26,8 @@ async function rawStream(path, body) {
   return sseEvents(await r.text());
 }
 
-for (const [model, rounds, want] of [["ci-primes", 1, /30030/], ["ci-two", 2, /43/]]) {
+for (const [model, rounds, want] of [["ci-primes", 1, /30030/], ["ci-two", 2, /43/], ["ci-endless", 3, /gave up after 3/],
+  ["ci-reason", 1, /30030/], ["ci-raise", 1, /ZeroDivisionError/]]) {
   test(`Responses stream helper, ${model}: ${rounds} code round(s), final equals the events`, async () => {
     const stream = client.responses.stream({ model, input: "go", tools: CI, include: ["code_interpreter_call.outputs"] });
     const events = [];
@@ -44,7 +45,7 @@ for (const [model, rounds, want] of [["ci-primes", 1, /30030/], ["ci-two", 2, /4
     assert.deepEqual(added.map((e) => e.output_index), added.map((_, i) => i));
     for (const ci of final.output.filter((o) => o.type === "code_interpreter_call")) {
       const deltas = events.filter((e) => e.type === "response.code_interpreter_call_code.delta" && e.item_id === ci.id);
-      assert.ok(deltas.length >= 2, "the code arrives in pieces");
+      assert.ok(deltas.length >= (ci.code.length > 5 ? 2 : 1), "the code arrives in pieces");
       assert.equal(deltas.map((e) => e.delta).join(""), ci.code);
       const kinds = events.filter((e) => e.item_id === ci.id || e.item?.id === ci.id).map((e) => e.type);
       assert.deepEqual(kinds.filter((k) => !k.endsWith("code.delta")), ["response.output_item.added",
@@ -109,4 +110,40 @@ test("errors before the first byte are plain HTTP errors; after it, the error ev
   await assert.rejects((async () => { for await (const _ of s); })(), (e) => e instanceof OpenAI.APIError);
   const c = await client.chat.completions.create({ model: "drop", messages: [{ role: "user", content: "a b c d e f" }], tools: CI, stream: true });
   await assert.rejects((async () => { for await (const _ of c); })(), (e) => e instanceof OpenAI.APIError);
+});
+
+test("the first text delta reaches the client before the upstream finished its turn", async () => {
+  const stream = await client.chat.completions.create({
+    model: "slowstream", stream: true, tools: CI, messages: [{ role: "user", content: "one two three four" }],
+  });
+  let first = true;
+  for await (const c of stream) {
+    if (first && c.choices[0]?.delta?.content) {
+      first = false;
+      const done = (await stack.fakeRequests()).filter((q) => q.body?.model === "slowstream-0.4");
+      assert.equal(done.length, 0, "the upstream is still streaming its turn");
+    }
+  }
+  assert.equal(first, false);
+});
+
+test("a client that disconnects mid-stream stops the loop and leaves no sandbox", async () => {
+  const ac = new AbortController();
+  const r = await fetch(stack.url("/v1/responses"), {
+    method: "POST", signal: ac.signal,
+    headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "ci-endless", input: "go", tools: CI, stream: true }),
+  });
+  const reader = r.body.getReader();
+  let text = "";
+  while (!text.includes("code_interpreter_call.interpreting")) text += new TextDecoder().decode((await reader.read()).value);
+  ac.abort();
+  for (let i = 0; i < 100; i++) {
+    const l = await stack.call("GET", "/v1/sandboxes");
+    if (l.json.data.length === 0) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.deepEqual((await stack.call("GET", "/v1/sandboxes")).json.data, []);
+  const calls = (await stack.fakeRequests()).filter((q) => q.body?.model === "ci-endless").length;
+  assert.ok(calls < 4, `the loop stopped early (${calls} upstream calls)`);
 });
