@@ -39,6 +39,7 @@ struct sg_stream {
 	int			 ncalls;
 	char			 id[64];		/* resp_ or chatcmpl- */
 	int64_t			 created;
+	int64_t			 started;		/* sg_now_ms() at new */
 	/* Chat */
 	int			 role_sent, turn_text, any_text;
 	int			 tmap[64];	/* upstream tool index → ours, -1 code */
@@ -63,6 +64,7 @@ sg_stream_new(enum sg_surface surface, const struct sg_req *req,
 	s->sandbox = sandbox;
 	s->arg = arg;
 	s->created = (int64_t)time(NULL);
+	s->started = sg_now_ms();
 	sg_rand_id(s->id, sizeof(s->id), surface == SG_SURFACE_CHAT ?
 	    "chatcmpl-sg" : "resp_", surface == SG_SURFACE_CHAT ? 12 : 24);
 	sg_stream_next_turn(s);
@@ -443,6 +445,10 @@ sg_stream_code_done(struct sg_stream *s, const char *call_id,
 void
 sg_stream_tick(struct sg_stream *s)
 {
+	/* A long first silence opens the stream: a proxy must see bytes. */
+	if (!s->begun && sg_now_ms() - s->started >= KEEPALIVE_MS &&
+	    begin(s) == -1)
+		return;
 	if (!s->begun || s->dead || sg_now_ms() - s->last_write < KEEPALIVE_MS)
 		return;
 	/* A comment: the SDKs skip it; proxies see the stream is alive. */

@@ -98,6 +98,7 @@ models = (
   ${model("drop", "drop-3")},
   ${model("slowstream", "slowstream-0.4")},
   ${model("slow", "slow-4", "timeout = 1;")},
+  ${model("slow11", "slow-11", "timeout = 30;")},
   { name = "unreachable"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; },
   { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; },
   ${["ci-primes", "ci-two", "ci-raise", "ci-repeat", "ci-reason", "ci-clientfn", "ci-badargs"].map((n) => model(n, n)).join(",\n  ")},

@@ -147,3 +147,17 @@ test("a client that disconnects mid-stream stops the loop and leaves no sandbox"
   const calls = (await stack.fakeRequests()).filter((q) => q.body?.model === "ci-endless").length;
   assert.ok(calls < 4, `the loop stopped early (${calls} upstream calls)`);
 });
+
+test("a silent upstream gets the stream opened and kept alive with comments", async () => {
+  // slow-11 says nothing for 11 s: after 10 s the client has the opening
+  // events and a ": keepalive" comment, then the answer.
+  const r = await fetch(stack.url("/v1/responses"), {
+    method: "POST", headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "slow11", input: "hi", tools: CI, stream: true }),
+  });
+  const text = await r.text();
+  const k = text.indexOf(": keepalive\n\n");
+  assert.ok(k > text.indexOf("response.in_progress") && k < text.indexOf("response.output_item.added"), text.slice(0, 400));
+  const events = sseEvents(text).filter((e) => e.event);
+  assert.equal(events.at(-1).event, "response.completed");
+});
