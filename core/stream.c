@@ -445,11 +445,12 @@ sg_stream_code_done(struct sg_stream *s, const char *call_id,
 void
 sg_stream_tick(struct sg_stream *s)
 {
-	/* A long first silence opens the stream: a proxy must see bytes. */
-	if (!s->begun && sg_now_ms() - s->started >= KEEPALIVE_MS &&
-	    begin(s) == -1)
-		return;
-	if (!s->begun || s->dead || sg_now_ms() - s->last_write < KEEPALIVE_MS)
+	if (!s->begun) {
+		/* A long first silence opens the stream: a proxy must see
+		 * bytes, and the comment says why they stop. */
+		if (sg_now_ms() - s->started < KEEPALIVE_MS || begin(s) == -1)
+			return;
+	} else if (s->dead || sg_now_ms() - s->last_write < KEEPALIVE_MS)
 		return;
 	/* A comment: the SDKs skip it; proxies see the stream is alive. */
 	if (s->out->write(s->out, ": keepalive\n\n", 13) == -1 ||
