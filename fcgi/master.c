@@ -126,6 +126,27 @@ local_dir(const struct sg_cfg *cfg)
 	return NULL;
 }
 
+/* Fork a helper child (sandboxd, the reaper): it keeps none of the
+ * master's descriptors. The child's 0, -1 logged, or the parent's pid. */
+static pid_t
+fork_helper(struct master *m)
+{
+	pid_t pid;
+
+	if ((pid = fork()) == -1) {
+		fprintf(stderr, "sandgate: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		close(self_pipe[0]);
+		close(self_pipe[1]);
+		close(m->wake[0]);
+		close(m->wake[1]);
+		close(m->listen_fd);
+	}
+	return pid;
+}
+
 static void
 spawn_sandboxd(struct master *m)
 {
@@ -142,19 +163,10 @@ spawn_sandboxd(struct master *m)
 		c.owner_gid = pw->pw_gid;
 	}
 	m->sandboxd_after = sg_now_ms() + BACKOFF_MS;
-	if ((pid = fork()) == -1) {
-		fprintf(stderr, "sandgate: fork: %s\n", strerror(errno));
-		return;
-	}
-	if (pid == 0) {
-		close(self_pipe[0]);
-		close(self_pipe[1]);
-		close(m->wake[0]);
-		close(m->wake[1]);
-		close(m->listen_fd);
+	if ((pid = fork_helper(m)) == 0)
 		sg_sandboxd_run(&c);
-	}
-	m->sandboxd = pid;
+	if (pid > 0)
+		m->sandboxd = pid;
 }
 
 static void
@@ -163,19 +175,10 @@ spawn_reaper(struct master *m)
 	pid_t pid;
 
 	m->reaper_after = sg_now_ms() + BACKOFF_MS;
-	if ((pid = fork()) == -1) {
-		fprintf(stderr, "sandgate: fork: %s\n", strerror(errno));
-		return;
-	}
-	if (pid == 0) {
-		close(self_pipe[0]);
-		close(self_pipe[1]);
-		close(m->wake[0]);
-		close(m->wake[1]);
-		close(m->listen_fd);
+	if ((pid = fork_helper(m)) == 0)
 		sg_reaper_run(m->cfg);
-	}
-	m->reaper = pid;
+	if (pid > 0)
+		m->reaper = pid;
 }
 
 static void

@@ -54,20 +54,10 @@ sweep(const struct sg_cfg *cfg)
 void
 sg_reaper_run(const struct sg_cfg *cfg)
 {
-	struct sigaction sa;
 	int i;
 
 	prctl(PR_SET_NAME, "sg-reaper");
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_stop;	/* no SA_RESTART: poll returns */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGPIPE, &sa, NULL);
-	sa.sa_handler = SIG_DFL;
-	sigaction(SIGCHLD, &sa, NULL);
+	sg_child_signals(on_stop);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (sg_drop_privileges(cfg) == -1)
 		_exit(3);

@@ -243,14 +243,15 @@ render_metrics(void *arg, char *buf, size_t sz)
 	return len;
 }
 
-static void
-install_signals(void)
+void
+sg_child_signals(void (*on_stop)(int))
 {
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
-	/* No SA_RESTART: accept() must return EINTR so we can leave. */
+	/* No SA_RESTART: a blocking accept() or poll() must return EINTR,
+	 * so the child can leave. */
 	sa.sa_handler = on_stop;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -269,7 +270,7 @@ sg_responder_run(const struct sg_env *env, int slot)
 	char err[512];
 	int rc;
 
-	install_signals();
+	sg_child_signals(on_stop);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (sg_drop_privileges(env->cfg) == -1)
 		_exit(3);
