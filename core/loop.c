@@ -248,9 +248,9 @@ append_followup(struct run *r, struct sg_turn *t, struct call *calls, int n,
 	for (k = 0; k < n; k++)
 		json_array_append(tcs, (json_t *)calls[k].raw);
 	msg = json_pack("{s:s,s:o}", "role", "assistant", "tool_calls", tcs);
-	if (t->textlen > 0)
-		json_object_set_new(msg, "content", json_stringn(t->text,
-		    t->textlen));
+	if (t->text.len > 0)
+		json_object_set_new(msg, "content", json_stringn(t->text.p,
+		    t->text.len));
 	json_array_append_new(list, msg);
 	for (k = 0; k < n; k++)
 		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "role",
@@ -267,9 +267,9 @@ keep_visible(struct run *r, struct sg_turn *t)
 	size_t i;
 
 	if (r->s == SG_SURFACE_CHAT) {
-		if (t->textlen > 0)
-			json_array_append_new(r->texts, json_stringn(t->text,
-			    t->textlen));
+		if (t->text.len > 0)
+			json_array_append_new(r->texts, json_stringn(t->text.p,
+			    t->text.len));
 		return;
 	}
 	json_array_foreach(t->items, i, it) {
@@ -420,29 +420,21 @@ static json_t *
 chat_answer(struct run *r, const json_t *body)
 {
 	const json_t *head = r->last.head;
+	struct sg_buf joined = { 0 };
 	json_t *msg, *ans, *t;
-	char *joined = NULL, id[64];
-	size_t len = 0, i;
+	char id[64];
+	size_t i;
 
 	json_array_foreach(r->texts, i, t) {
-		size_t n = json_string_length(t);
-		char *p = realloc(joined, len + n + 3);
-
-		if (p == NULL)
-			break;
-		joined = p;
-		if (len > 0) {
-			/* A blank line between the texts of two turns. */
-			memcpy(joined + len, "\n\n", 2);
-			len += 2;
-		}
-		memcpy(joined + len, json_string_value(t), n);
-		len += n;
+		/* A blank line between the texts of two turns. */
+		if (i > 0)
+			sg_buf_add(&joined, "\n\n", 2);
+		sg_buf_add(&joined, json_string_value(t), json_string_length(t));
 	}
 	msg = json_pack("{s:s,s:o,s:n,s:[]}", "role", "assistant", "content",
-	    joined != NULL ? json_stringn(joined, len) : json_null(), "refusal",
-	    "annotations");
-	free(joined);
+	    json_array_size(r->texts) > 0 ? json_stringn(joined.p != NULL ?
+	    joined.p : "", joined.len) : json_null(), "refusal", "annotations");
+	free(joined.p);
 	if (json_array_size(r->client_calls) > 0)
 		json_object_set(msg, "tool_calls", r->client_calls);
 	if (json_is_string(json_object_get(head, "id")))

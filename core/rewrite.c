@@ -263,38 +263,12 @@ sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
 	return -1;
 }
 
-/* A growing string. */
-struct text {
-	char	*p;
-	size_t	 len, cap;
-};
-
-static void
-put(struct text *t, const char *s, size_t n)
-{
-	char *np;
-
-	if (t->len + n + 1 > t->cap) {
-		size_t cap = t->cap ? t->cap : 1024;
-
-		while (cap < t->len + n + 1)
-			cap *= 2;
-		if ((np = realloc(t->p, cap)) == NULL)
-			return;
-		t->p = np;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->len, s, n);
-	t->len += n;
-	t->p[t->len] = '\0';
-}
-
 /* Append s without ANSI escape sequences (tracebacks are coloured) and
  * without NUL bytes (the result is a C string). A sequence ends at its
  * final byte (0x40-0x7e); a byte of a multi-byte character ends it too,
  * and is kept. */
 static void
-put_plain(struct text *t, const char *s, size_t n)
+put_plain(struct sg_buf *t, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, start = 0;
@@ -304,7 +278,7 @@ put_plain(struct text *t, const char *s, size_t n)
 			i++;
 			continue;
 		}
-		put(t, s + start, i - start);
+		sg_buf_add(t, s + start, i - start);
 		if (u[i++] == '\033') {
 			if (i < n && u[i] == '[') {
 				for (i++; i < n && u[i] >= 0x20 && u[i] < 0x40; i++)
@@ -316,22 +290,22 @@ put_plain(struct text *t, const char *s, size_t n)
 		}
 		start = i;
 	}
-	put(t, s + start, n - start);
+	sg_buf_add(t, s + start, n - start);
 }
 
 static void
-put_section(struct text *t, const json_t *s)
+put_section(struct sg_buf *t, const json_t *s)
 {
 	if (!json_is_string(s) || json_string_length(s) == 0)
 		return;
 	if (t->len > 0 && t->p[t->len - 1] != '\n')
-		put(t, "\n", 1);
+		sg_buf_add(t, "\n", 1);
 	put_plain(t, json_string_value(s), json_string_length(s));
 }
 
 /* The last lines of a traceback. */
 static void
-put_traceback(struct text *t, const char *tb)
+put_traceback(struct sg_buf *t, const char *tb)
 {
 	const char *p = tb + strlen(tb);
 	int lines = 0;
@@ -344,14 +318,14 @@ put_traceback(struct text *t, const char *tb)
 	if (lines > TRACEBACK_LINES)
 		p++;
 	if (t->len > 0 && t->p[t->len - 1] != '\n')
-		put(t, "\n", 1);
+		sg_buf_add(t, "\n", 1);
 	put_plain(t, p, strlen(p));
 }
 
 /* Valid UTF-8 first, then cut to SG_RW_RESULT_MAX bytes without
  * splitting a character. */
 static char *
-finish(struct text *t)
+finish(struct sg_buf *t)
 {
 	static const char more[] = "\n[output truncated]";
 	size_t n, flen, back;
@@ -374,7 +348,7 @@ char *
 sg_rw_tool_result(const json_t *result)
 {
 	const json_t *err = json_object_get(result, "error"), *r;
-	struct text t = { 0 };
+	struct sg_buf t = { 0 };
 	size_t i;
 
 	put_section(&t, json_object_get(result, "stdout"));
@@ -384,8 +358,8 @@ sg_rw_tool_result(const json_t *result)
 			put_section(&t, json_object_get(r, "text"));
 		if (json_object_get(r, "png") != NULL) {
 			if (t.len > 0 && t.p[t.len - 1] != '\n')
-				put(&t, "\n", 1);
-			put(&t, "[image/png output]", 18);
+				sg_buf_add(&t, "\n", 1);
+			sg_buf_add(&t, "[image/png output]", 18);
 		}
 	}
 	if (json_is_object(err)) {
@@ -395,16 +369,16 @@ sg_rw_tool_result(const json_t *result)
 		    "traceback"));
 
 		if (t.len > 0 && t.p[t.len - 1] != '\n')
-			put(&t, "\n", 1);
+			sg_buf_add(&t, "\n", 1);
 		put_plain(&t, name != NULL ? name : "Error", strlen(name != NULL ?
 		    name : "Error"));
-		put(&t, ": ", 2);
+		sg_buf_add(&t, ": ", 2);
 		put_plain(&t, value != NULL ? value : "", strlen(value != NULL ?
 		    value : ""));
 		if (tb != NULL && tb[0] != '\0')
 			put_traceback(&t, tb);
 	}
 	if (t.len == 0)
-		put(&t, "(no output)", 11);
+		sg_buf_add(&t, "(no output)", 11);
 	return finish(&t);
 }

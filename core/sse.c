@@ -2,16 +2,13 @@
 #include <string.h>
 
 #include "sse.h"
+#include "../lib/util.h"
 
-struct buf {
-	char	*p;
-	size_t	 len, cap;
-};
 
 struct sg_sse {
-	struct buf	 raw;	/* current event, as received */
-	struct buf	 line;	/* current line, no terminator */
-	struct buf	 data;	/* joined data lines */
+	struct sg_buf	 raw;	/* current event, as received */
+	struct sg_buf	 line;	/* current line, no terminator */
+	struct sg_buf	 data;	/* joined data lines */
 	char		 name[64];
 	int		 has_data;
 	int		 prev_cr;	/* last byte was '\r': a '\n' may follow */
@@ -19,26 +16,6 @@ struct sg_sse {
 	sg_sse_fn	 fn;
 	void		*arg;
 };
-
-static int
-buf_add(struct buf *b, const char *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *np;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if ((np = realloc(b->p, cap)) == NULL)
-			return -1;
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
 
 struct sg_sse *
 sg_sse_new(size_t max, sg_sse_fn fn, void *arg)
@@ -87,10 +64,10 @@ take_line(struct sg_sse *s)
 		vlen = 0;
 	}
 	if (flen == 4 && memcmp(l, "data", 4) == 0) {
-		if (s->has_data && buf_add(&s->data, "\n", 1) == -1)
+		if (s->has_data && sg_buf_add(&s->data, "\n", 1) == -1)
 			return -1;
 		s->has_data = 1;
-		return buf_add(&s->data, val, vlen);
+		return sg_buf_add(&s->data, val, vlen);
 	}
 	if (flen == 5 && memcmp(l, "event", 5) == 0) {
 		if (vlen >= sizeof(s->name))
@@ -129,7 +106,7 @@ sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
 	for (i = 0; i < len; i++) {
 		char c = buf[i];
 
-		if (buf_add(&s->raw, &c, 1) == -1)
+		if (sg_buf_add(&s->raw, &c, 1) == -1)
 			return -1;
 		if (c == '\n' && s->prev_cr) {
 			/* Second half of "\r\n": the line already ended. */
@@ -138,7 +115,7 @@ sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
 		}
 		s->prev_cr = c == '\r';
 		if (c != '\n' && c != '\r') {
-			if (buf_add(&s->line, &c, 1) == -1)
+			if (sg_buf_add(&s->line, &c, 1) == -1)
 				return -1;
 			if (s->raw.len > s->max)
 				return -1;

@@ -21,7 +21,7 @@ sg_turn_free(struct sg_turn *t)
 	json_decref(t->head);
 	json_decref(t->usage);
 	json_decref(t->error);
-	free(t->text);
+	free(t->text.p);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -30,19 +30,6 @@ set(json_t **slot, json_t *v)
 {
 	json_decref(*slot);
 	*slot = v != NULL ? json_deep_copy(v) : NULL;
-}
-
-static void
-add_text(struct sg_turn *t, const char *s, size_t n)
-{
-	char *p = realloc(t->text, t->textlen + n + 1);
-
-	if (p == NULL)
-		return;
-	memcpy(p + t->textlen, s, n);
-	t->text = p;
-	t->textlen += n;
-	t->text[t->textlen] = '\0';
 }
 
 /* Append src's string member key to dst's (both objects). */
@@ -101,7 +88,7 @@ chat_chunk(struct sg_turn *t, json_t *c)
 	if (json_is_object(json_object_get(c, "usage")))
 		set(&t->usage, json_object_get(c, "usage"));
 	if ((v = json_object_get(delta, "content")) != NULL && json_is_string(v))
-		add_text(t, json_string_value(v), json_string_length(v));
+		sg_buf_add(&t->text, json_string_value(v), json_string_length(v));
 	json_array_foreach(json_object_get(delta, "tool_calls"), i, tc)
 		chat_tool_delta(t, tc);
 	if (fr != NULL)

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "sse.h"
+#include "../lib/util.h"
 #include "upstream.h"
 
 struct sg_turn {
@@ -18,8 +19,7 @@ struct sg_turn {
 	json_t		*response;
 	/* Chat: the text, the tool calls ({"id","type","function":{"name",
 	 * "arguments"}}, by index), the finish reason, the first chunk. */
-	char		*text;
-	size_t		 textlen;
+	struct sg_buf	 text;
 	json_t		*tool_calls;
 	char		 finish_reason[32];
 	json_t		*head;

@@ -28,8 +28,7 @@ struct relay {
 	char			 headers[2048];	/* relayed to the client */
 	size_t			 hlen;
 	int			 decided, sse;
-	char			*body;		/* buffered non-SSE answer */
-	size_t			 len, cap;
+	struct sg_buf		 body;		/* buffered non-SSE answer */
 	struct sg_sse		*parser;
 	long			 events;	/* data events relayed */
 	int64_t			 deadline, next_alive;
@@ -175,24 +174,11 @@ on_body(char *buf, size_t size, size_t nmemb, void *arg)
 		return 0;
 	if (r->sse)
 		return sg_sse_feed(r->parser, buf, len) == 0 ? len : 0;
-	if (r->len + len > MAX_BODY) {
+	if (r->body.len + len > MAX_BODY) {
 		r->too_big = 1;
 		return 0;
 	}
-	if (r->len + len + 1 > r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16384;
-		char *np;
-
-		while (cap < r->len + len + 1)
-			cap *= 2;
-		if ((np = realloc(r->body, cap)) == NULL)
-			return 0;
-		r->body = np;
-		r->cap = cap;
-	}
-	memcpy(r->body + r->len, buf, len);
-	r->len += len;
-	return len;
+	return sg_buf_add(&r->body, buf, len) == 0 ? len : 0;
 }
 
 /* Called by libcurl at least once a second: the request's deadline and
@@ -279,7 +265,8 @@ send_buffered(struct relay *r, const struct sg_cfg_model *m,
 	if (sg_http_begin(r->out, r->req, (int)status,
 	    r->ctype[0] != '\0' ? r->ctype : "application/json",
 	    r->headers) == -1 ||
-	    (r->len > 0 && r->out->write(r->out, r->body, r->len) == -1))
+	    (r->body.len > 0 && r->out->write(r->out, r->body.p, r->body.len) ==
+	    -1))
 		r->client_gone = 1;
 	return r->client_gone ? -1 : 0;
 }
@@ -399,7 +386,7 @@ sg_upstream_relay(struct sg_upstream *up, const struct sg_cfg_model *m,
 	} else
 		ret = send_buffered(&r, m, err);
 	sg_sse_free(r.parser);
-	free(r.body);
+	free(r.body.p);
 	return ret;
 }
 
@@ -435,14 +422,14 @@ sg_upstream_events(struct sg_upstream *up, const struct sg_cfg_model *m,
 	} else if (!r.sse) {
 		/* Not a stream: an error answer to hand back as it came. */
 		if (*status >= 400 && strstr(r.ctype, "json") != NULL) {
-			*errbody = r.body;
-			r.body = NULL;
+			*errbody = r.body.p;
+			r.body.p = NULL;
 		} else
 			sg_error_server(err, 502, "The upstream of model %s answered "
 			    "HTTP %ld without an event stream.", m->name, *status);
 		ret = -1;
 	}
 	sg_sse_free(r.parser);
-	free(r.body);
+	free(r.body.p);
 	return ret;
 }

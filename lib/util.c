@@ -89,6 +89,26 @@ sg_json_string_lossy(const char *buf, size_t len)
 }
 
 int
+sg_buf_add(struct sg_buf *b, const void *p, size_t n)
+{
+	size_t cap = b->cap ? b->cap : 256;
+	char *np;
+
+	if (b->len + n + 1 > b->cap) {
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		if ((np = realloc(b->p, cap)) == NULL)
+			return -1;
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+int
 sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
 {
 	static const char hex[] = "0123456789abcdef";

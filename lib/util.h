@@ -18,6 +18,15 @@ json_t	*sg_json_string_lossy(const char *buf, size_t len);
  * U+FFFD; its length in *outlen. NULL only when out of memory. */
 char	*sg_utf8_fix(const char *buf, size_t len, size_t *outlen);
 
+/* A growing byte string, NUL-terminated once anything was added. */
+struct sg_buf {
+	char	*p;
+	size_t	 len, cap;
+};
+
+/* Append n bytes: 0, or -1 when out of memory (b is then unchanged). */
+int	 sg_buf_add(struct sg_buf *, const void *, size_t n);
+
 /* Fill out with prefix + 2*nbytes random hex digits; out must hold
  * strlen(prefix) + 2*nbytes + 1. Returns 0, or -1 if the kernel's random
  * source failed. */

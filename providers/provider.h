@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "../lib/util.h"
+
 enum sg_provider_kind {
 	SG_PROVIDER_LOCAL,
 	SG_PROVIDER_E2B,
@@ -57,8 +59,7 @@ struct sg_prov_error {
  * error {name, value, traceback} or NULL, execution_count (-1: none).
  */
 struct sg_exec {
-	char	*out, *err;		/* NUL-terminated, may hold invalid UTF-8 */
-	size_t	 outlen, errlen, outcap, errcap;
+	struct sg_buf out, err;		/* may hold invalid UTF-8 */
 	json_t	*results;		/* array, owned */
 	json_t	*error;			/* object or NULL, owned */
 	int	 execution_count;
@@ -133,8 +134,7 @@ void		 sg_exec_osb_line(struct sg_exec *, const char *line, size_t len);
 
 /* Splits a byte stream into lines and enforces res->cap. */
 struct sg_lines {
-	char	*buf;
-	size_t	 len, cap;
+	struct sg_buf line;		/* a line not yet ended */
 	void	(*fn)(struct sg_exec *, const char *, size_t);
 	struct sg_exec *res;
 };

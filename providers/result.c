@@ -23,30 +23,11 @@ sg_exec_init(struct sg_exec *r, size_t cap)
 void
 sg_exec_free(struct sg_exec *r)
 {
-	free(r->out);
-	free(r->err);
+	free(r->out.p);
+	free(r->err.p);
 	json_decref(r->results);
 	json_decref(r->error);
 	memset(r, 0, sizeof(*r));
-}
-
-static void
-append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
-{
-	char *nb;
-	size_t want = *len + n + 1, ncap = *cap ? *cap : 256;
-
-	if (want > *cap) {
-		while (ncap < want)
-			ncap *= 2;
-		if ((nb = realloc(*buf, ncap)) == NULL)
-			return;
-		*buf = nb;
-		*cap = ncap;
-	}
-	memcpy(*buf + *len, s, n);
-	*len += n;
-	(*buf)[*len] = '\0';
 }
 
 static void
@@ -58,18 +39,18 @@ add_text(struct sg_exec *r, const char *type, const json_t *text)
 	if (s == NULL)
 		return;
 	if (strcmp(type, "stdout") == 0)
-		append(&r->out, &r->outlen, &r->outcap, s, n);
+		sg_buf_add(&r->out, s, n);
 	else
-		append(&r->err, &r->errlen, &r->errcap, s, n);
+		sg_buf_add(&r->err, s, n);
 }
 
 /* A traceback as one string: e2b sends one, execd a list or null. */
 static json_t *
 traceback_string(const json_t *tb)
 {
-	char *buf = NULL;
-	size_t len = 0, cap = 0, i;
+	struct sg_buf buf = { 0 };
 	const json_t *line;
+	size_t i;
 	json_t *j;
 
 	if (json_is_string(tb))
@@ -77,13 +58,12 @@ traceback_string(const json_t *tb)
 	json_array_foreach(tb, i, line) {
 		if (!json_is_string(line))
 			continue;
-		if (len > 0)
-			append(&buf, &len, &cap, "\n", 1);
-		append(&buf, &len, &cap, json_string_value(line),
-		    json_string_length(line));
+		if (buf.len > 0)
+			sg_buf_add(&buf, "\n", 1);
+		sg_buf_add(&buf, json_string_value(line), json_string_length(line));
 	}
-	j = json_stringn(buf != NULL ? buf : "", len);
-	free(buf);
+	j = json_stringn(buf.p != NULL ? buf.p : "", buf.len);
+	free(buf.p);
 	return j;
 }
 
@@ -257,8 +237,8 @@ sg_exec_json(const struct sg_exec *r)
 {
 	return json_pack("{s:s,s:o,s:o,s:O,s:O,s:o}",
 	    "object", "code_execution",
-	    "stdout", sg_json_string_lossy(r->out ? r->out : "", r->outlen),
-	    "stderr", sg_json_string_lossy(r->err ? r->err : "", r->errlen),
+	    "stdout", sg_json_string_lossy(r->out.p ? r->out.p : "", r->out.len),
+	    "stderr", sg_json_string_lossy(r->err.p ? r->err.p : "", r->err.len),
 	    "results", r->results,
 	    "error", r->error != NULL ? r->error : json_null(),
 	    "execution_count", r->execution_count >= 0 ?
@@ -278,13 +258,13 @@ sg_lines_feed(struct sg_lines *l, const char *buf, size_t len)
 		size_t n = nl != NULL ? (size_t)(nl - buf) : len;
 
 		if (nl == NULL) {
-			append(&l->buf, &l->len, &l->cap, buf, n);
+			sg_buf_add(&l->line, buf, n);
 			return 0;
 		}
-		if (l->len > 0) {
-			append(&l->buf, &l->len, &l->cap, buf, n);
-			l->fn(l->res, l->buf, l->len);
-			l->len = 0;
+		if (l->line.len > 0) {
+			sg_buf_add(&l->line, buf, n);
+			l->fn(l->res, l->line.p, l->line.len);
+			l->line.len = 0;
 		} else
 			l->fn(l->res, buf, n);
 		buf += n + 1;
@@ -296,9 +276,8 @@ sg_lines_feed(struct sg_lines *l, const char *buf, size_t len)
 void
 sg_lines_finish(struct sg_lines *l)
 {
-	if (l->len > 0)
-		l->fn(l->res, l->buf, l->len);
-	free(l->buf);
-	l->buf = NULL;
-	l->len = l->cap = 0;
+	if (l->line.len > 0)
+		l->fn(l->res, l->line.p, l->line.len);
+	free(l->line.p);
+	memset(&l->line, 0, sizeof(l->line));
 }

@@ -96,7 +96,7 @@ feed(line_fn fn, const char *text, size_t len, size_t first, size_t step,
 		assert_int_equal(sg_lines_feed(&l, text + at, n), 0);
 	}
 	sg_lines_finish(&l);
-	assert_null(l.buf);
+	assert_null(l.line.p);
 	j = sg_exec_json(&r);
 	assert_non_null(j);
 	*ended = r.ended;
@@ -506,15 +506,15 @@ e2b_last_line_needs_finish(void **state)
 	(void)state;
 	sg_exec_init(&r, 0);
 	assert_int_equal(sg_lines_feed(&l, t, strlen(t)), 0);
-	assert_int_equal(r.outlen, 2);
+	assert_int_equal(r.out.len, 2);
 	assert_int_equal(r.ended, 0);
 	sg_lines_finish(&l);
 	assert_int_equal(r.ended, 1);
-	assert_null(l.buf);
-	assert_int_equal(l.len, 0);
+	assert_null(l.line.p);
+	assert_int_equal(l.line.len, 0);
 	/* A second finish has nothing left to process. */
 	sg_lines_finish(&l);
-	assert_int_equal(r.outlen, 2);
+	assert_int_equal(r.out.len, 2);
 	sg_exec_free(&r);
 	free(t);
 }
@@ -633,7 +633,7 @@ cap_passed_not_before(void **state)
 	assert_int_equal(sg_lines_feed(&l, t + cap, 1), -1);
 	/* What came before the cap was parsed. */
 	assert_int_equal(r.execution_count, 3);
-	assert_contains(r.out, "hello\n");
+	assert_contains(r.out.p, "hello\n");
 	sg_lines_finish(&l);
 	sg_exec_free(&r);
 	free(t);
@@ -761,16 +761,9 @@ utf8_exec_json_lossy(void **state)
 
 	(void)state;
 	sg_exec_init(&r, 0);
-	r.out = malloc(16);
-	r.err = malloc(16);
-	assert_non_null(r.out);
-	assert_non_null(r.err);
-	memcpy(r.out, "ab\xff" "cd", 6);
-	r.outlen = 5;
-	r.outcap = 16;
-	memcpy(r.err, "x\xe2\x82", 4);	/* cut inside a character */
-	r.errlen = 3;
-	r.errcap = 16;
+	assert_int_equal(sg_buf_add(&r.out, "ab\xff" "cd", 5), 0);
+	/* cut inside a character */
+	assert_int_equal(sg_buf_add(&r.err, "x\xe2\x82", 3), 0);
 	j = sg_exec_json(&r);
 	assert_non_null(j);
 	assert_string_equal(json_string_value(json_object_get(j, "stdout")),

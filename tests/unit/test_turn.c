@@ -52,7 +52,7 @@ check_chat(struct sg_turn *t)
 	json_t *c0 = json_array_get(t->tool_calls, 0);
 	json_t *c1 = json_array_get(t->tool_calls, 1);
 
-	assert_string_equal(t->text, "Let me compute. \xc3\xa9");
+	assert_string_equal(t->text.p, "Let me compute. \xc3\xa9");
 	assert_int_equal(json_array_size(t->tool_calls), 2);
 	assert_string_equal(json_string_value(json_object_get(c0, "id")), "call_a");
 	assert_string_equal(json_string_value(json_object_get(json_object_get(c0,
@@ -154,7 +154,7 @@ junk_is_ignored(void **state)
 	sg_turn_init(&t, SG_SURFACE_CHAT);
 	feed(&t, ": keepalive\n\ndata: not json\n\ndata: [1,2]\n\n"
 	    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n", 5);
-	assert_string_equal(t.text, "ok");
+	assert_string_equal(t.text.p, "ok");
 	assert_null(t.error);
 	sg_turn_free(&t);
 }
