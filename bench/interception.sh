@@ -9,19 +9,10 @@
 # Usage: sh bench/interception.sh [RUNS]   (default 50; loopback only)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
 runs=${1:-50}
-make -s -C "$root" all
-dir=$(mktemp -d /tmp/sgbench.XXXXXX)
-chmod 755 "$dir"
+bench_setup
 gw=$((22000 + $$ % 9000))
-cleanup() {
-	[ -n "${lpid:-}" ] && kill "$lpid" 2>/dev/null || true
-	[ -n "${upid:-}" ] && kill "$upid" 2>/dev/null || true
-	sleep 1
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
 python3 "$root/tests/fakes/upstream.py" --port 0 --port-file "$dir/up.port" --quiet \
     --max-records 100 >/dev/null & upid=$!
 for i in $(seq 50); do [ -s "$dir/up.port" ] && break; sleep 0.1; done
@@ -33,24 +24,7 @@ auth: { allow_anonymous = true; };
 models = ( { name = "*"; api_base = "http://127.0.0.1:$up/v1"; } );
 sandbox_tools = ( { name = "local"; provider = "local"; } );
 CONF
-mkdir -p "$dir/www"
-cat > "$dir/lighttpd.conf" <<CONF
-server.port = $gw
-server.bind = "127.0.0.1"
-server.document-root = "$dir/www"
-server.modules += ( "mod_fastcgi" )
-server.stream-response-body = 2
-\$HTTP["url"] =~ "^/(v1/|healthz$)" {
-  fastcgi.server = ( "/" => (( "socket" => "$dir/fcgi.sock",
-    "bin-path" => "$root/build/sandgate-fcgi --config $dir/sandgate.conf",
-    "max-procs" => 1, "check-local" => "disable" )) )
-}
-CONF
-/usr/sbin/lighttpd -D -f "$dir/lighttpd.conf" 2>"$dir/log" & lpid=$!
-for i in $(seq 100); do
-	curl -sf "http://127.0.0.1:$gw/healthz" >/dev/null 2>&1 && break
-	sleep 0.1
-done
+bench_gateway "$gw"
 url="http://127.0.0.1:$gw/v1/responses"
 ci='"tools":[{"type":"code_interpreter","container":{"type":"auto"}}]'
 echo "$(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), $runs runs each"

@@ -6,41 +6,17 @@
 # Usage: sh bench/local.sh [N]   (default 200; loopback only)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
 n=${1:-200}
-make -s -C "$root" all
-dir=$(mktemp -d /tmp/sgbench.XXXXXX)
-chmod 755 "$dir"
+bench_setup
 gw=$((21000 + $$ % 9000))
-cleanup() {
-	[ -n "${lpid:-}" ] && kill "$lpid" 2>/dev/null || true
-	sleep 1
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
 cat > "$dir/sandgate.conf" <<CONF
 server: { workers = [2, 4]; user = "nobody"; };
 store: { path = "$dir/store/sandgate.db"; };
 auth: { allow_anonymous = true; };
 sandbox_tools = ( { name = "local"; provider = "local"; } );
 CONF
-mkdir -p "$dir/www"
-cat > "$dir/lighttpd.conf" <<CONF
-server.port = $gw
-server.bind = "127.0.0.1"
-server.document-root = "$dir/www"
-server.modules += ( "mod_fastcgi" )
-\$HTTP["url"] =~ "^/(v1/|healthz$)" {
-  fastcgi.server = ( "/" => (( "socket" => "$dir/fcgi.sock",
-    "bin-path" => "$root/build/sandgate-fcgi --config $dir/sandgate.conf",
-    "max-procs" => 1, "check-local" => "disable" )) )
-}
-CONF
-/usr/sbin/lighttpd -D -f "$dir/lighttpd.conf" 2>"$dir/log" & lpid=$!
-for i in $(seq 100); do
-	curl -sf "http://127.0.0.1:$gw/healthz" >/dev/null 2>&1 && break
-	sleep 0.1
-done
+bench_gateway "$gw"
 echo "$(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), $(id -un)"
 python3 "$here/local_client.py" "$gw" "$n" | tee "$dir/out.json"
 echo "idle kernel memory (kB):"

@@ -7,23 +7,13 @@
 # Usage: sh bench/passthrough.sh [DURATION_S] [CONNECTIONS]   (loopback only)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
 secs=${1:-10}
 conns=${2:-16}
-make -s -C "$root" all
-dir=$(mktemp -d /tmp/sgbench.XXXXXX)
-chmod 755 "$dir"
+bench_setup
 up=$((20000 + $$ % 10000))
 gw=$((up + 1))
 user=nobody
-cleanup() {
-	[ -n "${lpid:-}" ] && kill "$lpid" 2>/dev/null || true
-	[ -n "${upid:-}" ] && kill "$upid" 2>/dev/null || true
-	sleep 1
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-
 node "$here/fast-upstream.mjs" "$up" & upid=$!
 key_hash=$(printf 'bench-key' | sha256sum | cut -d' ' -f1)
 cat > "$dir/sandgate.conf" <<CONF
@@ -32,25 +22,8 @@ store: { path = "$dir/store/sandgate.db"; };
 auth: { keys = ( { name = "bench"; key_sha256 = "$key_hash"; } ); };
 models = ( { name = "bench"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "echo"; } );
 CONF
-mkdir -p "$dir/www"
-cat > "$dir/lighttpd.conf" <<CONF
-server.port = $gw
-server.bind = "127.0.0.1"
-server.document-root = "$dir/www"
-server.modules += ( "mod_fastcgi" )
-server.stream-response-body = 2
-\$HTTP["url"] =~ "^/(v1/|healthz$|metrics$)" {
-  fastcgi.server = ( "/" => (( "socket" => "$dir/fcgi.sock",
-    "bin-path" => "$root/build/sandgate-fcgi --config $dir/sandgate.conf",
-    "max-procs" => 1, "check-local" => "disable" )) )
-}
-CONF
-/usr/sbin/lighttpd -D -f "$dir/lighttpd.conf" 2>"$dir/log" & lpid=$!
-for i in $(seq 100); do
-	curl -s -o /dev/null "http://127.0.0.1:$up/" 2>/dev/null &&
-	    curl -sf "http://127.0.0.1:$gw/healthz" >/dev/null 2>&1 && break
-	sleep 0.1
-done
+for i in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$up/" 2>/dev/null && break; sleep 0.1; done
+bench_gateway "$gw"
 printf '{"model":"bench","messages":[{"role":"user","content":"hi"}]}' > "$dir/body.json"
 printf '{"model":"bench","stream":true,"messages":[{"role":"user","content":"hi"}]}' > "$dir/stream.json"
 export BODY_FILE

@@ -1,0 +1,42 @@
+# Shared by the bench scripts (sourced): a gateway behind lighttpd, in a
+# fresh directory, stopped and removed on exit.
+#   bench_setup            $dir (world-traversable), $root, cleanup trap
+#   bench_gateway PORT     lighttpd on PORT spawning sandgate-fcgi with
+#                          $dir/sandgate.conf; returns once /healthz answers
+bench_setup() {
+	root=$(cd "$(dirname "$0")/.." && pwd)
+	make -s -C "$root" all
+	dir=$(mktemp -d /tmp/sgbench.XXXXXX)
+	chmod 755 "$dir"
+	mkdir -p "$dir/www"
+	trap bench_cleanup EXIT INT TERM
+}
+
+bench_cleanup() {
+	[ -n "${lpid:-}" ] && kill "$lpid" 2>/dev/null || true
+	[ -n "${upid:-}" ] && kill "$upid" 2>/dev/null || true
+	sleep 1
+	rm -rf "$dir"
+}
+
+bench_gateway() {
+	cat > "$dir/lighttpd.conf" <<CONF
+server.port = $1
+server.bind = "127.0.0.1"
+server.document-root = "$dir/www"
+server.modules += ( "mod_fastcgi" )
+server.stream-response-body = 2
+\$HTTP["url"] =~ "^/(v1/|healthz$|metrics$)" {
+  fastcgi.server = ( "/" => (( "socket" => "$dir/fcgi.sock",
+    "bin-path" => "$root/build/sandgate-fcgi --config $dir/sandgate.conf",
+    "max-procs" => 1, "check-local" => "disable" )) )
+}
+CONF
+	/usr/sbin/lighttpd -D -f "$dir/lighttpd.conf" 2>"$dir/log" & lpid=$!
+	for i in $(seq 100); do
+		curl -sf "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "bench: the gateway did not come up (see $dir/log)" >&2
+	return 1
+}
