@@ -27,6 +27,9 @@ struct sg_cfg_key {
 	char	*name;
 	char	 sha256[65];	/* lower-case hex; "" when unresolved */
 	char	*problem;
+	int	 max_concurrent; /* requests at once; 0: auth.max_concurrent */
+	char	**tools;	/* sandbox tools it may use; NULL: all */
+	size_t	 ntools;
 };
 
 
@@ -42,6 +45,10 @@ struct sg_cfg {
 		int	 grace;		/* seconds a busy responder gets on stop */
 		int	 socket_mode;	/* for --listen /path; -1: umask */
 		char	*socket_owner;	/* "user" or "user:group"; NULL: ours */
+		int	 read_timeout;	/* seconds to read a request's params
+					 * and body from the web server */
+		int	 recycle_mb;	/* a responder past this RSS after a
+					 * request is replaced; 0: never */
 	} server;
 	struct {
 		char	*path;
@@ -50,6 +57,7 @@ struct sg_cfg {
 		struct sg_cfg_key *keys;
 		size_t	 nkeys;
 		int	 allow_anonymous;
+		int	 max_concurrent; /* per key; 0: workers_max / 2 */
 	} auth;
 	struct sg_cfg_model *models;
 	size_t	 nmodels;
@@ -81,6 +89,11 @@ const char *sg_cfg_default_path(const char *arg);
 /* Borrowed: the model entry clients address as name, or NULL. */
 const struct sg_cfg_model *sg_cfg_model(const struct sg_cfg *, const char *name);
 const struct sg_tool *sg_cfg_tool(const struct sg_cfg *, const char *name);
+/* How many requests key (NULL: a store key, or anonymous) may have under
+ * way at once. */
+int	 sg_cfg_key_limit(const struct sg_cfg *, const struct sg_cfg_key *);
+/* Whether key (NULL: any key of the store) may use the tool named tool. */
+int	 sg_cfg_key_may_use(const struct sg_cfg_key *, const char *tool);
 /* Resolve a secret spec. New string in *out (NULL when the source is
  * missing, with a new reason in *problem). -1 only when out of memory. */
 int	 sg_cfg_secret(const char *spec, char **out, char **problem);

@@ -29,7 +29,9 @@ struct sg_tool {
 	char	*api_key, *api_key_problem;
 	char	*api_base, *template, *image, *sandbox_url, *isolation;
 	int	 memory_mb, disk_mb, max_procs, allow_internet_access;
-	int	 cpu;		/* opensandbox CPU limit; 0: provider's */
+	int	 cpu;		/* CPUs it may use; 0: the default (local: 1,
+				 * opensandbox: the provider's) */
+	int	 limits_process; /* local: limits = "process" (no cgroup) */
 	char	*local_dir;	/* local: sandboxd's runtime dir (beside the
 				 * store), filled by the config loader */
 };

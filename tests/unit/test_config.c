@@ -990,6 +990,124 @@ default_path_order(void **state)
 	    "/srv/arg.conf");
 }
 
+/* ---- hardening (audit) ---- */
+
+/* Found by fuzzing the loader: a sandbox tool, none named "local", and no
+ * interception group made the error path look the setting up in a group
+ * that is not there (SIGSEGV). Now the first tool is the default. */
+static void
+no_interception_group_no_local_tool(void **state)
+{
+	struct fx *fx = *state;
+
+	load_ok(fx, "sandbox_tools = ( { name = \"my-e2b\"; provider = \"e2b\"; "
+	    "api_key = \"k\"; } );\n");
+	assert_string_equal(fx->cfg->interception.sandbox_tool, "my-e2b");
+	/* "local" stays the default when there is one, wherever it is. */
+	load_ok(fx, "sandbox_tools = ( { name = \"e\"; provider = \"e2b\"; "
+	    "api_key = \"k\"; }, { name = \"local\"; provider = \"local\"; } );\n");
+	assert_string_equal(fx->cfg->interception.sandbox_tool, "local");
+	/* An empty interception group is as good as none. */
+	load_ok(fx, "interception: { };\nsandbox_tools = ( { name = \"x\"; "
+	    "provider = \"e2b\"; api_key = \"k\"; } );\n");
+	assert_string_equal(fx->cfg->interception.sandbox_tool, "x");
+}
+
+static void
+interception_tool_named_but_missing(void **state)
+{
+	load_fails_at(*state, "sandbox_tools = ( { name = \"my-e2b\"; provider = "
+	    "\"e2b\"; api_key = \"k\"; } );\ninterception: {\n"
+	    "  sandbox_tool = \"local\"; " HERE "\n};\n", "sandbox_tool");
+}
+
+/* Every setting of the wrong type, or a group given as a scalar, is an
+ * error with a line, never a crash. */
+static void
+wrong_shapes_are_errors(void **state)
+{
+	struct fx *fx = *state;
+	static const char *const bad[] = {
+		"interception = 3;\n",
+		"interception: { sandbox_tool = 3; };\n",
+		"server = \"x\";\n",
+		"store = 1;\n",
+		"store: { path = 1; };\n",
+		"auth: { keys = 1; };\n",
+		"auth: { keys = ( 1 ); };\n",
+		"auth: { keys = ( { name = \"a\"; key = \"k\"; tools = 1; } ); };\n",
+		"auth: { keys = ( { name = \"a\"; key = \"k\"; tools = [ 1 ]; } ); };\n",
+		"models = { };\n",
+		"models = ( { } );\n",
+		"sandbox_tools = ( { name = \"a\"; } );\n",
+		"sandbox_tools = ( { provider = \"local\"; } );\n",
+		"sandbox_tools = ( { name = \"a\"; provider = \"local\"; "
+		    "limits = \"none\"; } );\n",
+		"sessions = [ 1, 2 ];\n",
+		"server: { workers = \"many\"; };\n",
+		"server: { max_body_bytes = \"big\"; };\n",
+		"server: { read_timeout = 0; };\n",
+		"server: { recycle_mb = -1; };\n",
+		"auth: { max_concurrent = 0; };\n",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (load(fx, bad[i]) != -1)
+			fail_msg("loaded: %s", bad[i]);
+		assert_non_null(strstr(fx->err, "sandgate.conf:"));
+	}
+}
+
+static void
+key_limits_and_tools(void **state)
+{
+	struct fx *fx = *state;
+	const struct sg_cfg_key *a, *b;
+
+	load_ok(fx,
+	    "server: { workers = [2, 10]; };\n"
+	    "auth: { max_concurrent = 3; keys = (\n"
+	    "  { name = \"a\"; key = \"ka\"; max_concurrent = 1; tools = [ \"e\" ]; },\n"
+	    "  { name = \"b\"; key = \"kb\"; }\n"
+	    "); };\n"
+	    "sandbox_tools = ( { name = \"e\"; provider = \"e2b\"; api_key = \"k\"; },\n"
+	    "  { name = \"local\"; provider = \"local\"; limits = \"process\"; } );\n");
+	a = &fx->cfg->auth.keys[0];
+	b = &fx->cfg->auth.keys[1];
+	assert_int_equal(sg_cfg_key_limit(fx->cfg, a), 1);
+	assert_int_equal(sg_cfg_key_limit(fx->cfg, b), 3);
+	assert_int_equal(sg_cfg_key_limit(fx->cfg, NULL), 3);
+	assert_true(sg_cfg_key_may_use(a, "e"));
+	assert_false(sg_cfg_key_may_use(a, "local"));
+	assert_true(sg_cfg_key_may_use(b, "local"));
+	assert_true(sg_cfg_key_may_use(NULL, "local"));
+	assert_true(sg_cfg_tool(fx->cfg, "local")->limits_process);
+	assert_false(sg_cfg_tool(fx->cfg, "e")->limits_process);
+	/* Without auth.max_concurrent: half the pool, at least one. */
+	load_ok(fx, "server: { workers = [2, 10]; };\n");
+	assert_int_equal(sg_cfg_key_limit(fx->cfg, NULL), 5);
+	load_ok(fx, "server: { workers = 1; };\n");
+	assert_int_equal(sg_cfg_key_limit(fx->cfg, NULL), 1);
+	/* A key may not name a tool that does not exist. */
+	load_fails_at(fx, "sandbox_tools = ( { name = \"e\"; provider = \"e2b\"; "
+	    "api_key = \"k\"; } );\nauth: { keys = ( { name = \"a\"; key = \"k\";\n"
+	    "  tools = [ \"e\", \"typo\" ]; " HERE "\n} ); };\n", "typo");
+}
+
+static void
+server_read_timeout_recycle(void **state)
+{
+	struct fx *fx = *state;
+
+	load_ok(fx, "# defaults\n");
+	assert_int_equal(fx->cfg->server.read_timeout, 30);
+	assert_int_equal(fx->cfg->server.recycle_mb, 512);
+	load_ok(fx, "server: { read_timeout = 5; recycle_mb = 0; };\n");
+	assert_int_equal(fx->cfg->server.read_timeout, 5);
+	assert_int_equal(fx->cfg->server.recycle_mb, 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1047,6 +1165,11 @@ main(void)
 		T(model_lookup),
 		T(model_lookup_no_wildcard),
 		T(default_path_order),
+		T(no_interception_group_no_local_tool),
+		T(interception_tool_named_but_missing),
+		T(wrong_shapes_are_errors),
+		T(key_limits_and_tools),
+		T(server_read_timeout_recycle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

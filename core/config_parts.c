@@ -1,0 +1,310 @@
+/*
+ * One loader per top-level group of the config (design §3.2, §3.4).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_int.h"
+#include "../lib/util.h"
+
+static const char *const server_keys[] = { "workers", "user", "mount_prefix",
+	"max_body_bytes", "request_timeout", "idle_retire", "grace",
+	"socket_mode", "socket_owner", "read_timeout", "recycle_mb", NULL };
+static const char *const store_keys[] = { "path", NULL };
+static const char *const auth_keys[] = { "keys", "allow_anonymous",
+	"max_concurrent", NULL };
+static const char *const key_keys[] = { "name", "key", "key_sha256",
+	"max_concurrent", "tools", NULL };
+static const char *const model_keys[] = { "name", "api_base", "api_key",
+	"model", "max_agentic_loops", "timeout", NULL };
+static const char *const tool_keys[] = { "name", "provider", "api_key",
+	"api_base", "template", "image", "sandbox_url", "isolation",
+	"memory_mb", "disk_mb", "max_procs", "allow_internet_access", "cpu",
+	"limits", NULL };
+static const char *const icpt_keys[] = { "enabled", "sandbox_tool",
+	"max_agentic_loops", "tool_name", "exec_timeout", NULL };
+static const char *const sess_keys[] = { "max_per_key", "ttl", NULL };
+
+static int
+load_workers(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	struct sg_cfg *cfg = ld->cfg;
+	config_setting_t *w = config_setting_get_member(g, "workers");
+
+	if (w == NULL)
+		return 0;
+	if (config_setting_is_array(w) && config_setting_length(w) == 2) {
+		cfg->server.workers_min = config_setting_get_int_elem(w, 0);
+		cfg->server.workers_max = config_setting_get_int_elem(w, 1);
+	} else if (config_setting_type(w) == CONFIG_TYPE_INT)
+		cfg->server.workers_min = cfg->server.workers_max =
+		    config_setting_get_int(w);
+	else
+		return sg_cfgld_fail(ld, w, "workers must be N or [MIN, MAX]");
+	if (cfg->server.workers_min < 1 || cfg->server.workers_max > 256 ||
+	    cfg->server.workers_min > cfg->server.workers_max)
+		return sg_cfgld_fail(ld, w, "workers needs 1 <= MIN <= MAX <= 256");
+	return 0;
+}
+
+static int
+load_body_cap(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	config_setting_t *w = config_setting_get_member(g, "max_body_bytes");
+	long long bytes;
+
+	if (w == NULL)
+		return 0;
+	if (config_setting_type(w) == CONFIG_TYPE_INT)
+		bytes = config_setting_get_int(w);
+	else if (config_setting_type(w) == CONFIG_TYPE_INT64)
+		bytes = config_setting_get_int64(w);
+	else
+		return sg_cfgld_fail(ld, w, "max_body_bytes must be an integer");
+	if (bytes < 1024 || bytes > (1LL << 31))
+		return sg_cfgld_fail(ld, w, "max_body_bytes must be between "
+		    "1024 and 2147483648");
+	ld->cfg->server.max_body_bytes = (size_t)bytes;
+	return 0;
+}
+
+static int
+load_socket_mode(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	char *mode = NULL, *end;
+	long m;
+	int bad;
+
+	if (sg_cfgld_str(ld, g, "socket_mode", &mode, 0) == -1)
+		return -1;
+	if (mode == NULL)
+		return 0;
+	m = strtol(mode, &end, 8);
+	bad = *end != '\0' || end == mode || m < 0 || m > 0777;
+	free(mode);
+	if (bad)
+		return sg_cfgld_fail(ld, config_setting_get_member(g,
+		    "socket_mode"), "socket_mode must be octal, like \"0660\"");
+	ld->cfg->server.socket_mode = (int)m;
+	return 0;
+}
+
+int
+sg_cfgld_server(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	struct sg_cfg *cfg = ld->cfg;
+
+	sg_cfgld_check_keys(ld, g, server_keys, "server");
+	if (load_workers(ld, g) == -1 || load_body_cap(ld, g) == -1 ||
+	    load_socket_mode(ld, g) == -1 ||
+	    sg_cfgld_str(ld, g, "user", &cfg->server.user, 0) == -1 ||
+	    sg_cfgld_str(ld, g, "mount_prefix", &cfg->server.mount_prefix,
+	    0) == -1 ||
+	    sg_cfgld_int(ld, g, "request_timeout",
+	    &cfg->server.request_timeout, 1, 86400) == -1 ||
+	    sg_cfgld_int(ld, g, "idle_retire", &cfg->server.idle_retire, 1,
+	    86400) == -1 ||
+	    sg_cfgld_int(ld, g, "grace", &cfg->server.grace, 0, 86400) == -1 ||
+	    sg_cfgld_int(ld, g, "read_timeout", &cfg->server.read_timeout, 1,
+	    3600) == -1 ||
+	    sg_cfgld_int(ld, g, "recycle_mb", &cfg->server.recycle_mb, 0,
+	    1 << 20) == -1 ||
+	    sg_cfgld_str(ld, g, "socket_owner", &cfg->server.socket_owner,
+	    0) == -1)
+		return -1;
+	/* A trailing slash would make "/v1/..." fail to match. */
+	sg_cfgld_strip_slashes(cfg->server.mount_prefix);
+	return 0;
+}
+
+int
+sg_cfgld_store(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	sg_cfgld_check_keys(ld, g, store_keys, "store");
+	return sg_cfgld_str(ld, g, "path", &ld->cfg->store.path, 0);
+}
+
+static int
+key_hash(struct sg_cfgld *ld, const config_setting_t *e, struct sg_cfg_key *k,
+    char *key, char *hash)
+{
+	size_t j, len;
+
+	if (key != NULL && hash != NULL)
+		return sg_cfgld_fail(ld, e, "key %s: set key or key_sha256, not "
+		    "both", k->name);
+	if (key != NULL) {
+		sg_sha256_hex(key, strlen(key), k->sha256);
+		return 0;
+	}
+	if (hash == NULL)
+		return k->problem != NULL ? 0 : sg_cfgld_fail(ld, e, "key %s: "
+		    "needs key or key_sha256", k->name);
+	len = strlen(hash);
+	for (j = 0; j < len; j++)
+		if (!strchr("0123456789abcdefABCDEF", hash[j]))
+			break;
+	if (len != 64 || j != len)
+		return sg_cfgld_fail(ld, sg_cfgld_at(e, "key_sha256"), "key %s: "
+		    "key_sha256 must be 64 hex digits", k->name);
+	for (j = 0; j < len; j++)
+		k->sha256[j] = (char)(hash[j] | 0x20);
+	k->sha256[64] = '\0';
+	return 0;
+}
+
+static int
+load_key(struct sg_cfgld *ld, const config_setting_t *e, void *item)
+{
+	struct sg_cfg_key *k = item;
+	char *key = NULL, *hash = NULL;
+	int rc;
+
+	rc = sg_cfgld_str(ld, e, "name", &k->name, 1) == -1 ||
+	    sg_cfgld_secret(ld, e, "key", &key, &k->problem) == -1 ||
+	    sg_cfgld_str(ld, e, "key_sha256", &hash, 0) == -1 ||
+	    sg_cfgld_int(ld, e, "max_concurrent", &k->max_concurrent, 1,
+	    100000) == -1 ||
+	    sg_cfgld_strings(ld, e, "tools", &k->tools, &k->ntools) == -1 ||
+	    key_hash(ld, e, k, key, hash) == -1 ? -1 : 0;
+	free(key);
+	free(hash);
+	return rc;
+}
+
+int
+sg_cfgld_auth(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	struct sg_cfg *cfg = ld->cfg;
+	config_setting_t *keys;
+
+	sg_cfgld_check_keys(ld, g, auth_keys, "auth");
+	if (sg_cfgld_bool(ld, g, "allow_anonymous",
+	    &cfg->auth.allow_anonymous) == -1 ||
+	    sg_cfgld_int(ld, g, "max_concurrent", &cfg->auth.max_concurrent, 1,
+	    100000) == -1)
+		return -1;
+	if ((keys = config_setting_get_member(g, "keys")) == NULL)
+		return 0;
+	return sg_cfgld_list(ld, keys, "auth.keys", key_keys,
+	    sizeof(struct sg_cfg_key), &cfg->auth.keys, &cfg->auth.nkeys,
+	    load_key);
+}
+
+static int
+load_model(struct sg_cfgld *ld, const config_setting_t *e, void *item)
+{
+	struct sg_cfg_model *m = item;
+
+	m->timeout = 600;
+	if (sg_cfgld_str(ld, e, "name", &m->name, 1) == -1 ||
+	    sg_cfgld_secret(ld, e, "api_base", &m->api_base,
+	    &m->api_key_problem) == -1 ||
+	    sg_cfgld_secret(ld, e, "api_key", &m->api_key,
+	    &m->api_key_problem) == -1 ||
+	    sg_cfgld_str(ld, e, "model", &m->model, 0) == -1 ||
+	    sg_cfgld_int(ld, e, "max_agentic_loops", &m->max_agentic_loops,
+	    1, 100) == -1 ||
+	    sg_cfgld_int(ld, e, "timeout", &m->timeout, 1, 86400) == -1)
+		return -1;
+	if (m->api_base == NULL && m->api_key_problem == NULL)
+		return sg_cfgld_fail(ld, e, "model %s: missing api_base", m->name);
+	if (m->api_base != NULL && strncmp(m->api_base, "http://", 7) != 0 &&
+	    strncmp(m->api_base, "https://", 8) != 0)
+		return sg_cfgld_fail(ld, sg_cfgld_at(e, "api_base"), "model %s: "
+		    "api_base must start with http:// or https://", m->name);
+	sg_cfgld_strip_slashes(m->api_base);
+	return 0;
+}
+
+int
+sg_cfgld_models(struct sg_cfgld *ld, const config_setting_t *list)
+{
+	return sg_cfgld_list(ld, list, "models", model_keys,
+	    sizeof(struct sg_cfg_model), &ld->cfg->models, &ld->cfg->nmodels,
+	    load_model);
+}
+
+static int
+load_tool(struct sg_cfgld *ld, const config_setting_t *e, void *item)
+{
+	static const char *const isolations[] = { "bubblewrap", "none", NULL };
+	static const char *const limits[] = { "cgroup", "process", NULL };
+	struct sg_tool *t = item;
+	char *prov = NULL, *lim = NULL;
+	int rc;
+
+	t->memory_mb = 1024;
+	t->disk_mb = 512;
+	t->max_procs = 64;
+	if (sg_cfgld_str(ld, e, "name", &t->name, 1) == -1 ||
+	    sg_cfgld_str(ld, e, "provider", &prov, 1) == -1)
+		return -1;
+	rc = sg_provider_parse(prov, &t->provider);
+	free(prov);
+	if (rc == -1)
+		return sg_cfgld_fail(ld, sg_cfgld_at(e, "provider"), "tool %s: "
+		    "provider must be local, e2b or opensandbox", t->name);
+	if (sg_cfgld_secret(ld, e, "api_key", &t->api_key,
+	    &t->api_key_problem) == -1 ||
+	    sg_cfgld_secret(ld, e, "api_base", &t->api_base,
+	    &t->api_key_problem) == -1 ||
+	    sg_cfgld_str(ld, e, "template", &t->template, 0) == -1 ||
+	    sg_cfgld_str(ld, e, "image", &t->image, 0) == -1 ||
+	    sg_cfgld_str(ld, e, "sandbox_url", &t->sandbox_url, 0) == -1 ||
+	    sg_cfgld_word(ld, e, "isolation", &t->isolation, isolations) == -1 ||
+	    sg_cfgld_word(ld, e, "limits", &lim, limits) == -1 ||
+	    sg_cfgld_int(ld, e, "memory_mb", &t->memory_mb, 16, 1 << 20) == -1 ||
+	    sg_cfgld_int(ld, e, "disk_mb", &t->disk_mb, 1, 1 << 20) == -1 ||
+	    sg_cfgld_int(ld, e, "max_procs", &t->max_procs, 1, 65536) == -1 ||
+	    sg_cfgld_int(ld, e, "cpu", &t->cpu, 0, 1024) == -1 ||
+	    sg_cfgld_bool(ld, e, "allow_internet_access",
+	    &t->allow_internet_access) == -1) {
+		free(lim);
+		return -1;
+	}
+	t->limits_process = lim != NULL && strcmp(lim, "process") == 0;
+	free(lim);
+	/* The store keeps a tool's name in 64 bytes. */
+	if (strlen(t->name) > 63)
+		return sg_cfgld_fail(ld, sg_cfgld_at(e, "name"), "tool %.20s...: "
+		    "a name has at most 63 characters", t->name);
+	sg_cfgld_strip_slashes(t->api_base);
+	sg_cfgld_strip_slashes(t->sandbox_url);
+	return 0;
+}
+
+int
+sg_cfgld_tools(struct sg_cfgld *ld, const config_setting_t *list)
+{
+	return sg_cfgld_list(ld, list, "sandbox_tools", tool_keys,
+	    sizeof(struct sg_tool), &ld->cfg->tools, &ld->cfg->ntools,
+	    load_tool);
+}
+
+int
+sg_cfgld_interception(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	struct sg_cfg *cfg = ld->cfg;
+
+	sg_cfgld_check_keys(ld, g, icpt_keys, "interception");
+	return sg_cfgld_bool(ld, g, "enabled", &cfg->interception.enabled) ==
+	    -1 || sg_cfgld_str(ld, g, "sandbox_tool",
+	    &cfg->interception.sandbox_tool, 0) == -1 ||
+	    sg_cfgld_int(ld, g, "max_agentic_loops",
+	    &cfg->interception.max_agentic_loops, 1, 100) == -1 ||
+	    sg_cfgld_str(ld, g, "tool_name", &cfg->interception.tool_name,
+	    0) == -1 ||
+	    sg_cfgld_int(ld, g, "exec_timeout", &cfg->interception.exec_timeout,
+	    1, 86400) == -1 ? -1 : 0;
+}
+
+int
+sg_cfgld_sessions(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	sg_cfgld_check_keys(ld, g, sess_keys, "sessions");
+	return sg_cfgld_int(ld, g, "max_per_key", &ld->cfg->sessions.max_per_key,
+	    1, 10000) == -1 || sg_cfgld_int(ld, g, "ttl", &ld->cfg->sessions.ttl,
+	    1, 86400 * 30) == -1 ? -1 : 0;
+}
