@@ -40,6 +40,7 @@ sg_auth_check(const struct sg_cfg *cfg, struct sg_store *store,
 	size_t i;
 	int rc;
 
+	who->key = NULL;
 	if (cfg->auth.allow_anonymous) {
 		snprintf(who->name, sizeof(who->name), "anonymous");
 		snprintf(who->tenant, sizeof(who->tenant), "anonymous");
@@ -56,6 +57,7 @@ sg_auth_check(const struct sg_cfg *cfg, struct sg_store *store,
 		if (k->sha256[0] != '\0' && sg_secret_eq(k->sha256, hash, 64) &&
 		    rc == -1) {
 			snprintf(who->name, sizeof(who->name), "%s", k->name);
+			who->key = k;
 			rc = 0;
 		}
 	}

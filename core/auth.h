@@ -14,6 +14,9 @@ struct sg_store;
 struct sg_auth {
 	char	name[64];	/* key name, for logs; never the key */
 	char	tenant[65];	/* hex SHA-256 of the key, or "anonymous" */
+	/* Borrowed from the config: the key's limits and tools. NULL for a
+	 * key of the store and for anonymous callers (the auth defaults). */
+	const struct sg_cfg_key *key;
 };
 
 /* 0 and *who filled, or -1 with a 401 (or a 503 from the store) in err.

@@ -279,6 +279,7 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		}
 		snprintf(req->key_name, sizeof(req->key_name), "%s", who.name);
 		memcpy(req->tenant, who.tenant, sizeof(req->tenant));
+		req->key = who.key;
 	}
 	switch (route) {
 	case SG_ROUTE_HEALTHZ:

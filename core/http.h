@@ -13,6 +13,8 @@
 
 #include "error.h"
 
+struct sg_cfg_key;
+
 struct sg_out {
 	/* 0 on success, -1 when the client is gone. */
 	int	(*write)(struct sg_out *, const void *, size_t);
@@ -37,6 +39,8 @@ struct sg_req {
 	/* Filled as the request is handled, for the log line. */
 	char		 key_name[64];
 	char		 tenant[65];
+	const struct sg_cfg_key *key;	/* borrowed; NULL: store key or
+					 * anonymous */
 	char		 model[128];
 };
 
