@@ -88,6 +88,45 @@ sg_json_string_lossy(const char *buf, size_t len)
 	return j;
 }
 
+size_t
+sg_json_size(const char *buf, size_t len, int *depth)
+{
+	size_t i, values = 1;
+	int d = 0, in_str = 0;
+
+	*depth = 0;
+	for (i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = 1;
+			break;
+		case '[':
+		case '{':
+			values++;
+			if (++d > *depth)
+				*depth = d;
+			break;
+		case ']':
+		case '}':
+			d--;
+			break;
+		case ',':
+			values++;
+			break;
+		}
+	}
+	return values;
+}
+
 int
 sg_buf_add(struct sg_buf *b, const void *p, size_t n)
 {

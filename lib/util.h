@@ -18,6 +18,15 @@ json_t	*sg_json_string_lossy(const char *buf, size_t len);
  * U+FFFD; its length in *outlen. NULL only when out of memory. */
 char	*sg_utf8_fix(const char *buf, size_t len, size_t *outlen);
 
+/*
+ * What parsing buf[0..len) as JSON would build, found in one pass without
+ * building it: an upper bound on the values (1 + every '[', '{' and ','
+ * outside strings) and, in *depth, the deepest nesting. Lets a caller
+ * refuse a body or a peer's line that would make a huge tree (each value
+ * costs Jansson tens of bytes, so 2 bytes of "0," become 40).
+ */
+size_t	 sg_json_size(const char *buf, size_t len, int *depth);
+
 /* A growing byte string, NUL-terminated once anything was added. */
 struct sg_buf {
 	char	*p;

@@ -316,10 +316,30 @@ now_ms_monotonic(void **state)
 	assert_true(b >= a);
 }
 
+static void
+json_size_counts_outside_strings(void **state)
+{
+	static const char many[] = "[0,0,0,0,[1,2],{\"a\":[[[]]]}]";
+	int depth;
+
+	(void)state;
+	assert_int_equal(sg_json_size("1", 1, &depth), 1);
+	assert_int_equal(depth, 0);
+	assert_int_equal(sg_json_size(many, sizeof(many) - 1, &depth), 13);
+	assert_int_equal(depth, 5);
+	/* Brackets, commas and escaped quotes inside a string count nothing. */
+	assert_int_equal(sg_json_size("\"[,{\\\",]\"", 11, &depth), 1);
+	assert_int_equal(depth, 0);
+	/* Unbalanced input is only counted: the parser refuses it later. */
+	assert_int_equal(sg_json_size("]]]]", 4, &depth), 1);
+	assert_int_equal(depth, 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(json_size_counts_outside_strings),
 		cmocka_unit_test(lossy_valid_ascii_unchanged),
 		cmocka_unit_test(lossy_valid_multibyte_unchanged),
 		cmocka_unit_test(lossy_empty),
