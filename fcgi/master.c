@@ -155,8 +155,13 @@ spawn_sandboxd(struct master *m)
 	    .owner_gid = getgid(), .per_sandbox_uids = geteuid() == 0,
 	    .uid_base = SANDBOX_UID_BASE };
 	struct passwd *pw;
+	size_t i;
 	pid_t pid;
 
+	for (i = 0; i < m->cfg->ntools; i++)
+		if (m->cfg->tools[i].provider == SG_PROVIDER_LOCAL &&
+		    m->cfg->tools[i].allow_internet_access)
+			c.wants_net = 1;
 	if (c.per_sandbox_uids && m->cfg->server.user != NULL &&
 	    (pw = getpwnam(m->cfg->server.user)) != NULL) {
 		c.owner = pw->pw_uid;

@@ -17,6 +17,30 @@
 #include "internal.h"
 
 #define SUPERVISOR_MS	10000
+#define CONNECT_MS	3000
+
+/* A connection to sandboxd. The master starts it (again, after a crash)
+ * within a second or two: until then, keep trying. */
+static int
+connect_supervisor(const struct sockaddr_un *sun)
+{
+	int64_t until = sg_now_ms() + CONNECT_MS;
+	int fd, saved;
+
+	for (;;) {
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+			return -1;
+		if (connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0)
+			return fd;
+		saved = errno;
+		close(fd);
+		errno = saved;
+		if ((errno != ENOENT && errno != ECONNREFUSED) ||
+		    sg_now_ms() >= until)
+			return -1;
+		poll(NULL, 0, 50);
+	}
+}
 
 /* One request to sandboxd. New reference or NULL with err. */
 static json_t *
@@ -36,12 +60,9 @@ supervisor(const struct sg_tool *t, const json_t *req, struct sg_prov_error *err
 		    "runtime directory beside the store");
 		return NULL;
 	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+	if ((fd = connect_supervisor(&sun)) == -1) {
 		sg_prov_fail(err, SG_PROV_UNREACHABLE, 0, "the local sandbox "
 		    "supervisor is not running (%s)", strerror(errno));
-		if (fd != -1)
-			close(fd);
 		return NULL;
 	}
 	text = json_dumps(req, JSON_COMPACT);
@@ -77,10 +98,11 @@ local_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 
 	(void)p;
 	*handle = NULL;
-	req = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:b,s:s}", "op", "create",
-	    "id", sbx_id, "lifetime", lifetime_s, "memory_mb", t->memory_mb,
-	    "disk_mb", t->disk_mb, "max_procs", t->max_procs, "net",
-	    t->allow_internet_access, "isolation",
+	req = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:b,s:s}", "op",
+	    "create", "id", sbx_id, "lifetime", lifetime_s, "memory_mb",
+	    t->memory_mb, "disk_mb", t->disk_mb, "max_procs", t->max_procs,
+	    "cpu", t->cpu > 0 ? t->cpu : 1, "limits", t->limits_process ?
+	    "process" : "cgroup", "net", t->allow_internet_access, "isolation",
 	    t->isolation != NULL ? t->isolation : "bubblewrap");
 	resp = supervisor(t, req, err);
 	json_decref(req);

@@ -125,6 +125,7 @@ struct sg_sandboxd_conf {
 	unsigned	 owner, owner_gid; /* the gateway user: owns the sockets */
 	int		 per_sandbox_uids; /* started as root */
 	unsigned	 uid_base;	/* first uid of the reserved range */
+	int		 wants_net;	/* a local tool allows the internet */
 };
 void		 sg_sandboxd_run(const struct sg_sandboxd_conf *)
 		    __attribute__((noreturn));

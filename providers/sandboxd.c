@@ -4,16 +4,18 @@
  * asked for them. Responders talk to it over a Unix socket in the
  * gateway's private runtime directory, one JSON line each way:
  *   {"op":"create","id","lifetime","memory_mb","disk_mb","max_procs",
- *    "net","isolation"}  → {"ok":true,"socket":PATH} | {"ok":false,"error"}
+ *    "cpu","limits","net","isolation"}
+ *                        → {"ok":true,"socket":PATH} | {"ok":false,"error"}
  *   {"op":"delete","id"} → {"ok":true,"gone":bool}
  * For each sandbox it binds the kernel's socket itself and passes the
- * listening fd (as fd 3) into bubblewrap. Started as root, each sandbox
- * gets its own uid from a reserved range, so RLIMIT_NPROC and the others
- * count that sandbox alone.
+ * listening fd (as fd 3) into bubblewrap. Started as root, it does what
+ * needs root first (cgroups, the firewall), then becomes the gateway's
+ * user keeping only CAP_SETUID, CAP_SETGID and CAP_KILL, raised for the
+ * step that needs one: each sandbox gets its own uid from a reserved
+ * range, its own cgroup, and slirp4netns when it may reach the internet.
+ * Every file operation happens as the gateway's user.
  */
 #include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,28 +35,28 @@
 
 #include <linux/capability.h>
 
-#include "provider.h"
-#include "../lib/util.h"
+#include "sbxd.h"
 
-#define MAX_KERNELS	1024
 #define LINE_MAX_BYTES	65536
-#define BWRAP		"/usr/bin/bwrap"
-#define PYTHON		"/usr/bin/python3"
+#define NET_WAIT_MS	5000	/* bubblewrap's info, slirp4netns ready */
 
 struct kernel {
 	char	 id[48];
 	pid_t	 pid;
 	int	 slot;			/* uid = uid_base + slot when root */
+	int	 cgroup;		/* it has a group of its own */
+	pid_t	 net_pid;		/* slirp4netns, or 0 */
+	int	 net_exit;		/* closing it ends slirp4netns */
 	char	 sock[512];
 };
 
-static struct kernel kernels[MAX_KERNELS];
-/* A world-readable copy of the kernel's files: every sandbox uid must be
- * able to read what bubblewrap binds, wherever sandgate is installed. */
-static char kdir[64], kpath[96];
+static struct kernel kernels[SG_SBXD_MAX];
 static const struct sg_sandboxd_conf *conf;
-static int bwrap_ok;
-static char bwrap_why[256];
+static struct sg_sbxd_files files;
+static struct sg_buf seccomp;
+static struct sg_cg cg;
+static int bwrap_ok, net_ok;
+static char bwrap_why[256], net_why[256];
 static volatile sig_atomic_t got_term;
 static int wake[2] = { -1, -1 };
 
@@ -74,15 +76,38 @@ find(const char *id)
 {
 	int i;
 
-	for (i = 0; i < MAX_KERNELS; i++)
+	for (i = 0; i < SG_SBXD_MAX; i++)
 		if (kernels[i].pid != 0 && strcmp(kernels[i].id, id) == 0)
 			return &kernels[i];
 	return NULL;
 }
 
 static void
-forget(struct kernel *k)
+waitfor(pid_t pid)
 {
+	while (pid > 0 && waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+		;
+}
+
+/* Kill whatever is left of a sandbox, wait for it, and forget it: a
+ * sandbox is over only when none of its processes is. */
+static void
+bury(struct kernel *k)
+{
+	if (conf->per_sandbox_uids)
+		sg_sbxd_caps_raise(1u << CAP_KILL);
+	if (k->pid > 0)
+		kill(k->pid, SIGKILL);
+	if (k->net_pid > 0)
+		kill(k->net_pid, SIGKILL);
+	waitfor(k->pid);
+	waitfor(k->net_pid);
+	if (k->cgroup)
+		sg_cg_destroy(&cg, k->id);
+	if (conf->per_sandbox_uids)
+		sg_sbxd_caps_lower();
+	if (k->net_exit > 0)
+		close(k->net_exit);
 	unlink(k->sock);
 	memset(k, 0, sizeof(*k));
 }
@@ -94,104 +119,35 @@ reap(void)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		for (i = 0; i < MAX_KERNELS; i++) {
-			if (kernels[i].pid != pid)
+		for (i = 0; i < SG_SBXD_MAX; i++) {
+			struct kernel *k = &kernels[i];
+
+			if (k->net_pid == pid) {
+				k->net_pid = 0;
+				continue;
+			}
+			if (k->pid != pid)
 				continue;
 			/* Exit 0 is a lifetime that passed; anything else is
 			 * worth a line in the log. */
 			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 				fprintf(stderr, "sandgate: sandboxd: sandbox %s "
-				    "ended (%s %d)\n", kernels[i].id,
+				    "ended (%s %d)\n", k->id,
 				    WIFSIGNALED(status) ? "signal" : "exit",
 				    WIFSIGNALED(status) ? WTERMSIG(status) :
 				    WEXITSTATUS(status));
-			forget(&kernels[i]);
+			k->pid = -1;
+			bury(k);
 		}
 }
 
-/* Become the sandbox's own user (root only): no supplementary groups. */
+/*
+ * One pass over /proc: how many processes (threads included, as
+ * RLIMIT_NPROC counts) uid runs, and which uids of the reserved range
+ * any process runs (busy may be NULL).
+ */
 static int
-become(unsigned uid)
-{
-	if (!conf->per_sandbox_uids)
-		return 0;
-	return setgroups(0, NULL) == -1 || setgid(uid) == -1 ||
-	    setuid(uid) == -1 ? -1 : 0;
-}
-
-static void
-limit(int res, rlim_t v)
-{
-	struct rlimit rl = { v, v };
-
-	setrlimit(res, &rl);
-}
-
-/* The argv of a kernel, under bubblewrap unless isolation is "none". */
-static int
-kernel_argv(const char **av, char bufs[][32], int lifetime, int net,
-    int disk_mb, int bwrap)
-{
-	int n = 0;
-
-	snprintf(bufs[0], 32, "%d", lifetime);
-	snprintf(bufs[1], 32, "%lld", (long long)disk_mb * 1024 * 1024);
-	if (bwrap) {
-		static const char *const fixed[] = { BWRAP,
-		    "--unshare-user", "--unshare-pid", "--unshare-ipc",
-		    "--unshare-uts", "--unshare-cgroup-try", "--disable-userns",
-		    "--new-session", "--die-with-parent", "--cap-drop", "ALL",
-		    "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-		    "--setenv", "HOME", "/home/user", "--setenv", "LANG",
-		    "C.UTF-8", "--setenv", "MPLBACKEND", "module://sg_mpl",
-		    "--setenv", "MPLCONFIGDIR", "/home/user/.config/matplotlib",
-		    "--setenv", "SANDGATE_PIDNS", "1",
-		    "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
-		    "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin",
-		    "/bin", "--symlink", "usr/sbin", "/sbin",
-		    "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
-		    "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-		    "--ro-bind-try", "/etc/localtime", "/etc/localtime",
-		    "--ro-bind-try", "/etc/matplotlibrc", "/etc/matplotlibrc",
-		    "--ro-bind-try", "/etc/fonts", "/etc/fonts",
-		    "--proc", "/proc", "--dev", "/dev", NULL };
-		int i;
-
-		for (i = 0; fixed[i] != NULL; i++)
-			av[n++] = fixed[i];
-		if (!net)
-			av[n++] = "--unshare-net";
-		else {
-			av[n++] = "--ro-bind-try"; av[n++] = "/etc/resolv.conf";
-			av[n++] = "/etc/resolv.conf";
-			av[n++] = "--ro-bind-try"; av[n++] = "/etc/ssl";
-			av[n++] = "/etc/ssl";
-			av[n++] = "--ro-bind-try"; av[n++] = "/etc/hosts";
-			av[n++] = "/etc/hosts";
-		}
-		/* --size goes before the --tmpfs it limits (bwrap 0.8). */
-		av[n++] = "--size"; av[n++] = bufs[1];
-		av[n++] = "--tmpfs"; av[n++] = "/home/user";
-		av[n++] = "--size"; av[n++] = bufs[1];
-		av[n++] = "--tmpfs"; av[n++] = "/tmp";
-		av[n++] = "--ro-bind"; av[n++] = kdir;
-		av[n++] = "/sandgate";
-		/* The root bwrap builds is a writable tmpfs: seal it. The
-		 * tmpfs mounts on top of it stay writable. */
-		av[n++] = "--remount-ro"; av[n++] = "/";
-		av[n++] = "--chdir"; av[n++] = "/home/user";
-		av[n++] = PYTHON; av[n++] = "-I"; av[n++] = "/sandgate/kernel.py";
-	} else {
-		av[n++] = PYTHON; av[n++] = "-I"; av[n++] = kpath;
-	}
-	av[n++] = "--lifetime"; av[n++] = bufs[0];
-	av[n] = NULL;
-	return n;
-}
-
-/* How many processes (threads included, as RLIMIT_NPROC counts) uid runs. */
-static int
-user_processes(uid_t uid)
+scan_uids(uid_t uid, unsigned char *busy)
 {
 	char path[300], line[256];
 	struct dirent *de;
@@ -206,7 +162,7 @@ user_processes(uid_t uid)
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
-		if ((f = fopen(path, "r")) == NULL)
+		if ((f = fopen(path, "re")) == NULL)
 			continue;
 		u = (unsigned long)-1;
 		threads = 1;
@@ -219,55 +175,29 @@ user_processes(uid_t uid)
 		fclose(f);
 		if (u == (unsigned long)uid)
 			n += threads;
+		if (busy != NULL && u >= conf->uid_base &&
+		    u < conf->uid_base + SG_SBXD_MAX)
+			busy[u - conf->uid_base] = 1;
 	}
 	closedir(d);
 	return n;
 }
 
-/* In the forked child: limits, user, fds, then exec. Never returns. */
-static void
-exec_kernel(int lfd, const json_t *req, int slot, int bwrap)
+/* A free slot whose uid no process runs: another gateway on this host
+ * (several masters on one box) may use the same range. */
+static struct kernel *
+free_slot(void)
 {
-	int mem = (int)json_integer_value(json_object_get(req, "memory_mb"));
-	int disk = (int)json_integer_value(json_object_get(req, "disk_mb"));
-	int procs = (int)json_integer_value(json_object_get(req, "max_procs"));
-	int life = (int)json_integer_value(json_object_get(req, "lifetime"));
-	int net = json_is_true(json_object_get(req, "net"));
-	/* Counted before any limit is set: nothing may allocate after. */
-	int others = conf->per_sandbox_uids ? 0 : user_processes(getuid());
-	const char *av[96];
-	char bufs[2][32];
-	sigset_t none;
-	int devnull;
+	unsigned char busy[SG_SBXD_MAX];
+	int i;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGCHLD, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGPIPE, SIG_DFL);
-	if (dup2(lfd, 3) == -1 || (devnull = open("/dev/null", O_RDWR)) == -1)
-		_exit(120);
-	dup2(devnull, 0);
-	dup2(devnull, 1);
-	dup2(devnull, 2);
-	/* Every fd above 2 is closed but the kernel's listening socket. */
-	close_range(4, ~0U, 0);
-	fcntl(3, F_SETFD, 0);
-	limit(RLIMIT_DATA, (rlim_t)(mem > 0 ? mem : 1024) * 1024 * 1024);
-	limit(RLIMIT_FSIZE, (rlim_t)(disk > 0 ? disk : 512) * 1024 * 1024);
-	limit(RLIMIT_NOFILE, 256);
-	limit(RLIMIT_CORE, 0);
-	/* RLIMIT_NPROC counts every process of the uid. With a uid of its
-	 * own, that is the sandbox alone; sharing the gateway's uid, the
-	 * sandbox may add max_procs to what that user runs now. */
-	limit(RLIMIT_NPROC, (rlim_t)(procs > 0 ? procs : 64) + (rlim_t)others);
-	if (become(conf->uid_base + (unsigned)slot) == -1)
-		_exit(121);
-	kernel_argv(av, bufs, life > 0 ? life : 300, net, disk > 0 ? disk : 512,
-	    bwrap);
-	execv(av[0], (char *const *)av);
-	_exit(122);
+	memset(busy, 0, sizeof(busy));
+	if (conf->per_sandbox_uids)
+		scan_uids((uid_t)-1, busy);
+	for (i = 0; i < SG_SBXD_MAX; i++)
+		if (kernels[i].pid == 0 && !busy[i])
+			return &kernels[i];
+	return NULL;
 }
 
 /* A listening socket at path, the gateway user's alone (mode 0600). */
@@ -275,7 +205,8 @@ static int
 listen_private(const char *path, int backlog)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd;
+	mode_t old;
+	int fd, rc;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return -1;
@@ -283,9 +214,10 @@ listen_private(const char *path, int backlog)
 	unlink(path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		return -1;
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    chown(path, conf->owner, conf->owner_gid) == -1 ||
-	    chmod(path, 0600) == -1 || listen(fd, backlog) == -1) {
+	old = umask(0177);
+	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc == -1 || listen(fd, backlog) == -1) {
 		close(fd);
 		unlink(path);
 		return -1;
@@ -307,46 +239,170 @@ valid_id(const char *id)
 }
 
 static json_t *
+refuse(const char *kind, const char *why)
+{
+	return kind != NULL ? json_pack("{s:b,s:s,s:s}", "ok", 0, "kind", kind,
+	    "error", why) : json_pack("{s:b,s:s}", "ok", 0, "error", why);
+}
+
+static int
+int_of(const json_t *req, const char *key, int dflt)
+{
+	json_int_t v = json_integer_value(json_object_get(req, key));
+
+	return v > 0 && v < (1 << 24) ? (int)v : dflt;
+}
+
+/* The settings of a create request; NULL, or a refusal. */
+static json_t *
+read_spec(const json_t *req, struct sg_sbxd_spec *s)
+{
+	const char *iso = json_string_value(json_object_get(req, "isolation"));
+	const char *lim = json_string_value(json_object_get(req, "limits"));
+	int want_cg = lim == NULL || strcmp(lim, "process") != 0;
+
+	memset(s, 0, sizeof(*s));
+	s->memory_mb = int_of(req, "memory_mb", 1024);
+	s->disk_mb = int_of(req, "disk_mb", 512);
+	s->max_procs = int_of(req, "max_procs", 64);
+	s->cpus = int_of(req, "cpu", 1);
+	s->lifetime = int_of(req, "lifetime", 300);
+	s->net = json_is_true(json_object_get(req, "net"));
+	s->bwrap = iso == NULL || strcmp(iso, "none") != 0;
+	s->cgroup = want_cg && cg.mode != SG_CG_NONE;
+	s->info_fd = s->block_fd = -1;
+	s->cg = &cg;
+	s->files = &files;
+	s->seccomp = &seccomp;
+	s->kernel_src = conf->kernel_src;
+	if (s->bwrap && !bwrap_ok)
+		return refuse("config", bwrap_why);
+	if (s->bwrap && want_cg && !s->cgroup) {
+		char why[700];
+
+		snprintf(why, sizeof(why), "no cgroup for per-sandbox limits here "
+		    "(%s); set limits = \"process\" on the tool to run with "
+		    "per-process limits only", cg.why);
+		return refuse("config", why);
+	}
+	if (s->net && s->bwrap && !net_ok)
+		return refuse("config", net_why);
+	return NULL;
+}
+
+/* bubblewrap's "child-pid": the sandbox's first process. */
+static pid_t
+sandbox_pid(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char buf[1024];
+	size_t len = 0;
+	ssize_t n;
+	json_t *j;
+	pid_t pid = -1;
+
+	while (len < sizeof(buf) - 1 && memchr(buf, '}', len) == NULL &&
+	    poll(&p, 1, NET_WAIT_MS) > 0 &&
+	    (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	if ((j = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, NULL)) != NULL)
+		pid = (pid_t)json_integer_value(json_object_get(j, "child-pid"));
+	json_decref(j);
+	return pid > 0 ? pid : -1;
+}
+
+/*
+ * The sandbox is held by bubblewrap (--block-fd) until slirp4netns has
+ * its tap device up in the sandbox's namespace; then it is let go.
+ */
+static int
+start_net(struct kernel *k, const struct sg_sbxd_spec *s, int info, int block)
+{
+	struct pollfd p;
+	int ready[2], ex[2];
+	pid_t sbx, pid;
+	char c;
+
+	if ((sbx = sandbox_pid(info)) == -1 ||
+	    pipe2(ready, O_CLOEXEC) == -1)
+		return -1;
+	if (pipe2(ex, O_CLOEXEC) == -1) {
+		close(ready[0]);
+		close(ready[1]);
+		return -1;
+	}
+	if ((pid = fork()) == 0)
+		sg_sbxd_exec_net(s, sbx, ready[1], ex[0]);
+	close(ready[1]);
+	close(ex[0]);
+	k->net_pid = pid > 0 ? pid : 0;
+	k->net_exit = ex[1];
+	p = (struct pollfd){ .fd = ready[0], .events = POLLIN };
+	if (pid <= 0 || poll(&p, 1, NET_WAIT_MS) <= 0 || read(ready[0], &c, 1) != 1) {
+		close(ready[0]);
+		return -1;
+	}
+	close(ready[0]);
+	return write(block, "1", 1) == 1 ? 0 : -1;
+}
+
+static json_t *
 create(const json_t *req)
 {
 	const char *id = json_string_value(json_object_get(req, "id"));
-	const char *iso = json_string_value(json_object_get(req, "isolation"));
-	int bwrap = iso == NULL || strcmp(iso, "none") != 0;
-	struct kernel *k = NULL;
-	int i, lfd;
+	struct sg_sbxd_spec s;
+	struct kernel *k;
+	int info[2] = { -1, -1 }, block[2] = { -1, -1 }, rc = 0;
+	char why[300];
+	json_t *no;
 	pid_t pid;
 
 	if (!valid_id(id))
-		return json_pack("{s:b,s:s}", "ok", 0, "error", "bad sandbox id");
+		return refuse(NULL, "bad sandbox id");
 	if (find(id) != NULL)
-		return json_pack("{s:b,s:s}", "ok", 0, "error", "sandbox exists");
-	if (bwrap && !bwrap_ok)
-		return json_pack("{s:b,s:s,s:s}", "ok", 0, "kind", "config",
-		    "error", bwrap_why);
-	for (i = 0; i < MAX_KERNELS && k == NULL; i++)
-		if (kernels[i].pid == 0)
-			k = &kernels[i];
-	if (k == NULL)
-		return json_pack("{s:b,s:s,s:s}", "ok", 0, "kind", "rate",
-		    "error", "too many local sandboxes");
+		return refuse(NULL, "sandbox exists");
+	if ((no = read_spec(req, &s)) != NULL)
+		return no;
+	if ((k = free_slot()) == NULL)
+		return refuse("rate", "too many local sandboxes");
 	snprintf(k->id, sizeof(k->id), "%s", id);
 	k->slot = (int)(k - kernels);
+	k->cgroup = s.cgroup;
+	s.id = k->id;
+	s.uid = conf->per_sandbox_uids ? conf->uid_base + (unsigned)k->slot : 0;
+	/* Counted before any limit is set; a uid of its own counts alone. */
+	s.extra_nproc = conf->per_sandbox_uids ? 0 : scan_uids(getuid(), NULL);
 	snprintf(k->sock, sizeof(k->sock), "%s/kernels/%s.sock", conf->dir, id);
-	if ((lfd = listen_private(k->sock, 64)) == -1) {
+	if (s.cgroup && sg_cg_create(&cg, id, s.memory_mb, s.max_procs, s.cpus,
+	    why, sizeof(why)) == -1) {
 		memset(k, 0, sizeof(*k));
-		return json_pack("{s:b,s:s}", "ok", 0, "error",
-		    "cannot make the kernel's socket");
+		return refuse(NULL, why);
 	}
-	if ((pid = fork()) == -1) {
-		close(lfd);
-		unlink(k->sock);
-		memset(k, 0, sizeof(*k));
-		return json_pack("{s:b,s:s}", "ok", 0, "error", strerror(errno));
+	if ((s.lfd = listen_private(k->sock, 64)) == -1 || (s.net && s.bwrap &&
+	    (pipe2(info, O_CLOEXEC) == -1 || pipe2(block, O_CLOEXEC) == -1))) {
+		snprintf(why, sizeof(why), "cannot make the kernel's socket");
+		rc = -1;
+	} else if ((pid = fork()) == 0) {
+		s.info_fd = info[1];
+		s.block_fd = block[0];
+		sg_sbxd_exec(&s);
+	} else {
+		k->pid = pid > 0 ? pid : -1;
+		snprintf(why, sizeof(why), "%s", pid > 0 ? "cannot start the "
+		    "sandbox's network" : strerror(errno));
+		close(info[1]);
+		close(block[0]);
+		rc = pid > 0 && (!s.net || !s.bwrap || start_net(k, &s, info[0],
+		    block[1]) == 0) ? 0 : -1;
 	}
-	if (pid == 0)
-		exec_kernel(lfd, req, k->slot, bwrap);
-	close(lfd);
-	k->pid = pid;
+	if (s.lfd != -1)
+		close(s.lfd);
+	close(info[0]);
+	close(block[1]);
+	if (rc == -1) {
+		bury(k);
+		return refuse(NULL, why);
+	}
 	return json_pack("{s:b,s:s}", "ok", 1, "socket", k->sock);
 }
 
@@ -360,10 +416,7 @@ destroy(const json_t *req)
 
 	if (k == NULL)
 		return json_pack("{s:b,s:b}", "ok", 1, "gone", 1);
-	kill(k->pid, SIGKILL);
-	while (waitpid(k->pid, NULL, 0) == -1 && errno == EINTR)
-		;
-	forget(k);
+	bury(k);
 	return json_pack("{s:b,s:b}", "ok", 1, "gone", 0);
 }
 
@@ -392,7 +445,7 @@ answer(int c)
 	else if (op != NULL && strcmp(op, "delete") == 0)
 		resp = destroy(req);
 	else
-		resp = json_pack("{s:b,s:s}", "ok", 0, "error", "bad request");
+		resp = refuse(NULL, "bad request");
 	json_decref(req);
 	if ((text = json_dumps(resp, JSON_COMPACT)) != NULL) {
 		(void)!write(c, text, strlen(text));
@@ -402,30 +455,37 @@ answer(int c)
 	json_decref(resp);
 }
 
-/* Can bubblewrap make the sandbox we need here? Asked once at start. */
+/* Can bubblewrap make the sandbox we need here? Asked once at start, as
+ * a sandbox uid would, with the seccomp filter every kernel gets. */
 static void
 probe_bwrap(void)
 {
 	int status = -1;
 	pid_t pid;
 
-	if (access(BWRAP, X_OK) != 0) {
+	if (access(SG_SBXD_BWRAP, X_OK) != 0) {
 		snprintf(bwrap_why, sizeof(bwrap_why), "bubblewrap (%s) is not "
 		    "installed; install it, or set isolation = \"none\" on the "
-		    "tool (development only)", BWRAP);
+		    "tool (development only)", SG_SBXD_BWRAP);
 		return;
 	}
 	if ((pid = fork()) == 0) {
+		char *const envp[] = { NULL };
+		int fd = sg_sbxd_memfd("seccomp", seccomp.p, seccomp.len);
 		int devnull = open("/dev/null", O_RDWR);
+		char fdnum[16];
 
 		dup2(devnull, 1);
 		dup2(devnull, 2);
-		if (become(conf->uid_base) == -1)
+		snprintf(fdnum, sizeof(fdnum), "%d", fd);
+		if (conf->per_sandbox_uids && sg_sbxd_become(conf->uid_base) == -1)
 			_exit(1);
-		execl(BWRAP, BWRAP, "--unshare-user", "--unshare-pid",
-		    "--disable-userns", "--ro-bind", "/usr", "/usr", "--symlink",
-		    "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-		    "--symlink", "usr/bin", "/bin", "/usr/bin/true", (char *)NULL);
+		execle(SG_SBXD_BWRAP, SG_SBXD_BWRAP, "--unshare-user",
+		    "--unshare-pid", "--unshare-net", "--disable-userns",
+		    "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
+		    "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin",
+		    "/bin", "--seccomp", fdnum, "/usr/bin/true", (char *)NULL,
+		    envp);
 		_exit(1);
 	}
 	while (pid > 0 && waitpid(pid, &status, 0) == -1 && errno == EINTR)
@@ -433,167 +493,144 @@ probe_bwrap(void)
 	bwrap_ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	if (!bwrap_ok)
 		snprintf(bwrap_why, sizeof(bwrap_why), "bubblewrap cannot make a "
-		    "sandbox on this machine (user namespaces disabled?); set "
-		    "isolation = \"none\" on the tool only for development");
-}
-
-static int
-listen_ctl(void)
-{
-	char path[600];
-
-	snprintf(path, sizeof(path), "%s/kernels", conf->dir);
-	mkdir(conf->dir, 0700);
-	mkdir(path, 0700);
-	if (chown(conf->dir, conf->owner, conf->owner_gid) == -1 ||
-	    chown(path, conf->owner, conf->owner_gid) == -1)
-		return -1;
-	snprintf(path, sizeof(path), "%s/sandboxd.sock", conf->dir);
-	return listen_private(path, 128);
-}
-
-static int
-copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	ssize_t n;
-	int in, out, rc = 0;
-
-	if ((in = open(from, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	if ((out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) ==
-	    -1) {
-		close(in);
-		return -1;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			rc = -1;
-	if (n < 0)
-		rc = -1;
-	close(in);
-	close(out);
-	return rc;
-}
-
-/*
- * matplotlib builds its font list on first use, about a second that every
- * new sandbox would pay on its first plot. Build it once here, into the
- * kernel's directory; each kernel copies it into its own config dir.
- */
-static void
-build_font_list(void)
-{
-	char dir[96], env[128];
-	pid_t pid;
-
-	if (access("/usr/lib/python3/dist-packages/matplotlib", R_OK) != 0)
-		return;
-	snprintf(dir, sizeof(dir), "%s/mpl", kdir);
-	if (mkdir(dir, 0755) == -1)
-		return;
-	snprintf(env, sizeof(env), "MPLCONFIGDIR=%s", dir);
-	if ((pid = fork()) == 0) {
-		char *const envp[] = { env, "HOME=/nonexistent", NULL };
-		int devnull = open("/dev/null", O_RDWR);
-
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execle(PYTHON, PYTHON, "-I", "-c", "import matplotlib.font_manager",
-		    (char *)NULL, envp);
-		_exit(1);
-	}
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-}
-
-static int
-copy_kernel(void)
-{
-	static const char *const files[] = { "kernel.py", "sg_mpl.py" };
-	char from[600], to[160];
-	size_t i;
-
-	snprintf(kdir, sizeof(kdir), "/tmp/sandgate-kernel.XXXXXX");
-	if (mkdtemp(kdir) == NULL || chmod(kdir, 0755) == -1)
-		return -1;
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(from, sizeof(from), "%s/%s", conf->kernel_src, files[i]);
-		snprintf(to, sizeof(to), "%s/%s", kdir, files[i]);
-		if (copy_file(from, to) == -1)
-			return -1;
-	}
-	snprintf(kpath, sizeof(kpath), "%s/kernel.py", kdir);
-	build_font_list();
-	return 0;
-}
-
-static void
-remove_kernel_copy(void)
-{
-	char path[160];
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/mpl", kdir);
-	if ((d = opendir(path)) != NULL) {
-		while ((de = readdir(d)) != NULL)
-			if (de->d_name[0] != '.' && snprintf(path, sizeof(path),
-			    "%s/mpl/%s", kdir, de->d_name) < (int)sizeof(path))
-				unlink(path);
-		closedir(d);
-		snprintf(path, sizeof(path), "%s/mpl", kdir);
-		rmdir(path);
-	}
-
-	snprintf(path, sizeof(path), "%s/kernel.py", kdir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/sg_mpl.py", kdir);
-	unlink(path);
-	rmdir(kdir);
+		    "sandbox on this machine (user namespaces disabled, or a "
+		    "setuid bwrap?); set isolation = \"none\" on the tool only "
+		    "for development");
 }
 
 /* Kernel sockets a previous sandboxd left (its kernels died with it). */
 static void
-clean_stale(void)
+clean_stale(int kfd)
 {
-	char path[600];
 	struct dirent *de;
 	DIR *d;
+	int fd;
 
-	snprintf(path, sizeof(path), "%s/kernels", conf->dir);
-	if ((d = opendir(path)) == NULL)
+	if ((fd = dup(kfd)) == -1 || (d = fdopendir(fd)) == NULL)
 		return;
 	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.' && snprintf(path, sizeof(path),
-		    "%s/kernels/%s", conf->dir, de->d_name) < (int)sizeof(path))
-			unlink(path);
+		if (de->d_name[0] != '.')
+			unlinkat(kfd, de->d_name, 0);
 	closedir(d);
 }
 
+/* path as a directory of ours (mode 0700): a link, or anything but a
+ * directory, in its place is removed first. */
+static int
+own_dir(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(path) == -1)
+		return -1;
+	if (mkdir(path, 0700) == -1 && errno != EEXIST)
+		return -1;
+	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+/* As the gateway's user: our directory, its kernels/ and our socket. */
+static int
+listen_ctl(void)
+{
+	char path[600];
+	int kfd, lfd;
+
+	snprintf(path, sizeof(path), "%s/kernels", conf->dir);
+	if (own_dir(conf->dir) == -1 || own_dir(path) == -1)
+		return -1;
+	if ((kfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	clean_stale(kfd);
+	close(kfd);
+	snprintf(path, sizeof(path), "%s/sandboxd.sock", conf->dir);
+	lfd = listen_private(path, 128);
+	return lfd;
+}
+
 /*
- * Started as root, sandboxd keeps just enough privilege: it becomes the
- * gateway's user and keeps only CAP_SETUID and CAP_SETGID (to start each
- * kernel as its sandbox's uid) and CAP_KILL (to end kernels of other
- * uids). The caps do not survive into bubblewrap: exec drops them.
+ * Started as root: keep CAP_SETUID, CAP_SETGID (to start each kernel as
+ * its sandbox's uid) and CAP_KILL (to end kernels of other uids) in the
+ * permitted set only, drop every other capability from the bounding set,
+ * and become the gateway's user.
  */
 static int
 drop_privileges(void)
 {
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
 	gid_t gid = conf->owner_gid;
+	int c;
 
 	if (!conf->per_sandbox_uids)
 		return 0;
-	memset(d, 0, sizeof(d));
-	d[0].effective = d[0].permitted = (1u << CAP_SETUID) |
-	    (1u << CAP_SETGID) | (1u << CAP_KILL);
+	for (c = 0; c <= 63; c++)
+		if (c != CAP_SETUID && c != CAP_SETGID && c != CAP_KILL &&
+		    prctl(PR_CAPBSET_DROP, (unsigned long)c) == -1 &&
+		    errno != EINVAL)
+			return -1;
 	if (prctl(PR_SET_KEEPCAPS, 1L) == -1 || setgroups(1, &gid) == -1 ||
 	    setgid(gid) == -1 || setuid(conf->owner) == -1 ||
-	    syscall(SYS_capset, &h, d) == -1)
+	    sg_sbxd_caps_lower() == -1 || prctl(PR_SET_KEEPCAPS, 0L) == -1)
 		return -1;
-	return prctl(PR_SET_KEEPCAPS, 0L);
+	/* Responders run as this user too: they must not ptrace us. */
+	return prctl(PR_SET_DUMPABLE, 0L);
+}
+
+/* What needs root happens first, before any file of the gateway's user
+ * is touched: cgroups and the firewall. */
+static void
+root_steps(void)
+{
+	cg.mountinfo = cg.self_cgroup = NULL;
+	sg_cg_setup(&cg, conf->owner, conf->owner_gid);
+	if (!conf->wants_net)
+		snprintf(net_why, sizeof(net_why), "no tool asked for it");
+	else if (!conf->per_sandbox_uids)
+		snprintf(net_why, sizeof(net_why), "internet access for local "
+		    "sandboxes needs sandgate started as root (a uid of its own "
+		    "per sandbox, and a firewall keeping them off the host)");
+	else if (sg_sbxd_net_usable(net_why, sizeof(net_why)) &&
+	    sg_sbxd_firewall(conf->uid_base, SG_SBXD_MAX, net_why,
+	    sizeof(net_why)) == 0)
+		net_ok = 1;
+}
+
+static void
+say_start(void)
+{
+	fprintf(stderr, "sandgate: sandboxd: %s; %s\n", bwrap_ok ?
+	    "bubblewrap works" : bwrap_why, conf->per_sandbox_uids ?
+	    "one uid per sandbox" : "not root: kernels run as the gateway's "
+	    "user, so rlimits are shared");
+	fprintf(stderr, "sandgate: sandboxd: limits: %s\n", sg_cg_describe(&cg));
+	if (conf->wants_net)
+		fprintf(stderr, "sandgate: sandboxd: internet access: %s\n",
+		    net_ok ? "slirp4netns, host and private ranges firewalled" :
+		    net_why);
+}
+
+static void
+stop_all(void)
+{
+	int i;
+
+	for (i = 0; i < SG_SBXD_MAX; i++)
+		if (kernels[i].pid != 0)
+			bury(&kernels[i]);
+	sg_sbxd_files_free(&files);
+	free(seccomp.p);
+}
+
+static void
+fail_start(const char *what, const char *why)
+{
+	fprintf(stderr, "sandgate: sandboxd: %s: %s\n", what, why);
+	stop_all();
+	_exit(3);
 }
 
 void
@@ -601,12 +638,15 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 {
 	struct pollfd p[2];
 	struct sigaction sa;
-	char buf[64];
-	int lfd, i, cfd;
+	char buf[256];
+	int lfd, cfd;
 
 	conf = c;
 	/* Tell it apart from the responders in ps and /proc/PID/comm. */
 	prctl(PR_SET_NAME, "sg-sandboxd");
+	/* A sandbox's first process outlives the bubblewrap we started by a
+	 * moment: it is ours to reap, not init's. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1L);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) == -1)
 		_exit(3);
@@ -619,29 +659,16 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGPIPE, &sa, NULL);
-	clean_stale();
-	if ((lfd = listen_ctl()) == -1) {
-		fprintf(stderr, "sandgate: sandboxd: cannot listen in %s: %s\n",
-		    conf->dir, strerror(errno));
-		_exit(3);
-	}
-	if (copy_kernel() == -1) {
-		fprintf(stderr, "sandgate: sandboxd: cannot copy the kernel from "
-		    "%s: %s\n", conf->kernel_src, strerror(errno));
-		remove_kernel_copy();
-		_exit(3);
-	}
-	if (drop_privileges() == -1) {
-		fprintf(stderr, "sandgate: sandboxd: cannot drop privileges: "
-		    "%s\n", strerror(errno));
-		remove_kernel_copy();
-		_exit(3);
-	}
+	root_steps();
+	if (drop_privileges() == -1)
+		fail_start("cannot drop privileges", strerror(errno));
+	if ((lfd = listen_ctl()) == -1)
+		fail_start(conf->dir, strerror(errno));
+	if (sg_sbxd_files_load(&files, conf->kernel_src, buf, sizeof(buf)) == -1 ||
+	    sg_sbxd_seccomp(&seccomp, buf, sizeof(buf)) == -1)
+		fail_start("cannot prepare kernels", buf);
 	probe_bwrap();
-	fprintf(stderr, "sandgate: sandboxd: %s; %s\n", bwrap_ok ?
-	    "bubblewrap works" : bwrap_why, conf->per_sandbox_uids ?
-	    "one uid per sandbox, limits per sandbox" : "not root: kernels run "
-	    "as the gateway's user, so process limits are shared");
+	say_start();
 	while (!got_term) {
 		p[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = wake[0], .events = POLLIN };
@@ -649,19 +676,12 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 		while (read(wake[0], buf, sizeof(buf)) > 0)
 			;
 		reap();
-		if (p[0].revents & POLLIN) {
-			if ((cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) != -1) {
-				answer(cfd);
-				close(cfd);
-			}
+		if ((p[0].revents & POLLIN) &&
+		    (cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) != -1) {
+			answer(cfd);
+			close(cfd);
 		}
 	}
-	for (i = 0; i < MAX_KERNELS; i++)
-		if (kernels[i].pid != 0) {
-			kill(kernels[i].pid, SIGKILL);
-			waitpid(kernels[i].pid, NULL, 0);
-			forget(&kernels[i]);
-		}
-	remove_kernel_copy();
+	stop_all();
 	_exit(0);
 }

@@ -4,8 +4,9 @@
 # whole set-up. Node and npm come with the machine: never apt-get them.
 set -eu
 pkgs="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
-libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev lighttpd bubblewrap
-python3 python3-matplotlib curl valgrind sqlite3 procps"
+libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev libseccomp-dev lighttpd
+bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib curl
+valgrind sqlite3 procps"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -21,6 +22,13 @@ if [ -n "$missing" ]; then
 	if command -v systemctl >/dev/null 2>&1; then
 		$sudo systemctl disable --now lighttpd >/dev/null 2>&1 || true
 	fi
+fi
+# slirp4netns (internet for local sandboxes) runs as each sandbox's uid and
+# opens /dev/net/tun: Debian's udev rules make it 0666; a machine without
+# udev leaves it 0600.
+if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" = 600 ] &&
+    [ "$(id -u)" -eq 0 ]; then
+	chmod 0666 /dev/net/tun
 fi
 # The integration tests' npm packages (openai, ajv), pinned by the lockfile.
 dir=$(cd "$(dirname "$0")/integration" && pwd)

@@ -64,6 +64,12 @@ function ids(user) {
   return { uid, gid };
 }
 
+// Per-sandbox cgroups need root, or a cgroup delegated to the gateway's
+// user (as systemd's Delegate=yes does): Stack gives the gateway one when
+// it can; a run that is not root has neither, so its local tools say
+// limits = "process".
+export const localLimits = isRoot ? "" : 'limits = "process";';
+
 // The gateway's config; extra is spliced into the server group.
 export function gatewayConfig(dir, fakePort, extra = {}) {
   const up = `http://127.0.0.1:${fakePort}/v1`;
@@ -105,8 +111,8 @@ models = (
   ${model("ci-endless", "ci-endless", "max_agentic_loops = 3;")}${extra.models ? "," + extra.models : ""}
 );
 sandbox_tools = (
-  { name = "local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; },
-  { name = "local2"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; }${extra.sandboxTools ? "," + extra.sandboxTools : ""}
+  { name = "local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; ${localLimits} },
+  { name = "local2"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; ${localLimits} }${extra.localTools ? "," + extra.localTools : ""}${extra.sandboxTools ? "," + extra.sandboxTools : ""}
 );
 ${extra.sandboxTools ? `interception: { sandbox_tool = "${extra.interceptionTool ?? "e2b"}"; exec_timeout = 20; };` : ""}
 `;
@@ -159,6 +165,7 @@ export class Stack {
     fs.writeFileSync(`${dir}/sandgate.conf`, gatewayConfig(dir, this.fakePort, this.opts));
     this.env = {
       ...process.env,
+      ...(this.opts.env ?? {}),
       SG_TEST_KEY_ALICE: KEYS.alice,
       SANDGATE_KERNEL_DIR: `${dir}/kernel`,
       ASAN_OPTIONS: `log_path=${dir}/san/asan:detect_leaks=1`,
@@ -210,8 +217,15 @@ export class Stack {
       const where = this.opts.unixSocket ? sock : `127.0.0.1:${port}`;
       const log = fs.openSync(`${dir}/sandgate.log`, "a");
       const args = [bin, ...cfgArgs.split(" "), "--listen", where];
-      const cmd = isRoot ? "setpriv" : args.shift();
-      const argv = isRoot ? [`--reuid=${serviceUser}`, `--regid=${serviceUser}`, "--init-groups", ...args] : args;
+      let cmd = isRoot ? "setpriv" : args.shift();
+      let argv = isRoot ? [`--reuid=${serviceUser}`, `--regid=${serviceUser}`, "--init-groups", ...args] : args;
+      if (isRoot && !this.opts.noDelegate) {
+        // Start it inside cgroups of its own, given to its user.
+        this.cgroups = delegateCgroups(serviceUser);
+        const enter = this.cgroups.map((d) => `echo $$ > ${d}/cgroup.procs`).join("; ");
+        argv = ["-c", `${enter}; exec "$0" "$@"`, cmd, ...argv];
+        cmd = "/bin/sh";
+      }
       this.gateway = spawn(cmd, argv, { env: this.env, stdio: ["ignore", log, log] });
       this.procs.push(this.gateway);
       // lighttpd marks a refusing backend down for a while: wait first.
@@ -222,7 +236,8 @@ export class Stack {
       }), "sandgate --listen");
       backend = this.opts.unixSocket ? `"socket" => "${sock}",` : `"host" => "127.0.0.1", "port" => ${port},`;
     } else {
-      const envs = ["SG_TEST_KEY_ALICE", "ASAN_OPTIONS", "UBSAN_OPTIONS", "SANDGATE_KERNEL_DIR"]
+      const envs = ["SG_TEST_KEY_ALICE", "ASAN_OPTIONS", "UBSAN_OPTIONS", "SANDGATE_KERNEL_DIR",
+        ...Object.keys(this.opts.env ?? {})]
         .map((k) => `"${k}" => "${this.env[k]}"`).join(", ");
       backend = `"socket" => "${dir}/fcgi.sock", "bin-path" => "${bin} ${cfgArgs}",
         "max-procs" => 1, "bin-environment" => ( ${envs} ),`;
@@ -314,9 +329,53 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
     await Promise.all(this.procs.map((p) => p.exitCode !== null || p.signalCode ? null :
       new Promise((r) => p.once("exit", r))));
     const reports = this.sanitizerReports();
+    for (const d of this.cgroups ?? []) removeCgroup(d);
     if (!process.env.SG_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
     if (reports.length) throw new Error("sanitizer reports:\n" + reports.join("\n"));
   }
+}
+
+// The directory of our own cgroup in each cgroup v1 hierarchy of ctls.
+function ownCgroups(ctls) {
+  const mounts = fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n");
+  const self = fs.readFileSync("/proc/self/cgroup", "utf8").split("\n");
+  const out = [];
+  for (const ctl of ctls) {
+    const m = mounts.map((l) => l.split(" - ")).find(([, tail]) => tail?.startsWith("cgroup ") &&
+      tail.split(" ")[2].split(",").includes(ctl));
+    const line = self.find((l) => l.split(":")[1]?.split(",").includes(ctl));
+    if (!m || !line) continue;
+    const [, , , root, mnt] = m[0].split(" ");
+    let own = line.split(":").slice(2).join(":");
+    if (root !== "/" && own.startsWith(root)) own = own.slice(root.length);
+    out.push(path.join(mnt, own));
+  }
+  return out;
+}
+
+// A cgroup per v1 controller, given to user: what systemd's Delegate=yes
+// does for a service.
+export function delegateCgroups(user) {
+  const { uid, gid } = ids(user);
+  const name = "sgtest-" + crypto.randomBytes(4).toString("hex");
+  const dirs = [];
+  for (const own of ownCgroups(["memory", "pids", "cpu"])) {
+    const d = path.join(own, name);
+    fs.mkdirSync(d);
+    for (const f of ["", "cgroup.procs", "tasks"]) fs.chownSync(path.join(d, f), uid, gid);
+    dirs.push(d);
+  }
+  return dirs;
+}
+
+// Remove a cgroup and the groups in it, deepest first.
+export function removeCgroup(d) {
+  let subs = [];
+  try {
+    subs = fs.readdirSync(d, { withFileTypes: true }).filter((e) => e.isDirectory());
+  } catch { return; }
+  for (const e of subs) removeCgroup(path.join(d, e.name));
+  try { fs.rmdirSync(d); } catch { /* busy or gone */ }
 }
 
 // Parse an SSE body into [{event, data}] (what a test compares).

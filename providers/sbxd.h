@@ -1,0 +1,119 @@
+/*
+ * sandboxd's private parts (providers/sbxd_*.c), shared with sandboxd.c
+ * and nothing else: the kernel's files held in memory, the seccomp
+ * filter, cgroups, user-mode networking, and the exec of one kernel.
+ */
+#ifndef SG_SBXD_H
+#define SG_SBXD_H
+
+#include <sys/types.h>
+
+#include "provider.h"
+#include "../lib/util.h"
+
+#define SG_SBXD_BWRAP	"/usr/bin/bwrap"
+#define SG_SBXD_PYTHON	"/usr/bin/python3"
+#define SG_SBXD_SLIRP	"/usr/bin/slirp4netns"
+#define SG_SBXD_NFT	"/usr/sbin/nft"
+#define SG_SBXD_MAX	1024	/* kernels at once; uids uid_base + 0..MAX-1 */
+
+/* ---- sbxd_files.c: what a kernel's /sandgate holds, read once ---- */
+struct sg_sbxd_file {
+	char	*dest;		/* path inside the sandbox */
+	char	*data;
+	size_t	 len;
+};
+struct sg_sbxd_files {
+	struct sg_sbxd_file f[8];
+	size_t	 n;
+};
+/* Reads kernel.py and sg_mpl.py from src, builds matplotlib's font list
+ * in a private directory and keeps it too. 0, or -1 with why. */
+int	 sg_sbxd_files_load(struct sg_sbxd_files *, const char *src,
+	    char *why, size_t whysz);
+void	 sg_sbxd_files_free(struct sg_sbxd_files *);
+/* A new memfd (not close-on-exec) holding buf, positioned at 0, so a
+ * child can hand bubblewrap data no path on the host holds. -1 on error. */
+int	 sg_sbxd_memfd(const char *name, const void *buf, size_t len);
+
+/* ---- sbxd_seccomp.c ---- */
+/* The seccomp filter every kernel runs under, as a BPF program for
+ * bubblewrap's --seccomp. 0, or -1 with why. */
+int	 sg_sbxd_seccomp(struct sg_buf *bpf, char *why, size_t whysz);
+
+/* ---- sbxd_cgroup.c: one cgroup per sandbox ---- */
+enum sg_cg_mode {
+	SG_CG_NONE = 0,
+	SG_CG_V1,	/* controllers on their own hierarchies */
+	SG_CG_V2,	/* the unified hierarchy, delegated to us */
+};
+enum { SG_CG_MEMORY, SG_CG_PIDS, SG_CG_CPU, SG_CG_NCTL };
+
+struct sg_cg {
+	enum sg_cg_mode mode;
+	/* Where the sandboxes' parent groups are: for v2 all three are
+	 * one directory; for v1 one per controller ("" when the cpu
+	 * controller cannot be had). */
+	char	 dir[SG_CG_NCTL][512];
+	char	 why[512];	/* SG_CG_NONE: why */
+	/* For tests: a fake /sys/fs/cgroup and /proc/self files. */
+	const char *mountinfo, *self_cgroup;
+};
+/*
+ * Find a usable cgroup hierarchy and make sandgate's group in it (kept
+ * across restarts; what a dead sandboxd left in it is removed): as root,
+ * created and given to owner (only inside directories root owns, never
+ * following a link); as a user, inside its own cgroup when that is
+ * delegated (writable). Leaves mode NONE with why when nothing works.
+ */
+void	 sg_cg_setup(struct sg_cg *, uid_t owner, gid_t group);
+/* The sandbox's group with its limits. 0, or -1 with why. */
+int	 sg_cg_create(const struct sg_cg *, const char *id, int memory_mb,
+	    int max_procs, int cpus, char *why, size_t whysz);
+/* Move the calling process into the sandbox's group. */
+int	 sg_cg_enter(const struct sg_cg *, const char *id);
+/* SIGKILL every process in the sandbox's group until it is empty (at most
+ * a few seconds); the caller holds CAP_KILL. Then the group is removed. */
+void	 sg_cg_destroy(const struct sg_cg *, const char *id);
+const char *sg_cg_describe(const struct sg_cg *);
+
+/* ---- sbxd_net.c: user-mode networking for internet sandboxes ---- */
+/* As root: the firewall that keeps every sandbox uid off the host's own
+ * addresses, loopback and private ranges (DNS to the host's resolvers
+ * excepted). 0, or -1 with why. */
+int	 sg_sbxd_firewall(unsigned uid_base, unsigned n, char *why,
+	    size_t whysz);
+/* Whether slirp4netns and /dev/net/tun can be used here. */
+int	 sg_sbxd_net_usable(char *why, size_t whysz);
+
+/* ---- sbxd_exec.c: one kernel ---- */
+struct sg_sbxd_caps;
+struct sg_sbxd_spec {
+	const char	*id;
+	int		 lfd;		/* the kernel's listening socket */
+	int		 memory_mb, disk_mb, max_procs, cpus, lifetime;
+	int		 net, bwrap;
+	int		 cgroup;	/* enter the sandbox's group */
+	int		 info_fd, block_fd; /* net: bwrap's info and block */
+	uid_t		 uid;		/* the sandbox's uid; 0: ours */
+	int		 extra_nproc;	/* RLIMIT_NPROC on top (shared uid) */
+	const struct sg_cg	   *cg;
+	const struct sg_sbxd_files *files;
+	const struct sg_buf	   *seccomp;
+	const char		   *kernel_src;	/* isolation "none" */
+};
+/* In a forked child: limits, cgroup, fds, user, then bubblewrap (or the
+ * bare kernel) with an empty environment. Never returns. */
+void	 sg_sbxd_exec(const struct sg_sbxd_spec *) __attribute__((noreturn));
+/* In a forked child: slirp4netns for the sandbox whose first process is
+ * pid, as the sandbox's user, in its group. Never returns. */
+void	 sg_sbxd_exec_net(const struct sg_sbxd_spec *, pid_t pid, int ready_fd,
+	    int exit_fd) __attribute__((noreturn));
+/* The caps sandboxd keeps (CAP_SETUID, CAP_SETGID, CAP_KILL), raised
+ * into the effective set only for the step that needs them: 0 or -1. */
+int	 sg_sbxd_caps_raise(unsigned mask);
+int	 sg_sbxd_caps_lower(void);
+/* Become uid (group uid, no supplementary groups); our caps are gone. */
+int	 sg_sbxd_become(uid_t uid);
+
+#endif

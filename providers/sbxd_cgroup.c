@@ -1,0 +1,534 @@
+/*
+ * One cgroup per local sandbox, so its limits hold for the sandbox as a
+ * whole (every process, shared memory and tmpfs pages included) and it
+ * can be killed as a whole. cgroup v2 is used when our own cgroup is
+ * delegated to us (systemd Delegate=yes); otherwise the v1 memory, pids
+ * (and cpu) hierarchies, as root or where they are delegated. Root only
+ * works inside directories root owns, through directory fds opened with
+ * O_NOFOLLOW, so no less privileged user can redirect it.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbxd.h"
+
+#define PERIOD_US	100000
+#define KILL_ROUNDS	300	/* of 10 ms: how long a kill may take */
+
+static const char *const ctl_name[SG_CG_NCTL] = { "memory", "pids", "cpu" };
+
+/* out = a/b (b NULL: a): 0, or -1 when it does not fit. */
+static int
+join(char *out, size_t sz, const char *a, const char *b)
+{
+	int n = b != NULL ? snprintf(out, sz, "%s/%s", a, b) :
+	    snprintf(out, sz, "%s", a);
+
+	return n < 0 || (size_t)n >= sz ? -1 : 0;
+}
+
+/* Write text to dir/file: 0 or -1 (errno set). */
+static int
+put(const char *dir, const char *file, const char *text)
+{
+	char path[700];
+	ssize_t n;
+	int fd;
+
+	if (join(path, sizeof(path), dir, file) == -1)
+		return -1;
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return -1;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Read dir/file into buf (NUL-terminated): bytes, or -1. */
+static ssize_t
+get(const char *dir, const char *file, char *buf, size_t sz)
+{
+	char path[700];
+	ssize_t n;
+	int fd;
+
+	if (join(path, sizeof(path), dir, file) == -1)
+		return -1;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return -1;
+	n = read(fd, buf, sz - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+/* Whether word is in the list of words (separated by any of seps). */
+static int
+has_word(const char *list, const char *word, const char *seps)
+{
+	size_t n = strlen(word);
+	const char *p = list;
+
+	while ((p = strstr(p, word)) != NULL) {
+		if ((p == list || strchr(seps, p[-1])) &&
+		    (p[n] == '\0' || strchr(seps, p[n])))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+/*
+ * The directory of our own cgroup in the hierarchy that has ctl (NULL:
+ * the unified one): its mount point from mountinfo, plus our path from
+ * /proc/self/cgroup less the mount's root. 0, or -1 when there is none.
+ */
+static int
+own_dir(const struct sg_cg *cg, const char *ctl, char *out, size_t outsz)
+{
+	char line[2048], mnt[512] = "", root[512] = "", path[1024] = "";
+	FILE *f;
+	int found = 0;
+
+	if ((f = fopen(cg->mountinfo, "re")) == NULL)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		char r[512], m[512], fstype[64], super[512], *dash;
+
+		if ((dash = strstr(line, " - ")) == NULL ||
+		    sscanf(line, "%*s %*s %*s %511s %511s", r, m) != 2 ||
+		    sscanf(dash + 3, "%63s %*s %511s", fstype, super) != 2)
+			continue;
+		if (ctl == NULL ? strcmp(fstype, "cgroup2") == 0 :
+		    strcmp(fstype, "cgroup") == 0 && has_word(super, ctl, ",")) {
+			snprintf(root, sizeof(root), "%s", r);
+			snprintf(mnt, sizeof(mnt), "%s", m);
+			found = 1;
+		}
+	}
+	fclose(f);
+	if (!found || (f = fopen(cg->self_cgroup, "re")) == NULL)
+		return -1;
+	found = 0;
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		char *a = strchr(line, ':'), *b = a != NULL ? strchr(a + 1, ':') :
+		    NULL;
+
+		if (b == NULL)
+			continue;
+		*b = '\0';
+		line[strcspn(line, ":")] = '\0';
+		if (ctl == NULL ? strcmp(line, "0") == 0 && b == a + 1 :
+		    has_word(a + 1, ctl, ",")) {
+			b[1 + strcspn(b + 1, "\n")] = '\0';
+			snprintf(path, sizeof(path), "%s", b + 1);
+			found = 1;
+		}
+	}
+	fclose(f);
+	if (!found)
+		return -1;
+	/* Inside a cgroup namespace the mount's root is a prefix of ours. */
+	if (strcmp(root, "/") != 0 && strncmp(path, root, strlen(root)) == 0)
+		memmove(path, path + strlen(root), strlen(path + strlen(root)) + 1);
+	snprintf(out, outsz, "%s%s", mnt, strcmp(path, "/") == 0 ? "" : path);
+	return 0;
+}
+
+/*
+ * Make parent/name our group. As root: only in a directory root owns,
+ * never through a link, and the new group is handed to owner. As anyone
+ * else: only in a directory we own (a delegated one).
+ */
+static int
+make_group(const char *parent, const char *name, uid_t owner, gid_t group,
+    char *out, size_t outsz)
+{
+	struct stat st;
+	int pfd, gfd = -1, rc = -1;
+
+	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	if (fstat(pfd, &st) == -1 || st.st_uid != geteuid() ||
+	    (geteuid() != 0 && faccessat(pfd, ".", W_OK, AT_EACCESS) == -1)) {
+		errno = EACCES;
+		goto out;
+	}
+	if (mkdirat(pfd, name, 0755) == -1 && errno != EEXIST)
+		goto out;
+	if ((gfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		goto out;
+	if (geteuid() == 0 && fchown(gfd, owner, group) == -1)
+		goto out;
+	rc = join(out, outsz, parent, name);
+out:
+	if (gfd != -1)
+		close(gfd);
+	close(pfd);
+	return rc;
+}
+
+/* As root, give the file dir/name (not a link) to owner. */
+static int
+give(const char *dir, const char *name, uid_t owner, gid_t group)
+{
+	int fd, rc;
+
+	if (geteuid() != 0)
+		return 0;
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1)
+		return -1;
+	rc = fchownat(fd, name, owner, group, AT_SYMLINK_NOFOLLOW);
+	close(fd);
+	return rc;
+}
+
+/* Whether pid is the gateway's master or one of its descendants. */
+static int
+ours(pid_t pid)
+{
+	pid_t master = getppid();
+	char path[64], line[128];
+	int depth;
+	FILE *f;
+
+	for (depth = 0; depth < 16 && pid > 1; depth++) {
+		if (pid == master)
+			return 1;
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+		if ((f = fopen(path, "re")) == NULL)
+			return 0;
+		pid = 0;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "PPid: %d", &pid) == 1)
+				break;
+		fclose(f);
+	}
+	return 0;
+}
+
+/* Whether every process in dir is the gateway's. */
+static int
+only_ours(const char *dir)
+{
+	char buf[65536], *p, *end;
+
+	if (get(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+		return 0;
+	for (p = buf; (end = strchr(p, '\n')) != NULL; p = end + 1)
+		if (!ours((pid_t)atoi(p)))
+			return 0;
+	return 1;
+}
+
+/* Move every process of from into to (new ones may appear meanwhile). */
+static int
+move_all(const char *from, const char *to)
+{
+	char buf[65536], *p, *end;
+	int round;
+
+	for (round = 0; round < 20; round++) {
+		if (get(from, "cgroup.procs", buf, sizeof(buf)) < 0)
+			return -1;
+		if (buf[0] == '\0')
+			return 0;
+		for (p = buf; (end = strchr(p, '\n')) != NULL; p = end + 1) {
+			*end = '\0';
+			put(to, "cgroup.procs", p);
+		}
+	}
+	return -1;
+}
+
+/* Per-sandbox groups a sandboxd that died left behind (its kernels died
+ * with it, so they are empty). */
+static void
+clean_stale(const char *dir)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "cntr_", 5) == 0)
+			unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	closedir(d);
+}
+
+/*
+ * v2: the no-internal-process rule wants our own cgroup empty before its
+ * controllers can reach children. The gateway's processes move into
+ * sandgate.gw, the sandboxes live under sandgate.sbx.
+ */
+static int
+setup_v2(struct sg_cg *cg, const char *own, uid_t owner, gid_t group)
+{
+	char ctls[256], gw[sizeof(cg->dir[0])], sbx[sizeof(cg->dir[0])];
+	const char *enable = "+memory +pids +cpu";
+
+	if (get(own, "cgroup.controllers", ctls, sizeof(ctls)) < 0 ||
+	    !has_word(ctls, "memory", " \n") || !has_word(ctls, "pids", " \n")) {
+		snprintf(cg->why, sizeof(cg->why), "cgroup v2 at %.200s offers no "
+		    "memory and pids controllers (delegate them: systemd "
+		    "Delegate=yes)", own);
+		return -1;
+	}
+	if (!has_word(ctls, "cpu", " \n"))
+		enable = "+memory +pids";
+	/* Taking the cgroup over moves everything in it: only when that is
+	 * the gateway alone (its own service), never a login session. */
+	if (!only_ours(own)) {
+		snprintf(cg->why, sizeof(cg->why), "cgroup v2 at %.200s holds "
+		    "processes that are not sandgate's (run it as a service of "
+		    "its own with Delegate=yes)", own);
+		return -1;
+	}
+	if (make_group(own, "sandgate.gw", owner, group, gw, sizeof(gw)) == -1 ||
+	    move_all(own, gw) == -1 || put(own, "cgroup.subtree_control",
+	    enable) == -1 || make_group(own, "sandgate.sbx", owner, group, sbx,
+	    sizeof(sbx)) == -1 || put(sbx, "cgroup.subtree_control",
+	    enable) == -1 || give(own, "cgroup.procs", owner, group) == -1 ||
+	    give(gw, "cgroup.procs", owner, group) == -1 ||
+	    give(sbx, "cgroup.procs", owner, group) == -1 ||
+	    give(sbx, "cgroup.subtree_control", owner, group) == -1) {
+		snprintf(cg->why, sizeof(cg->why), "cgroup v2 at %.200s: cannot "
+		    "make sandgate's groups: %s", own, strerror(errno));
+		return -1;
+	}
+	clean_stale(sbx);
+	memcpy(cg->dir[SG_CG_MEMORY], sbx, sizeof(sbx));
+	memcpy(cg->dir[SG_CG_PIDS], sbx, sizeof(sbx));
+	if (strstr(enable, "cpu") != NULL)
+		memcpy(cg->dir[SG_CG_CPU], sbx, sizeof(sbx));
+	cg->mode = SG_CG_V2;
+	return 0;
+}
+
+/* v1: the group "sandgate" in each controller's hierarchy, kept across
+ * restarts (as root it sits in a directory only root may change, so the
+ * gateway's user could not remove it); cpu when it can be had. */
+static int
+setup_v1(struct sg_cg *cg, uid_t owner, gid_t group)
+{
+	char own[sizeof(cg->dir[0])];
+	int i;
+
+	for (i = 0; i < SG_CG_NCTL; i++) {
+		own[0] = '\0';
+		if (own_dir(cg, ctl_name[i], own, sizeof(own)) == 0 &&
+		    make_group(own, "sandgate", owner, group, cg->dir[i],
+		    sizeof(cg->dir[i])) == 0) {
+			clean_stale(cg->dir[i]);
+			continue;
+		}
+		cg->dir[i][0] = '\0';
+		if (i == SG_CG_CPU)
+			continue;
+		snprintf(cg->why, sizeof(cg->why), "cgroup v1 %s: %s", ctl_name[i],
+		    own[0] != '\0' ? "our cgroup there is not ours to use (start "
+		    "as root, or delegate it)" : "no such hierarchy");
+		return -1;
+	}
+	cg->mode = SG_CG_V1;
+	return 0;
+}
+
+void
+sg_cg_setup(struct sg_cg *cg, uid_t owner, gid_t group)
+{
+	char own[sizeof(cg->dir[0])], v2[sizeof(cg->why)] = "";
+	size_t n;
+	int i;
+
+	cg->mode = SG_CG_NONE;
+	for (i = 0; i < SG_CG_NCTL; i++)
+		cg->dir[i][0] = '\0';
+	if (cg->mountinfo == NULL)
+		cg->mountinfo = "/proc/self/mountinfo";
+	if (cg->self_cgroup == NULL)
+		cg->self_cgroup = "/proc/self/cgroup";
+	if (own_dir(cg, NULL, own, sizeof(own)) == 0) {
+		if (setup_v2(cg, own, owner, group) == 0)
+			return;
+		memcpy(v2, cg->why, sizeof(v2));
+	}
+	if (setup_v1(cg, owner, group) == 0 || v2[0] == '\0')
+		return;
+	n = strlen(cg->why);
+	snprintf(cg->why + n, sizeof(cg->why) - n, "; %.300s", v2);
+}
+
+static int
+each_dir(const struct sg_cg *cg, const char *id, char out[][600], int *n)
+{
+	int i, j;
+
+	*n = 0;
+	for (i = 0; i < SG_CG_NCTL; i++) {
+		if (cg->dir[i][0] == '\0')
+			continue;
+		for (j = 0; j < *n; j++)
+			if (strncmp(out[j], cg->dir[i], strlen(cg->dir[i])) == 0)
+				break;
+		if (j == *n && join(out[*n], 600, cg->dir[i], id) == 0)
+			(*n)++;
+	}
+	return *n;
+}
+
+static int
+limits_v1(const struct sg_cg *cg, const char *id, long long bytes,
+    int max_procs, int cpus)
+{
+	char d[600], v[32];
+
+	if (join(d, sizeof(d), cg->dir[SG_CG_MEMORY], id) == -1)
+		return -1;
+	snprintf(v, sizeof(v), "%lld", bytes);
+	/* memsw (memory + swap) exists only with swap accounting. */
+	if (put(d, "memory.limit_in_bytes", v) == -1 ||
+	    (put(d, "memory.memsw.limit_in_bytes", v) == -1 && errno != ENOENT))
+		return -1;
+	if (join(d, sizeof(d), cg->dir[SG_CG_PIDS], id) == -1)
+		return -1;
+	snprintf(v, sizeof(v), "%d", max_procs);
+	if (put(d, "pids.max", v) == -1)
+		return -1;
+	if (cg->dir[SG_CG_CPU][0] == '\0')
+		return 0;
+	if (join(d, sizeof(d), cg->dir[SG_CG_CPU], id) == -1)
+		return -1;
+	snprintf(v, sizeof(v), "%lld", (long long)cpus * PERIOD_US);
+	return put(d, "cpu.cfs_period_us", "100000") == -1 ||
+	    put(d, "cpu.cfs_quota_us", v) == -1 ? -1 : 0;
+}
+
+static int
+limits_v2(const struct sg_cg *cg, const char *id, long long bytes,
+    int max_procs, int cpus)
+{
+	char d[600], v[48];
+
+	if (join(d, sizeof(d), cg->dir[SG_CG_MEMORY], id) == -1)
+		return -1;
+	snprintf(v, sizeof(v), "%lld", bytes);
+	if (put(d, "memory.max", v) == -1 ||
+	    (put(d, "memory.swap.max", "0") == -1 && errno != ENOENT))
+		return -1;
+	snprintf(v, sizeof(v), "%d", max_procs);
+	if (put(d, "pids.max", v) == -1)
+		return -1;
+	if (cg->dir[SG_CG_CPU][0] == '\0')
+		return 0;
+	snprintf(v, sizeof(v), "%lld %d", (long long)cpus * PERIOD_US, PERIOD_US);
+	return put(d, "cpu.max", v);
+}
+
+int
+sg_cg_create(const struct sg_cg *cg, const char *id, int memory_mb,
+    int max_procs, int cpus, char *why, size_t whysz)
+{
+	char dirs[SG_CG_NCTL][600];
+	long long bytes = (long long)memory_mb << 20;
+	int i, n, rc;
+
+	each_dir(cg, id, dirs, &n);
+	for (i = 0; i < n; i++)
+		if (mkdir(dirs[i], 0755) == -1 && errno != EEXIST)
+			break;
+	rc = i < n ? -1 : cg->mode == SG_CG_V2 ? limits_v2(cg, id, bytes,
+	    max_procs, cpus) : limits_v1(cg, id, bytes, max_procs, cpus);
+	if (rc == -1) {
+		snprintf(why, whysz, "cannot set the sandbox's cgroup limits: %s",
+		    strerror(errno));
+		sg_cg_destroy(cg, id);
+	}
+	return rc;
+}
+
+int
+sg_cg_enter(const struct sg_cg *cg, const char *id)
+{
+	char dirs[SG_CG_NCTL][600], pid[24];
+	int i, n;
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	each_dir(cg, id, dirs, &n);
+	for (i = 0; i < n; i++)
+		if (put(dirs[i], "cgroup.procs", pid) == -1)
+			return -1;
+	return 0;
+}
+
+/* SIGKILL what dir holds; 1 when it held anything. */
+static int
+kill_listed(const char *dir)
+{
+	char buf[65536], *p, *end;
+	int any = 0;
+
+	if (get(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+		return 0;
+	for (p = buf; (end = strchr(p, '\n')) != NULL; p = end + 1) {
+		*end = '\0';
+		if (atoi(p) > 0 && kill(atoi(p), SIGKILL) == 0)
+			any = 1;
+	}
+	return any;
+}
+
+void
+sg_cg_destroy(const struct sg_cg *cg, const char *id)
+{
+	char dirs[SG_CG_NCTL][600], buf[16];
+	int i, n, round;
+
+	if (cg->mode == SG_CG_NONE || each_dir(cg, id, dirs, &n) == 0)
+		return;
+	/* v2 (5.14+) kills the whole group at once; otherwise the pids
+	 * hierarchy lists every process of the sandbox. Forks racing the
+	 * kill are bounded by pids.max: a few rounds catch them all. */
+	if (cg->mode == SG_CG_V2)
+		put(dirs[0], "cgroup.kill", "1");
+	for (round = 0; round < KILL_ROUNDS; round++) {
+		for (i = 0; i < n; i++)
+			kill_listed(dirs[i]);
+		for (i = 0; i < n; i++)
+			if (get(dirs[i], "cgroup.procs", buf, sizeof(buf)) > 0)
+				break;
+		if (i == n)
+			break;
+		usleep(10000);
+	}
+	for (i = 0; i < n; i++)
+		for (round = 0; round < 50 && rmdir(dirs[i]) == -1 &&
+		    errno == EBUSY; round++)
+			usleep(10000);
+}
+
+const char *
+sg_cg_describe(const struct sg_cg *cg)
+{
+	static char text[700];
+
+	if (cg->mode == SG_CG_NONE)
+		snprintf(text, sizeof(text), "no cgroup: %s", cg->why);
+	else
+		snprintf(text, sizeof(text), "cgroup %s (memory, pids%s) under %s",
+		    cg->mode == SG_CG_V2 ? "v2" : "v1", cg->dir[SG_CG_CPU][0] !=
+		    '\0' ? ", cpu" : "", cg->dir[SG_CG_MEMORY]);
+	return text;
+}

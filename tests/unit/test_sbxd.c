@@ -1,0 +1,243 @@
+/*
+ * sandboxd's parts that run without a sandbox: finding our cgroup and
+ * making sandgate's group (against a fake /proc/self/mountinfo,
+ * /proc/self/cgroup and cgroup tree in a temp dir; cgroupfs itself needs
+ * a real hierarchy: the integration tests use that), the seccomp filter
+ * and the memfds that carry data into bubblewrap.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../providers/sbxd.h"
+#include "testutil.h"
+
+struct fx {
+	char	dir[64];
+	char	mountinfo[128], self[128];
+	struct sg_cg cg;
+};
+
+static int
+setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL || tu_mkdtemp(fx->dir, sizeof(fx->dir)) == -1)
+		return -1;
+	snprintf(fx->mountinfo, sizeof(fx->mountinfo), "%s/mountinfo", fx->dir);
+	snprintf(fx->self, sizeof(fx->self), "%s/cgroup", fx->dir);
+	fx->cg.mountinfo = fx->mountinfo;
+	fx->cg.self_cgroup = fx->self;
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	tu_rmrf(fx->dir);
+	free(fx);
+	return 0;
+}
+
+/* mkdir -p of dir/rel. */
+static void
+mkdirs(const char *dir, const char *rel)
+{
+	char path[512], *p;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	for (p = path + strlen(dir) + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		mkdir(path, 0755);
+		*p = '/';
+	}
+	assert_true(mkdir(path, 0755) == 0 || access(path, F_OK) == 0);
+}
+
+static void
+put_file(const char *dir, const char *rel, const char *text)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	assert_int_equal(tu_write_file(path, text, -1), 0);
+}
+
+/* v1 as this machine kind has it: memory under a container path, pids
+ * and cpu (with cpuacct) at the root; sandgate's group in each. */
+static void
+v1_found_per_controller(void **state)
+{
+	struct fx *fx = *state;
+	char mi[2048], want[512];
+
+	snprintf(mi, sizeof(mi),
+	    "30 25 0:26 / %s/unified rw - cgroup2 cgroup2 rw\n"
+	    "31 25 0:27 / %s/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"
+	    "32 25 0:28 / %s/pids rw - cgroup cgroup rw,pids\n"
+	    "33 25 0:29 / %s/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n",
+	    fx->dir, fx->dir, fx->dir, fx->dir);
+	put_file(fx->dir, "mountinfo", mi);
+	put_file(fx->dir, "cgroup", "9:pids:/\n4:memory:/box/x1\n"
+	    "2:cpu,cpuacct:/\n0::/\n");
+	mkdirs(fx->dir, "unified");
+	put_file(fx->dir, "unified/cgroup.controllers", "hugetlb\n");
+	mkdirs(fx->dir, "memory/box/x1");
+	mkdirs(fx->dir, "pids");
+	mkdirs(fx->dir, "cpu,cpuacct");
+	sg_cg_setup(&fx->cg, getuid(), getgid());
+	assert_int_equal(fx->cg.mode, SG_CG_V1);
+	snprintf(want, sizeof(want), "%s/memory/box/x1/sandgate", fx->dir);
+	assert_string_equal(fx->cg.dir[SG_CG_MEMORY], want);
+	snprintf(want, sizeof(want), "%s/pids/sandgate", fx->dir);
+	assert_string_equal(fx->cg.dir[SG_CG_PIDS], want);
+	snprintf(want, sizeof(want), "%s/cpu,cpuacct/sandgate", fx->dir);
+	assert_string_equal(fx->cg.dir[SG_CG_CPU], want);
+	assert_contains(sg_cg_describe(&fx->cg), "cgroup v1 (memory, pids, cpu)");
+	/* A group a dead sandboxd left is removed at the next start. */
+	mkdirs(fx->dir, "pids/sandgate/cntr_0123");
+	sg_cg_setup(&fx->cg, getuid(), getgid());
+	snprintf(want, sizeof(want), "%s/pids/sandgate/cntr_0123", fx->dir);
+	assert_int_equal(access(want, F_OK), -1);
+}
+
+/* Without pids there are no per-sandbox limits: NONE, and why. */
+static void
+v1_without_pids_is_none(void **state)
+{
+	struct fx *fx = *state;
+	char mi[1024];
+
+	snprintf(mi, sizeof(mi),
+	    "31 25 0:27 / %s/memory rw - cgroup cgroup rw,memory\n", fx->dir);
+	put_file(fx->dir, "mountinfo", mi);
+	put_file(fx->dir, "cgroup", "4:memory:/\n");
+	mkdirs(fx->dir, "memory");
+	sg_cg_setup(&fx->cg, getuid(), getgid());
+	assert_int_equal(fx->cg.mode, SG_CG_NONE);
+	assert_contains(fx->cg.why, "pids");
+	assert_contains(sg_cg_describe(&fx->cg), "no cgroup");
+}
+
+/* Root never works in a directory it does not own, nor through a link:
+ * the gateway's user could point it anywhere. */
+static void
+v1_refuses_a_link_and_a_foreign_dir(void **state)
+{
+	struct fx *fx = *state;
+	char mi[1024], link[256], target[256];
+
+	snprintf(mi, sizeof(mi),
+	    "31 25 0:27 / %s/memory rw - cgroup cgroup rw,memory\n"
+	    "32 25 0:28 / %s/pids rw - cgroup cgroup rw,pids\n", fx->dir, fx->dir);
+	put_file(fx->dir, "mountinfo", mi);
+	put_file(fx->dir, "cgroup", "4:memory:/a\n9:pids:/\n");
+	mkdirs(fx->dir, "memory/elsewhere");
+	mkdirs(fx->dir, "pids");
+	snprintf(link, sizeof(link), "%s/memory/a", fx->dir);
+	snprintf(target, sizeof(target), "%s/memory/elsewhere", fx->dir);
+	assert_int_equal(symlink(target, link), 0);
+	sg_cg_setup(&fx->cg, getuid(), getgid());
+	assert_int_equal(fx->cg.mode, SG_CG_NONE);
+	snprintf(target, sizeof(target), "%s/memory/elsewhere/sandgate",
+	    fx->dir);
+	assert_int_equal(access(target, F_OK), -1);
+	if (geteuid() == 0) {
+		/* A directory of another user's, even a real one. */
+		unlink(link);
+		mkdirs(fx->dir, "memory/a");
+		assert_int_equal(chown(link, 12345, 12345), 0);
+		sg_cg_setup(&fx->cg, getuid(), getgid());
+		assert_int_equal(fx->cg.mode, SG_CG_NONE);
+	}
+}
+
+/* v2 is taken over only with memory and pids delegated, and only when
+ * nothing but the gateway lives in our cgroup (never a login session). */
+static void
+v2_needs_controllers_and_no_strangers(void **state)
+{
+	struct fx *fx = *state;
+	char mi[1024], procs[64];
+
+	snprintf(mi, sizeof(mi), "30 25 0:26 / %s/unified rw - cgroup2 cgroup2 "
+	    "rw\n", fx->dir);
+	put_file(fx->dir, "mountinfo", mi);
+	put_file(fx->dir, "cgroup", "0::/user.slice/session-1.scope\n");
+	mkdirs(fx->dir, "unified/user.slice/session-1.scope");
+	put_file(fx->dir, "unified/user.slice/session-1.scope/cgroup.controllers",
+	    "cpuset io\n");
+	sg_cg_setup(&fx->cg, getuid(), getgid());
+	assert_int_equal(fx->cg.mode, SG_CG_NONE);
+	assert_contains(fx->cg.why, "no memory and pids");
+	put_file(fx->dir, "unified/user.slice/session-1.scope/cgroup.controllers",
+	    "cpu io memory pids\n");
+	/* pid 1 is nobody's child: a stranger. */
+	snprintf(procs, sizeof(procs), "1\n%d\n", (int)getpid());
+	put_file(fx->dir, "unified/user.slice/session-1.scope/cgroup.procs", procs);
+	sg_cg_setup(&fx->cg, getuid(), getgid());
+	assert_int_equal(fx->cg.mode, SG_CG_NONE);
+	assert_contains(fx->cg.why, "not sandgate's");
+	snprintf(mi, sizeof(mi), "%s/unified/user.slice/session-1.scope/"
+	    "sandgate.gw", fx->dir);
+	assert_int_equal(access(mi, F_OK), -1);
+}
+
+/* A BPF program: whole sock_filter entries, ending in a return. */
+static void
+seccomp_filter_builds(void **state)
+{
+	struct sg_buf bpf;
+	char why[256];
+
+	(void)state;
+	assert_int_equal(sg_sbxd_seccomp(&bpf, why, sizeof(why)), 0);
+	assert_true(bpf.len >= 16);
+	assert_int_equal(bpf.len % 8, 0);
+	free(bpf.p);
+}
+
+static void
+memfd_holds_the_data_from_the_start(void **state)
+{
+	char buf[16];
+	int fd;
+
+	(void)state;
+	assert_true((fd = sg_sbxd_memfd("t", "hello", 5)) >= 0);
+	/* Inherited by what the child execs (bubblewrap reads it). */
+	assert_int_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+	assert_int_equal(read(fd, buf, sizeof(buf)), 5);
+	assert_memory_equal(buf, "hello", 5);
+	close(fd);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(v1_found_per_controller),
+		T(v1_without_pids_is_none),
+		T(v1_refuses_a_link_and_a_foreign_dir),
+		T(v2_needs_controllers_and_no_strangers),
+		cmocka_unit_test(seccomp_filter_builds),
+		cmocka_unit_test(memfd_holds_the_data_from_the_start),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
