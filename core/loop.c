@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "answer.h"
 #include "loop.h"
 #include "rewrite.h"
 #include "stream.h"
@@ -46,31 +47,6 @@ ensure_sandbox(void *arg, struct sg_error *err)
 		sg_store_sbx_clear(&row);
 	}
 	return r->sandbox;
-}
-
-/* Add every number of u into acc, recursively (usage objects). */
-static void
-sum_usage(json_t *acc, const json_t *u)
-{
-	const char *k;
-	json_t *v, *a;
-
-	json_object_foreach((json_t *)u, k, v) {
-		a = json_object_get(acc, k);
-		if (json_is_integer(v))
-			json_object_set_new(acc, k, json_integer(
-			    json_integer_value(a) + json_integer_value(v)));
-		else if (json_is_number(v))
-			json_object_set_new(acc, k, json_real(
-			    json_number_value(a) + json_number_value(v)));
-		else if (json_is_object(v)) {
-			if (!json_is_object(a)) {
-				a = json_object();
-				json_object_set_new(acc, k, a);
-			}
-			sum_usage(a, v);
-		}
-	}
 }
 
 /* A code call of this turn: {call_id, arguments}. Both surfaces. */
@@ -362,102 +338,8 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 		    "mid-stream: %s", r->m->name, msg != NULL ? msg : "no message");
 	}
 	if (rc == 0 && t->usage != NULL)
-		sum_usage(r->usage, t->usage);
+		sg_answer_add_usage(r->usage, t->usage);
 	return rc;
-}
-
-static json_t *
-responses_answer(struct run *r, const json_t *body, const char *given_id)
-{
-	json_t *resp = r->last.response != NULL ? json_deep_copy(
-	    r->last.response) : json_object(), *v;
-	static const char *const echo[] = { "instructions", "metadata",
-	    "previous_response_id", "user", "temperature", "top_p",
-	    "max_output_tokens", "max_tool_calls", "parallel_tool_calls",
-	    "store", NULL };
-	char id[64];
-	size_t i;
-
-	if (given_id != NULL)
-		snprintf(id, sizeof(id), "%s", given_id);
-	else
-		sg_rand_id(id, sizeof(id), "resp_", 24);
-	json_object_set_new(resp, "id", json_string(id));
-	json_object_set_new(resp, "object", json_string("response"));
-	if (!json_is_integer(json_object_get(resp, "created_at")))
-		json_object_set_new(resp, "created_at", json_integer(time(NULL)));
-	json_object_set_new(resp, "status", json_string("completed"));
-	json_object_set(resp, "model", json_object_get(body, "model"));
-	json_object_set(resp, "output", r->output);
-	json_object_set(resp, "tools", json_object_get(body, "tools"));
-	json_object_set_new(resp, "tool_choice", json_object_get(body,
-	    "tool_choice") ? json_deep_copy(json_object_get(body,
-	    "tool_choice")) : json_string("auto"));
-	json_object_set(resp, "usage", r->usage);
-	for (i = 0; echo[i] != NULL; i++)
-		if ((v = json_object_get(body, echo[i])) != NULL)
-			json_object_set(resp, echo[i], v);
-	/* Every field the SDKs read, whatever the upstream sent ("user" is
-	 * a string or absent in OpenAI's schema, never null). */
-	static const char *const nulls[] = { "error", "incomplete_details",
-	    "instructions", "previous_response_id", "max_output_tokens",
-	    "max_tool_calls", NULL };
-	for (i = 0; nulls[i] != NULL; i++)
-		if (json_object_get(resp, nulls[i]) == NULL)
-			json_object_set_new(resp, nulls[i], json_null());
-	if (!json_is_object(json_object_get(resp, "metadata")))
-		json_object_set_new(resp, "metadata", json_object());
-	if (json_object_get(resp, "temperature") == NULL)
-		json_object_set_new(resp, "temperature", json_integer(1));
-	if (json_object_get(resp, "top_p") == NULL)
-		json_object_set_new(resp, "top_p", json_integer(1));
-	if (json_object_get(resp, "parallel_tool_calls") == NULL)
-		json_object_set_new(resp, "parallel_tool_calls", json_true());
-	return resp;
-}
-
-static json_t *
-chat_answer(struct run *r, const json_t *body)
-{
-	const json_t *head = r->last.head;
-	struct sg_buf joined = { 0 };
-	json_t *msg, *ans, *t;
-	char id[64];
-	size_t i;
-
-	json_array_foreach(r->texts, i, t) {
-		/* A blank line between the texts of two turns. */
-		if (i > 0)
-			sg_buf_add(&joined, "\n\n", 2);
-		sg_buf_add(&joined, json_string_value(t), json_string_length(t));
-	}
-	msg = json_pack("{s:s,s:o,s:n,s:[]}", "role", "assistant", "content",
-	    json_array_size(r->texts) > 0 ? json_stringn(joined.p != NULL ?
-	    joined.p : "", joined.len) : json_null(), "refusal", "annotations");
-	free(joined.p);
-	if (json_array_size(r->client_calls) > 0)
-		json_object_set(msg, "tool_calls", r->client_calls);
-	if (json_is_string(json_object_get(head, "id")))
-		snprintf(id, sizeof(id), "%s", json_string_value(
-		    json_object_get(head, "id")));
-	else
-		sg_rand_id(id, sizeof(id), "chatcmpl-", 14);
-	ans = json_pack("{s:s,s:s,s:I,s:O,s:[{s:i,s:o,s:n,s:s}],s:O}",
-	    "id", id, "object", "chat.completion", "created",
-	    json_is_integer(json_object_get(head, "created")) ?
-	    json_integer_value(json_object_get(head, "created")) :
-	    (json_int_t)time(NULL), "model", json_object_get(body, "model"),
-	    "choices", "index", 0, "message", msg, "logprobs", "finish_reason",
-	    json_array_size(r->client_calls) > 0 ? "tool_calls" :
-	    r->last.finish_reason[0] ? r->last.finish_reason : "stop",
-	    "usage", r->usage);
-	if (json_object_get(head, "system_fingerprint") != NULL)
-		json_object_set(ans, "system_fingerprint", json_object_get(head,
-		    "system_fingerprint"));
-	if (json_object_get(head, "service_tier") != NULL)
-		json_object_set(ans, "service_tier", json_object_get(head,
-		    "service_tier"));
-	return ans;
 }
 
 /*
@@ -656,9 +538,10 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	if (rc == 0)
 		rc = loop(&r, &err);
 	if (rc == 0)
-		answer = s == SG_SURFACE_CHAT ? chat_answer(&r, body) :
-		    responses_answer(&r, body, r.stream != NULL ?
-		    sg_stream_id(r.stream) : NULL);
+		answer = s == SG_SURFACE_CHAT ? sg_answer_chat(r.last.head, body,
+		    r.texts, r.client_calls, r.last.finish_reason, r.usage) :
+		    sg_answer_responses(r.last.response, body, r.output, r.usage,
+		    r.stream != NULL ? sg_stream_id(r.stream) : NULL);
 	/* The request's sandbox goes with the request, on every path. */
 	if (r.sandbox[0] != '\0')
 		sg_sbx_delete(env->sbx, req->tenant, r.sandbox, &derr);
