@@ -158,7 +158,15 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 	char *code, *problem, id[48];
 
 	*item = NULL;
-	if (sg_rw_code_arg(c->args, c->argslen, &code, &problem) == -1) {
+	/* What runs is what the client was shown streaming, or nothing. */
+	if (sg_rw_code_arg(c->args, c->argslen, &code, &problem) == 0 &&
+	    r->stream != NULL && !sg_stream_code_agrees(r->stream, c->id, code,
+	    strlen(code))) {
+		free(code);
+		code = NULL;
+		problem = strdup(SG_RW_INVALID_ARGS);
+	}
+	if (code == NULL) {
 		*text = problem;
 	} else {
 		if (ensure_sandbox(r, err) == NULL) {
@@ -181,8 +189,8 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 	/* A call whose code raised is still completed: the traceback is in
 	 * its logs, and the model reads it. */
 	*item = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o}", "id", id, "type",
-	    "code_interpreter_call", "status", "completed", "code",
-	    problem == NULL ? code : NULL, "container_id", r->sandbox[0] ?
+	    "code_interpreter_call", "status", "completed", "code", code,
+	    "container_id", r->sandbox[0] ?
 	    r->sandbox : "", "outputs", r->info.include_outputs ?
 	    call_outputs(result, *text) : json_null());
 	if (r->stream != NULL)

@@ -241,8 +241,11 @@ sg_rw_followup(json_t *body, enum sg_surface s, const char *name, int final)
 int
 sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
 {
+	/* With a key twice, a reader could take either value: what the
+	 * client was shown streaming (the first, sg_codedec) and what runs
+	 * must never differ, so such arguments are refused. */
 	json_t *args = json_loadb(arguments != NULL ? arguments : "", len,
-	    JSON_ALLOW_NUL, NULL);
+	    JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
 	const json_t *c = json_object_get(args, "code");
 
 	*code = *problem = NULL;
@@ -258,8 +261,7 @@ sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
 	json_decref(args);
 	if (*code != NULL)
 		return 0;
-	*problem = strdup("Invalid arguments: expected a JSON object with a "
-	    "string \"code\" holding the Python to run. Nothing was run.");
+	*problem = strdup(SG_RW_INVALID_ARGS);
 	return -1;
 }
 

@@ -18,6 +18,7 @@ struct code_call {
 	int		 index;		/* client output index */
 	int		 fed;		/* argument deltas seen */
 	struct sg_codedec dec;
+	struct sg_buf	 shown;		/* the code the client was shown */
 	struct sg_stream *s;
 };
 
@@ -75,6 +76,12 @@ sg_stream_new(enum sg_surface surface, const struct sg_req *req,
 void
 sg_stream_free(struct sg_stream *s)
 {
+	int i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < s->ncalls; i++)
+		free(s->calls[i].shown.p);
 	free(s);
 }
 
@@ -223,6 +230,11 @@ code_delta(void *arg, const char *text, size_t len)
 {
 	struct code_call *c = arg;
 
+	if (sg_buf_add(&c->shown, text, len) == -1) {
+		/* Not kept, so not shown: what runs is checked against it. */
+		c->dec.lost = 1;
+		return;
+	}
 	emit(c->s, "response.code_interpreter_call_code.delta", json_pack(
 	    "{s:i,s:s,s:o}", "output_index", c->index, "item_id", c->id,
 	    "delta", sg_json_string_lossy(text, len)));
@@ -411,6 +423,20 @@ sg_stream_upstream(struct sg_stream *s, const json_t *ev)
 		responses_event(s, ev);
 	else
 		chat_event(s, ev);
+}
+
+int
+sg_stream_code_agrees(struct sg_stream *s, const char *call_id,
+    const char *code, size_t len)
+{
+	struct code_call *c = call_by_id(s, call_id);
+
+	if (c == NULL)
+		return 1;	/* never shown */
+	if (c->dec.invalid || c->shown.len > len || (c->shown.len > 0 &&
+	    memcmp(c->shown.p, code, c->shown.len) != 0))
+		return 0;
+	return !c->dec.done || c->shown.len == len;
 }
 
 void

@@ -1374,6 +1374,20 @@ code_arg_empty_input(void **state)
 
 /* *code is a C string: code with a NUL in it cannot be given exactly, and
  * running only the part before the NUL would run another program. */
+/* A key given twice: a reader could take either value, and the client is
+ * shown the first while streaming. Refused, as the decoder refuses it. */
+static void
+code_arg_repeated_key(void **state)
+{
+	(void)state;
+	code_bad("{\"code\":\"print('shown')\",\"code\":\"print('ran')\"}");
+	code_bad("{\"code\":\"a\",\"c\\u006fde\":\"b\"}");
+	code_bad("{\"code\":\"a\",\"n\":1,\"n\":2}");
+	code_bad("{\"n\":{\"x\":1,\"x\":2},\"code\":\"a\"}");
+	code_ok("{\"code\":\"a\",\"n\":{\"code\":\"b\"}}", "a");
+	code_ok("{\"code\":\"a\",\"Code\":\"b\"}", "a");
+}
+
 static void
 code_arg_nul_in_code(void **state)
 {
@@ -1914,6 +1928,7 @@ main(void)
 		cmocka_unit_test(code_arg_not_string),
 		cmocka_unit_test(code_arg_empty_input),
 		cmocka_unit_test(code_arg_nul_in_code),
+		cmocka_unit_test(code_arg_repeated_key),
 
 		cmocka_unit_test(result_stdout_only),
 		cmocka_unit_test(result_nothing),
