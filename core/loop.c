@@ -124,11 +124,12 @@ repeated(struct run *r, struct call *calls, int n)
 	return seen;
 }
 
+/* New reference: a call's outputs. An image is made once, straight into
+ * its string (a PNG may be megabytes). */
 static json_t *
 call_outputs(const json_t *result, const char *logs)
 {
-	json_t *outs = json_array(), *res;
-	char *url;
+	json_t *outs = json_array(), *res, *url;
 	size_t i;
 
 	json_array_append_new(outs, json_pack("{s:s,s:s}", "type", "logs",
@@ -136,12 +137,10 @@ call_outputs(const json_t *result, const char *logs)
 	json_array_foreach(json_object_get(result, "results"), i, res) {
 		const char *png = json_string_value(json_object_get(res, "png"));
 
-		if (png == NULL || asprintf(&url, "data:image/png;base64,%s",
-		    png) == -1)
-			continue;
-		json_array_append_new(outs, json_pack("{s:s,s:s}", "type",
-		    "image", "url", url));
-		free(url);
+		if (png != NULL && (url = json_sprintf("data:image/png;base64,%s",
+		    png)) != NULL)
+			json_array_append_new(outs, json_pack("{s:s,s:o}", "type",
+			    "image", "url", url));
 	}
 	return outs;
 }

@@ -265,6 +265,22 @@ sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
 	return -1;
 }
 
+/*
+ * Append what still fits: the text is cut at SG_RW_RESULT_MAX bytes in
+ * the end, so nothing past one byte more is kept (a run's output may be
+ * 10 MiB, and copying it all only to cut it would cost that much again).
+ * 1 when full.
+ */
+static int
+add_some(struct sg_buf *t, const char *s, size_t n)
+{
+	size_t room = t->len <= SG_RW_RESULT_MAX ? SG_RW_RESULT_MAX + 1 - t->len :
+	    0;
+
+	sg_buf_add(t, s, n < room ? n : room);
+	return n >= room;
+}
+
 /* Append s without ANSI escape sequences (tracebacks are coloured) and
  * without NUL bytes (the result is a C string). A sequence ends at its
  * final byte (0x40-0x7e); a byte of a multi-byte character ends it too,
@@ -280,7 +296,8 @@ put_plain(struct sg_buf *t, const char *s, size_t n)
 			i++;
 			continue;
 		}
-		sg_buf_add(t, s + start, i - start);
+		if (add_some(t, s + start, i - start))
+			return;
 		if (u[i++] == '\033') {
 			if (i < n && u[i] == '[') {
 				for (i++; i < n && u[i] >= 0x20 && u[i] < 0x40; i++)
@@ -292,7 +309,7 @@ put_plain(struct sg_buf *t, const char *s, size_t n)
 		}
 		start = i;
 	}
-	sg_buf_add(t, s + start, n - start);
+	add_some(t, s + start, n - start);
 }
 
 static void
