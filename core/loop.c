@@ -350,29 +350,41 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 }
 
 /*
- * previous_response_id names one of sandgate's responses: the upstream
- * knows the conversation by its own last response id instead.
+ * previous_response_id names one of sandgate's responses (the upstream
+ * knows the conversation by its own last response id instead), or an
+ * upstream response relayed to this key on the passthrough, which goes
+ * on as it is. Anything else, another key's included, is not found.
  */
 static int
 continue_from(struct run *r, struct sg_error *err)
 {
-	const char *prev = json_string_value(json_object_get(r->work,
-	    "previous_response_id"));
+	const json_t *v = json_object_get(r->work, "previous_response_id");
+	const char *prev = json_string_value(v);
+	struct sg_store *st = r->env->sbx->store;
 	char up[256];
-	int rc;
+	int rc, whole;
 
 	if (prev == NULL || r->s != SG_SURFACE_RESPONSES)
 		return 0;
-	rc = sg_store_resp_get(r->env->sbx->store, prev, r->req->tenant, up,
-	    sizeof(up));
+	/* A NUL would cut the id short in the store's lookups. */
+	whole = strlen(prev) == json_string_length(v);
+	rc = whole ? sg_store_resp_get(st, prev, r->req->tenant, up,
+	    sizeof(up)) : SG_STORE_NOTFOUND;
+	if (rc == SG_STORE_OK) {
+		json_object_set_new(r->work, "previous_response_id",
+		    json_string(up));
+		return 0;
+	}
+	if (rc == SG_STORE_NOTFOUND && whole)
+		rc = sg_store_relayed_has(st, prev, r->req->tenant,
+		    r->m->api_base);
 	if (rc == SG_STORE_NOTFOUND)
 		return sg_error_invalid(err, "previous_response_id",
 		    "previous_response_not_found", "Previous response with id "
 		    "'%s' not found.", prev);
 	if (rc != SG_STORE_OK)
 		return sg_error_set(err, 503, "server_error", NULL, NULL, "The "
-		    "store is unavailable: %s", sg_store_errmsg(r->env->sbx->store));
-	json_object_set_new(r->work, "previous_response_id", json_string(up));
+		    "store is unavailable: %s", sg_store_errmsg(st));
 	return 0;
 }
 
