@@ -6,8 +6,11 @@
  * escape, between the halves of a surrogate pair. What comes out is
  * always whole UTF-8 characters. A key other than "code" is skipped; a
  * document it cannot follow (not an object, a nested value before
- * "code") makes it stop emitting: the caller then takes the code from
- * the complete arguments.
+ * "code", more keys than it keeps) makes it stop emitting: the caller
+ * then takes the code from the complete arguments. Keys are decoded, so
+ * "c\u006fde" is "code" here as for Jansson; a key seen twice marks the
+ * arguments invalid, as sg_rw_code_arg refuses them: a second "code" is
+ * never shown.
  */
 #ifndef SG_CODEDEC_H
 #define SG_CODEDEC_H
@@ -22,11 +25,15 @@ struct sg_codedec {
 	unsigned	 u;		/* \uXXXX being read */
 	int		 udigits;
 	unsigned	 high;		/* a high surrogate waiting for its low */
-	char		 key[8];	/* the key being read, if short */
-	size_t		 keylen;
+	char		 keys[256];	/* the keys seen, decoded, each ended
+					 * by a NUL, then the one being read */
+	size_t		 keys_len;	/* bytes of the finished keys */
+	size_t		 keylen;	/* bytes of the key being read */
 	int		 is_code;	/* the current string value is "code" */
 	int		 done;		/* the code string has ended */
 	int		 lost;		/* could not follow: stopped */
+	int		 invalid;	/* a key came twice: stopped, and the
+					 * arguments are to be refused */
 	sg_codedec_fn	 fn;
 	void		*arg;
 };

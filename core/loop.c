@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "answer.h"
 #include "loop.h"
 #include "rewrite.h"
 #include "stream.h"
@@ -46,31 +47,6 @@ ensure_sandbox(void *arg, struct sg_error *err)
 		sg_store_sbx_clear(&row);
 	}
 	return r->sandbox;
-}
-
-/* Add every number of u into acc, recursively (usage objects). */
-static void
-sum_usage(json_t *acc, const json_t *u)
-{
-	const char *k;
-	json_t *v, *a;
-
-	json_object_foreach((json_t *)u, k, v) {
-		a = json_object_get(acc, k);
-		if (json_is_integer(v))
-			json_object_set_new(acc, k, json_integer(
-			    json_integer_value(a) + json_integer_value(v)));
-		else if (json_is_number(v))
-			json_object_set_new(acc, k, json_real(
-			    json_number_value(a) + json_number_value(v)));
-		else if (json_is_object(v)) {
-			if (!json_is_object(a)) {
-				a = json_object();
-				json_object_set_new(acc, k, a);
-			}
-			sum_usage(a, v);
-		}
-	}
 }
 
 /* A code call of this turn: {call_id, arguments}. Both surfaces. */
@@ -148,11 +124,12 @@ repeated(struct run *r, struct call *calls, int n)
 	return seen;
 }
 
+/* New reference: a call's outputs. An image is made once, straight into
+ * its string (a PNG may be megabytes). */
 static json_t *
 call_outputs(const json_t *result, const char *logs)
 {
-	json_t *outs = json_array(), *res;
-	char *url;
+	json_t *outs = json_array(), *res, *url;
 	size_t i;
 
 	json_array_append_new(outs, json_pack("{s:s,s:s}", "type", "logs",
@@ -160,12 +137,10 @@ call_outputs(const json_t *result, const char *logs)
 	json_array_foreach(json_object_get(result, "results"), i, res) {
 		const char *png = json_string_value(json_object_get(res, "png"));
 
-		if (png == NULL || asprintf(&url, "data:image/png;base64,%s",
-		    png) == -1)
-			continue;
-		json_array_append_new(outs, json_pack("{s:s,s:s}", "type",
-		    "image", "url", url));
-		free(url);
+		if (png != NULL && (url = json_sprintf("data:image/png;base64,%s",
+		    png)) != NULL)
+			json_array_append_new(outs, json_pack("{s:s,s:o}", "type",
+			    "image", "url", url));
 	}
 	return outs;
 }
@@ -182,7 +157,15 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 	char *code, *problem, id[48];
 
 	*item = NULL;
-	if (sg_rw_code_arg(c->args, c->argslen, &code, &problem) == -1) {
+	/* What runs is what the client was shown streaming, or nothing. */
+	if (sg_rw_code_arg(c->args, c->argslen, &code, &problem) == 0 &&
+	    r->stream != NULL && !sg_stream_code_agrees(r->stream, c->id, code,
+	    strlen(code))) {
+		free(code);
+		code = NULL;
+		problem = strdup(SG_RW_INVALID_ARGS);
+	}
+	if (code == NULL) {
 		*text = problem;
 	} else {
 		if (ensure_sandbox(r, err) == NULL) {
@@ -205,8 +188,8 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 	/* A call whose code raised is still completed: the traceback is in
 	 * its logs, and the model reads it. */
 	*item = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o}", "id", id, "type",
-	    "code_interpreter_call", "status", "completed", "code",
-	    problem == NULL ? code : NULL, "container_id", r->sandbox[0] ?
+	    "code_interpreter_call", "status", "completed", "code", code,
+	    "container_id", r->sandbox[0] ?
 	    r->sandbox : "", "outputs", r->info.include_outputs ?
 	    call_outputs(result, *text) : json_null());
 	if (r->stream != NULL)
@@ -362,128 +345,46 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 		    "mid-stream: %s", r->m->name, msg != NULL ? msg : "no message");
 	}
 	if (rc == 0 && t->usage != NULL)
-		sum_usage(r->usage, t->usage);
+		sg_answer_add_usage(r->usage, t->usage);
 	return rc;
 }
 
-static json_t *
-responses_answer(struct run *r, const json_t *body, const char *given_id)
-{
-	json_t *resp = r->last.response != NULL ? json_deep_copy(
-	    r->last.response) : json_object(), *v;
-	static const char *const echo[] = { "instructions", "metadata",
-	    "previous_response_id", "user", "temperature", "top_p",
-	    "max_output_tokens", "max_tool_calls", "parallel_tool_calls",
-	    "store", NULL };
-	char id[64];
-	size_t i;
-
-	if (given_id != NULL)
-		snprintf(id, sizeof(id), "%s", given_id);
-	else
-		sg_rand_id(id, sizeof(id), "resp_", 24);
-	json_object_set_new(resp, "id", json_string(id));
-	json_object_set_new(resp, "object", json_string("response"));
-	if (!json_is_integer(json_object_get(resp, "created_at")))
-		json_object_set_new(resp, "created_at", json_integer(time(NULL)));
-	json_object_set_new(resp, "status", json_string("completed"));
-	json_object_set(resp, "model", json_object_get(body, "model"));
-	json_object_set(resp, "output", r->output);
-	json_object_set(resp, "tools", json_object_get(body, "tools"));
-	json_object_set_new(resp, "tool_choice", json_object_get(body,
-	    "tool_choice") ? json_deep_copy(json_object_get(body,
-	    "tool_choice")) : json_string("auto"));
-	json_object_set(resp, "usage", r->usage);
-	for (i = 0; echo[i] != NULL; i++)
-		if ((v = json_object_get(body, echo[i])) != NULL)
-			json_object_set(resp, echo[i], v);
-	/* Every field the SDKs read, whatever the upstream sent ("user" is
-	 * a string or absent in OpenAI's schema, never null). */
-	static const char *const nulls[] = { "error", "incomplete_details",
-	    "instructions", "previous_response_id", "max_output_tokens",
-	    "max_tool_calls", NULL };
-	for (i = 0; nulls[i] != NULL; i++)
-		if (json_object_get(resp, nulls[i]) == NULL)
-			json_object_set_new(resp, nulls[i], json_null());
-	if (!json_is_object(json_object_get(resp, "metadata")))
-		json_object_set_new(resp, "metadata", json_object());
-	if (json_object_get(resp, "temperature") == NULL)
-		json_object_set_new(resp, "temperature", json_integer(1));
-	if (json_object_get(resp, "top_p") == NULL)
-		json_object_set_new(resp, "top_p", json_integer(1));
-	if (json_object_get(resp, "parallel_tool_calls") == NULL)
-		json_object_set_new(resp, "parallel_tool_calls", json_true());
-	return resp;
-}
-
-static json_t *
-chat_answer(struct run *r, const json_t *body)
-{
-	const json_t *head = r->last.head;
-	struct sg_buf joined = { 0 };
-	json_t *msg, *ans, *t;
-	char id[64];
-	size_t i;
-
-	json_array_foreach(r->texts, i, t) {
-		/* A blank line between the texts of two turns. */
-		if (i > 0)
-			sg_buf_add(&joined, "\n\n", 2);
-		sg_buf_add(&joined, json_string_value(t), json_string_length(t));
-	}
-	msg = json_pack("{s:s,s:o,s:n,s:[]}", "role", "assistant", "content",
-	    json_array_size(r->texts) > 0 ? json_stringn(joined.p != NULL ?
-	    joined.p : "", joined.len) : json_null(), "refusal", "annotations");
-	free(joined.p);
-	if (json_array_size(r->client_calls) > 0)
-		json_object_set(msg, "tool_calls", r->client_calls);
-	if (json_is_string(json_object_get(head, "id")))
-		snprintf(id, sizeof(id), "%s", json_string_value(
-		    json_object_get(head, "id")));
-	else
-		sg_rand_id(id, sizeof(id), "chatcmpl-", 14);
-	ans = json_pack("{s:s,s:s,s:I,s:O,s:[{s:i,s:o,s:n,s:s}],s:O}",
-	    "id", id, "object", "chat.completion", "created",
-	    json_is_integer(json_object_get(head, "created")) ?
-	    json_integer_value(json_object_get(head, "created")) :
-	    (json_int_t)time(NULL), "model", json_object_get(body, "model"),
-	    "choices", "index", 0, "message", msg, "logprobs", "finish_reason",
-	    json_array_size(r->client_calls) > 0 ? "tool_calls" :
-	    r->last.finish_reason[0] ? r->last.finish_reason : "stop",
-	    "usage", r->usage);
-	if (json_object_get(head, "system_fingerprint") != NULL)
-		json_object_set(ans, "system_fingerprint", json_object_get(head,
-		    "system_fingerprint"));
-	if (json_object_get(head, "service_tier") != NULL)
-		json_object_set(ans, "service_tier", json_object_get(head,
-		    "service_tier"));
-	return ans;
-}
-
 /*
- * previous_response_id names one of sandgate's responses: the upstream
- * knows the conversation by its own last response id instead.
+ * previous_response_id names one of sandgate's responses (the upstream
+ * knows the conversation by its own last response id instead), or an
+ * upstream response relayed to this key on the passthrough, which goes
+ * on as it is. Anything else, another key's included, is not found.
  */
 static int
 continue_from(struct run *r, struct sg_error *err)
 {
-	const char *prev = json_string_value(json_object_get(r->work,
-	    "previous_response_id"));
+	const json_t *v = json_object_get(r->work, "previous_response_id");
+	const char *prev = json_string_value(v);
+	struct sg_store *st = r->env->sbx->store;
 	char up[256];
-	int rc;
+	int rc, whole;
 
 	if (prev == NULL || r->s != SG_SURFACE_RESPONSES)
 		return 0;
-	rc = sg_store_resp_get(r->env->sbx->store, prev, r->req->tenant, up,
-	    sizeof(up));
+	/* A NUL would cut the id short in the store's lookups. */
+	whole = strlen(prev) == json_string_length(v);
+	rc = whole ? sg_store_resp_get(st, prev, r->req->tenant, up,
+	    sizeof(up)) : SG_STORE_NOTFOUND;
+	if (rc == SG_STORE_OK) {
+		json_object_set_new(r->work, "previous_response_id",
+		    json_string(up));
+		return 0;
+	}
+	if (rc == SG_STORE_NOTFOUND && whole)
+		rc = sg_store_relayed_has(st, prev, r->req->tenant,
+		    r->m->api_base);
 	if (rc == SG_STORE_NOTFOUND)
 		return sg_error_invalid(err, "previous_response_id",
 		    "previous_response_not_found", "Previous response with id "
 		    "'%s' not found.", prev);
 	if (rc != SG_STORE_OK)
 		return sg_error_set(err, 503, "server_error", NULL, NULL, "The "
-		    "store is unavailable: %s", sg_store_errmsg(r->env->sbx->store));
-	json_object_set_new(r->work, "previous_response_id", json_string(up));
+		    "store is unavailable: %s", sg_store_errmsg(st));
 	return 0;
 }
 
@@ -656,9 +557,10 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	if (rc == 0)
 		rc = loop(&r, &err);
 	if (rc == 0)
-		answer = s == SG_SURFACE_CHAT ? chat_answer(&r, body) :
-		    responses_answer(&r, body, r.stream != NULL ?
-		    sg_stream_id(r.stream) : NULL);
+		answer = s == SG_SURFACE_CHAT ? sg_answer_chat(r.last.head, body,
+		    r.texts, r.client_calls, r.last.finish_reason, r.usage) :
+		    sg_answer_responses(r.last.response, body, r.output, r.usage,
+		    r.stream != NULL ? sg_stream_id(r.stream) : NULL);
 	/* The request's sandbox goes with the request, on every path. */
 	if (r.sandbox[0] != '\0')
 		sg_sbx_delete(env->sbx, req->tenant, r.sandbox, &derr);

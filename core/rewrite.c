@@ -241,8 +241,11 @@ sg_rw_followup(json_t *body, enum sg_surface s, const char *name, int final)
 int
 sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
 {
+	/* With a key twice, a reader could take either value: what the
+	 * client was shown streaming (the first, sg_codedec) and what runs
+	 * must never differ, so such arguments are refused. */
 	json_t *args = json_loadb(arguments != NULL ? arguments : "", len,
-	    JSON_ALLOW_NUL, NULL);
+	    JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
 	const json_t *c = json_object_get(args, "code");
 
 	*code = *problem = NULL;
@@ -258,9 +261,24 @@ sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
 	json_decref(args);
 	if (*code != NULL)
 		return 0;
-	*problem = strdup("Invalid arguments: expected a JSON object with a "
-	    "string \"code\" holding the Python to run. Nothing was run.");
+	*problem = strdup(SG_RW_INVALID_ARGS);
 	return -1;
+}
+
+/*
+ * Append what still fits: the text is cut at SG_RW_RESULT_MAX bytes in
+ * the end, so nothing past one byte more is kept (a run's output may be
+ * 10 MiB, and copying it all only to cut it would cost that much again).
+ * 1 when full.
+ */
+static int
+add_some(struct sg_buf *t, const char *s, size_t n)
+{
+	size_t room = t->len <= SG_RW_RESULT_MAX ? SG_RW_RESULT_MAX + 1 - t->len :
+	    0;
+
+	sg_buf_add(t, s, n < room ? n : room);
+	return n >= room;
 }
 
 /* Append s without ANSI escape sequences (tracebacks are coloured) and
@@ -278,7 +296,8 @@ put_plain(struct sg_buf *t, const char *s, size_t n)
 			i++;
 			continue;
 		}
-		sg_buf_add(t, s + start, i - start);
+		if (add_some(t, s + start, i - start))
+			return;
 		if (u[i++] == '\033') {
 			if (i < n && u[i] == '[') {
 				for (i++; i < n && u[i] >= 0x20 && u[i] < 0x40; i++)
@@ -290,7 +309,7 @@ put_plain(struct sg_buf *t, const char *s, size_t n)
 		}
 		start = i;
 	}
-	sg_buf_add(t, s + start, n - start);
+	add_some(t, s + start, n - start);
 }
 
 static void

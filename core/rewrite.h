@@ -53,9 +53,14 @@ void	 sg_rw_followup(json_t *body, enum sg_surface, const char *tool_name,
 /* Remove the control fields a client could forge; exposed for tests. */
 void	 sg_rw_strip(json_t *body);
 
+/* What the model reads when a call's arguments are refused. */
+#define SG_RW_INVALID_ARGS "Invalid arguments: expected a JSON object with " \
+	"a string \"code\" holding the Python to run. Nothing was run."
+
 /*
  * The arguments of a call of the code tool: 0 and a new *code, or -1 and
  * a new *problem, the message the model gets instead (nothing is run).
+ * Arguments that repeat a key, or whose code holds a NUL, are refused.
  */
 int	 sg_rw_code_arg(const char *arguments, size_t len, char **code,
 	    char **problem);

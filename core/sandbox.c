@@ -153,6 +153,35 @@ open_sandbox(struct sg_sbx_env *env, const char *tenant, const char *id,
 	return 0;
 }
 
+/*
+ * A sandbox that looks gone may only be unreachable: its code can close
+ * the kernel's socket and live on. Its row goes only once the provider
+ * deleted it (or says it is gone); otherwise the row stays, so DELETE
+ * and the reaper still reach it. Always -1 with err.
+ */
+static int
+unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
+    const struct sg_provider_ops *ops, const json_t *handle, const char *id,
+    const struct sg_prov_error *why, struct sg_error *err)
+{
+	struct sg_prov_error pe;
+	int rc = ops->destroy(env->prov, t, handle, &pe);
+
+	fprintf(stderr, "sandgate: sandbox %s stopped answering (%s); delete: "
+	    "%s\n", id, why->message, rc == SG_PROV_OK || rc == SG_PROV_GONE ?
+	    "done" : pe.message);
+	if (rc != SG_PROV_OK && rc != SG_PROV_GONE) {
+		sg_error_server(err, 502, "Sandbox tool %s: container %s stopped "
+		    "answering and could not be deleted yet; it is kept, so "
+		    "DELETE it or let it expire.", t->name, id);
+		return -1;
+	}
+	sg_store_sbx_remove(env->store, id);
+	return sg_error_set(err, 404, "invalid_request_error", NULL, "id",
+	    "Container with id '%s' stopped answering and was deleted; create "
+	    "a new one.", id);
+}
+
 int
 sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
     const char *code, int timeout_s, int keep, json_t **result,
@@ -189,16 +218,18 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	sg_exec_init(&res, env->prov->output_cap);
 	if (rc == SG_PROV_OK)
 		rc = ops->run(env->prov, t, handle, code, timeout_s, &res, &pe);
-	if (rc == SG_PROV_GONE)
-		sg_store_sbx_remove(env->store, id);
-	else if (rc == SG_PROV_OK)
+	if (rc == SG_PROV_OK)
 		sg_store_sbx_touch(env->store, id, (int64_t)time(NULL) + life);
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)
 		rc = sg_prov_fail(&pe, SG_PROV_FAILED, 0, "out of memory");
 	sg_exec_free(&res);
+	if (rc == SG_PROV_GONE)
+		rc = unreachable(env, t, ops, handle, id, &pe, err);
+	else if (rc != SG_PROV_OK)
+		provider_error(t, &pe, id, err);
 	json_decref(handle);
 	sg_store_sbx_clear(&row);
-	return rc == SG_PROV_OK ? 0 : provider_error(t, &pe, id, err);
+	return rc == SG_PROV_OK ? 0 : -1;
 }
 
 int

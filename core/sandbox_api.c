@@ -51,7 +51,12 @@ opt_string(const json_t *b, const char *key, const char **out,
 	return 0;
 }
 
-/* code (required) and timeout (optional seconds, at most the request's). */
+/*
+ * code (required) and timeout (optional seconds, at most the request's).
+ * Both routes that run code read it here: a NUL would cut the program
+ * short where it is handed on as a C string, so what ran would not be
+ * what was sent (the loop refuses it too, in sg_rw_code_arg).
+ */
 static int
 code_args(const struct sg_cfg *cfg, const json_t *b, const char **code,
     int *timeout, struct sg_error *err)
@@ -64,6 +69,9 @@ code_args(const struct sg_cfg *cfg, const json_t *b, const char **code,
 	if (*code == NULL)
 		return sg_error_invalid(err, "code", "missing_required_parameter",
 		    "Missing required parameter: 'code'.");
+	if (strlen(*code) != json_string_length(json_object_get(b, "code")))
+		return sg_error_invalid(err, "code", "invalid_value", "Invalid "
+		    "'code': it contains a NUL character (\\u0000).");
 	*timeout = 0;
 	if (t == NULL || json_is_null(t))
 		return 0;
@@ -76,17 +84,69 @@ code_args(const struct sg_cfg *cfg, const json_t *b, const char **code,
 	return 0;
 }
 
+/* A key may be limited to some sandbox tools (auth.keys[].tools). 0, or
+ * -1 with err when it may not use tool (NULL: the default tool). */
+static int
+may_use(const struct sg_cfg *cfg, const struct sg_req *req, const char *tool,
+    struct sg_error *err)
+{
+	if (tool == NULL)
+		tool = cfg->interception.sandbox_tool;
+	if (tool == NULL || sg_cfg_key_may_use(req->key, tool))
+		return 0;
+	return sg_error_set(err, 403, "invalid_request_error", "tool_not_allowed",
+	    "tool", "This API key may not use the sandbox tool '%s'.", tool);
+}
+
+/* The caller's sandbox id in *row (sg_store_sbx_clear it), when its key
+ * may use the sandbox's tool. 0, or -1 with err (404 for another key's
+ * sandbox, as everywhere). */
+static int
+reach(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
+    struct sg_store_sbx *row, struct sg_error *err)
+{
+	int rc = sg_store_sbx_get(env->store, id, req->tenant, row);
+
+	if (rc == SG_STORE_NOTFOUND)
+		return sg_error_set(err, 404, "invalid_request_error", NULL, "id",
+		    "Container with id '%s' not found.", id);
+	if (rc != SG_STORE_OK)
+		return sg_error_set(err, 503, "server_error", NULL, NULL, "The "
+		    "store is unavailable: %s", sg_store_errmsg(env->store));
+	if (may_use(env->cfg, req, row->tool, err) == -1) {
+		sg_store_sbx_clear(row);
+		return -1;
+	}
+	return 0;
+}
+
+/* reach(), for routes that only need the answer. */
+static int
+may_reach(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
+    struct sg_error *err)
+{
+	struct sg_store_sbx row;
+
+	if (reach(env, req, id, &row, err) == -1)
+		return -1;
+	sg_store_sbx_clear(&row);
+	return 0;
+}
+
 struct listing {
 	const struct sg_cfg	*cfg;
+	const struct sg_req	*req;
 	json_t			*data;
 };
 
+/* Sandboxes of tools the key may no longer use are not listed. */
 static int
 list_one(void *arg, const struct sg_store_sbx *row)
 {
 	struct listing *l = arg;
 
-	json_array_append_new(l->data, sg_sbx_json(l->cfg, row));
+	if (sg_cfg_key_may_use(l->req->key, row->tool))
+		json_array_append_new(l->data, sg_sbx_json(l->cfg, row));
 	return 0;
 }
 
@@ -94,7 +154,7 @@ list_one(void *arg, const struct sg_store_sbx *row)
 static json_t *
 list(struct sg_sbx_env *env, const struct sg_req *req, struct sg_error *err)
 {
-	struct listing l = { env->cfg, json_array() };
+	struct listing l = { env->cfg, req, json_array() };
 	json_t *first, *last;
 	size_t n;
 
@@ -119,18 +179,9 @@ get(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 {
 	struct sg_store_sbx row;
 	json_t *j;
-	int rc = sg_store_sbx_get(env->store, id, req->tenant, &row);
 
-	if (rc == SG_STORE_NOTFOUND) {
-		sg_error_set(err, 404, "invalid_request_error", NULL, "id",
-		    "Container with id '%s' not found.", id);
+	if (reach(env, req, id, &row, err) == -1)
 		return NULL;
-	}
-	if (rc != SG_STORE_OK) {
-		sg_error_set(err, 503, "server_error", NULL, NULL, "The store is "
-		    "unavailable: %s", sg_store_errmsg(env->store));
-		return NULL;
-	}
 	j = sg_sbx_json(env->cfg, &row);
 	sg_store_sbx_clear(&row);
 	return j;
@@ -145,6 +196,7 @@ create(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 	json_t *j;
 
 	if (opt_string(b, "tool", &tool, err) == -1 ||
+	    may_use(env->cfg, req, tool, err) == -1 ||
 	    sg_sbx_create(env, req->tenant, tool, 0, &row, err) == -1)
 		return NULL;
 	j = sg_sbx_json(env->cfg, &row);
@@ -161,6 +213,7 @@ run(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 	int timeout;
 
 	if (code_args(env->cfg, b, &code, &timeout, err) == -1 ||
+	    may_reach(env, req, id, err) == -1 ||
 	    sg_sbx_run(env, req->tenant, id, code, timeout, 1, &result, err) == -1)
 		return NULL;
 	return result;
@@ -179,6 +232,7 @@ oneshot(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 
 	if (code_args(env->cfg, b, &code, &timeout, err) == -1 ||
 	    opt_string(b, "tool", &tool, err) == -1 ||
+	    may_use(env->cfg, req, tool, err) == -1 ||
 	    sg_sbx_create(env, req->tenant, tool, 1, &row, err) == -1)
 		return NULL;
 	sg_sbx_run(env, req->tenant, row.id, code, timeout, 0, &result, err);
@@ -214,7 +268,8 @@ sg_sbx_api(struct sg_sbx_env *env, int route, const char *id,
 		answer = get(env, req, id, &err);
 		break;
 	case SG_ROUTE_SBX_DELETE:
-		if (sg_sbx_delete(env, req->tenant, id, &err) == 0)
+		if (may_reach(env, req, id, &err) == 0 &&
+		    sg_sbx_delete(env, req->tenant, id, &err) == 0)
 			answer = json_pack("{s:s,s:s,s:b}", "id", id, "object",
 			    "sandbox.deleted", "deleted", 1);
 		break;

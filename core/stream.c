@@ -18,6 +18,7 @@ struct code_call {
 	int		 index;		/* client output index */
 	int		 fed;		/* argument deltas seen */
 	struct sg_codedec dec;
+	struct sg_buf	 shown;		/* the code the client was shown */
 	struct sg_stream *s;
 };
 
@@ -75,6 +76,12 @@ sg_stream_new(enum sg_surface surface, const struct sg_req *req,
 void
 sg_stream_free(struct sg_stream *s)
 {
+	int i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < s->ncalls; i++)
+		free(s->calls[i].shown.p);
 	free(s);
 }
 
@@ -122,17 +129,18 @@ snapshot(struct sg_stream *s, const char *status)
 	    "incomplete_details", "model", json_object_get(b, "model"),
 	    "output", "parallel_tool_calls", !json_is_false(json_object_get(b,
 	    "parallel_tool_calls")), "metadata", json_is_object(json_object_get(b,
-	    "metadata")) ? json_deep_copy(json_object_get(b, "metadata")) :
+	    "metadata")) ? json_incref(json_object_get(b, "metadata")) :
 	    json_object(), "tools", json_object_get(b, "tools"), "tool_choice",
-	    json_object_get(b, "tool_choice") ? json_deep_copy(json_object_get(b,
+	    json_object_get(b, "tool_choice") ? json_incref(json_object_get(b,
 	    "tool_choice")) : json_string("auto"));
 
+	/* The client's values are shared, not copied: nothing changes them. */
 	json_object_set_new(r, "instructions", (v = json_object_get(b,
-	    "instructions")) ? json_deep_copy(v) : json_null());
+	    "instructions")) ? json_incref((json_t *)v) : json_null());
 	json_object_set_new(r, "temperature", (v = json_object_get(b,
-	    "temperature")) ? json_deep_copy(v) : json_integer(1));
+	    "temperature")) ? json_incref((json_t *)v) : json_integer(1));
 	json_object_set_new(r, "top_p", (v = json_object_get(b, "top_p")) ?
-	    json_deep_copy(v) : json_integer(1));
+	    json_incref((json_t *)v) : json_integer(1));
 	return r;
 }
 
@@ -223,6 +231,11 @@ code_delta(void *arg, const char *text, size_t len)
 {
 	struct code_call *c = arg;
 
+	if (sg_buf_add(&c->shown, text, len) == -1) {
+		/* Not kept, so not shown: what runs is checked against it. */
+		c->dec.lost = 1;
+		return;
+	}
 	emit(c->s, "response.code_interpreter_call_code.delta", json_pack(
 	    "{s:i,s:s,s:o}", "output_index", c->index, "item_id", c->id,
 	    "delta", sg_json_string_lossy(text, len)));
@@ -314,7 +327,8 @@ responses_event(struct sg_stream *s, const json_t *ev)
 		s->map[idx] = s->next_index++;
 	if (s->map[idx] < 0)
 		return;
-	copy = json_deep_copy(ev);
+	/* Shallow: only top-level members change. */
+	copy = json_copy((json_t *)ev);
 	if (json_object_get(copy, "output_index") != NULL)
 		json_object_set_new(copy, "output_index", json_integer(s->map[idx]));
 	emit(s, type, copy);
@@ -390,7 +404,7 @@ chat_event(struct sg_stream *s, const json_t *ev)
 			    -1 : s->next_tool++;
 		if (s->tmap[up] < 0)
 			continue;	/* the code tool: internal */
-		c = json_deep_copy(tc);
+		c = json_copy((json_t *)tc);
 		json_object_set_new(c, "index", json_integer(s->tmap[up]));
 		json_array_append_new(calls, c);
 	}
@@ -411,6 +425,20 @@ sg_stream_upstream(struct sg_stream *s, const json_t *ev)
 		responses_event(s, ev);
 	else
 		chat_event(s, ev);
+}
+
+int
+sg_stream_code_agrees(struct sg_stream *s, const char *call_id,
+    const char *code, size_t len)
+{
+	struct code_call *c = call_by_id(s, call_id);
+
+	if (c == NULL)
+		return 1;	/* never shown */
+	if (c->dec.invalid || c->shown.len > len || (c->shown.len > 0 &&
+	    memcmp(c->shown.p, code, c->shown.len) != 0))
+		return 0;
+	return !c->dec.done || c->shown.len == len;
 }
 
 void
@@ -468,7 +496,8 @@ sg_stream_finish(struct sg_stream *s, const json_t *answer)
 	if (begin(s) == -1)
 		return;
 	if (s->surface == SG_SURFACE_RESPONSES) {
-		done = json_deep_copy(answer);
+		/* Shallow: the outputs (images too) are not copied. */
+		done = json_copy((json_t *)answer);
 		json_object_set_new(done, "id", json_string(s->id));
 		emit(s, "response.completed", json_pack("{s:o}", "response", done));
 		return;

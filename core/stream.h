@@ -36,6 +36,15 @@ void	 sg_stream_upstream(struct sg_stream *, const json_t *ev);
 void	 sg_stream_next_turn(struct sg_stream *);
 /* The client item id of the code call call_id (Responses), or NULL. */
 const char *sg_stream_item_id(struct sg_stream *, const char *call_id);
+/*
+ * Whether code[0..len), about to run for call_id, is what the client was
+ * shown streaming: all of it when the decoder saw the code string end,
+ * else a beginning of it (the decoder lost track and the .done event
+ * brings the rest). 0 when the shown code differs, or the arguments
+ * repeat a key: the call must not run.
+ */
+int	 sg_stream_code_agrees(struct sg_stream *, const char *call_id,
+	    const char *code, size_t len);
 /* A code call runs now / has run (item: the finished
  * code_interpreter_call, borrowed). */
 void	 sg_stream_code_running(struct sg_stream *, const char *call_id,

@@ -25,11 +25,13 @@ sg_turn_free(struct sg_turn *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* Keep v (shared with the parsed event, which goes: nothing changes
+ * what is kept, so it need not be copied). */
 static void
 set(json_t **slot, json_t *v)
 {
 	json_decref(*slot);
-	*slot = v != NULL ? json_deep_copy(v) : NULL;
+	*slot = json_incref(v);
 }
 
 /* Append src's string member key to dst's (both objects). */

@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 
+#include "respids.h"
 #include "sse.h"
 #include "upstream.h"
 #include "../lib/util.h"
@@ -15,7 +16,8 @@
 #define ALIVE_EVERY_MS		250
 
 struct sg_upstream {
-	CURL	*h;
+	CURL		*h;
+	struct sg_store	*store;		/* relayed response ids */
 };
 
 /* One relay in progress. */
@@ -36,6 +38,9 @@ struct relay {
 	int			 client_gone, deadline_hit, too_big, silent;
 	sg_sse_fn		 consume;	/* events mode: SSE goes here */
 	void			*consume_arg;
+	struct sg_store		*ids;		/* Responses: where relayed ids
+						 * are noted; NULL: not noted */
+	const char		*api_base;	/* whose ids they are */
 };
 
 /* Upstream headers worth a client's while; everything else (hop-by-hop,
@@ -55,6 +60,12 @@ sg_upstream_new(void)
 		return NULL;
 	}
 	return up;
+}
+
+void
+sg_upstream_use_store(struct sg_upstream *up, struct sg_store *store)
+{
+	up->store = store;
 }
 
 void
@@ -125,6 +136,8 @@ relay_event(void *arg, const struct sg_sse_event *ev)
 {
 	struct relay *r = arg;
 
+	if (r->ids != NULL)
+		sg_respids_note_event(r->ids, r->api_base, r->req, ev);
 	if (ev->has_data)
 		r->events++;
 	if (r->out->write(r->out, ev->raw, ev->rawlen) == -1 ||
@@ -262,6 +275,10 @@ send_buffered(struct relay *r, const struct sg_cfg_model *m,
 	if (status >= 400 && strstr(r->ctype, "json") == NULL)
 		return sg_error_server(err, 502, "The upstream of model %s "
 		    "answered HTTP %ld with a non-JSON body.", m->name, status);
+	/* Noted before the client has it: it may continue at once. */
+	if (r->ids != NULL && status / 100 == 2 && r->body.len > 0)
+		sg_respids_note(r->ids, r->api_base, r->req, r->body.p,
+		    r->body.len);
 	if (sg_http_begin(r->out, r->req, (int)status,
 	    r->ctype[0] != '\0' ? r->ctype : "application/json",
 	    r->headers) == -1 ||
@@ -367,11 +384,17 @@ sg_upstream_relay(struct sg_upstream *up, const struct sg_cfg_model *m,
     struct sg_error *err)
 {
 	struct relay r = { .out = out, .req = req, .surface = surface,
-	    .h = up->h, .deadline = deadline_ms };
+	    .h = up->h, .deadline = deadline_ms, .api_base = m->api_base };
 	char detail[CURL_ERROR_SIZE] = "";
 	CURLcode rc;
 	int ret;
 
+	if (surface == SG_SURFACE_RESPONSES) {
+		if (sg_respids_check(up->store, m->api_base, req, body, len,
+		    err) == -1)
+			return -1;
+		r.ids = up->store;
+	}
 	rc = post(up, m, body, len, &r, detail);
 	if (rc != CURLE_OK)
 		ret = fail_transfer(&r, m, rc, detail, err);

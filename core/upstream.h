@@ -13,6 +13,7 @@
 #include "error.h"
 #include "http.h"
 #include "sse.h"
+#include "../store/store.h"
 
 struct sg_upstream;
 
@@ -24,10 +25,21 @@ enum sg_surface {
 /* New, or NULL when libcurl cannot make a handle. */
 struct sg_upstream *sg_upstream_new(void);
 void	 sg_upstream_free(struct sg_upstream *);
+/*
+ * The store (borrowed, the responder's) where the response ids relayed
+ * on /v1/responses are bound to the key they went to. Without one, a
+ * relayed request that names a previous_response_id is refused (500):
+ * it could not be checked.
+ */
+void	 sg_upstream_use_store(struct sg_upstream *, struct sg_store *);
 
 /*
  * POST body to the model's upstream and relay its answer to out
  * unchanged: status, JSON, or an SSE stream event by event as it arrives.
+ * On /v1/responses, a previous_response_id must name a response relayed
+ * to the same key from the same upstream (else 400
+ * previous_response_not_found, before any upstream call), and the id of
+ * each answer is noted for its key.
  * Returns 0 when an answer went out (whatever its status); -1 with err
  * filled when nothing did (the caller sends err); -1 with out->started
  * when the client vanished or the stream broke (an error event was sent).

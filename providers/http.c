@@ -101,11 +101,16 @@ handle(struct sg_prov *prov)
 	return prov->curl;
 }
 
+/*
+ * A call that got no usable answer. The message may reach a client, so
+ * it names neither the URL nor the host (a sandbox's endpoint, the
+ * provider's address): those go to the log, with curl's own detail.
+ */
 static int
 transport_error(struct call *c, CURLcode rc, const char *url,
     const char *detail, struct sg_prov_error *err)
 {
-	const char *why = detail[0] != '\0' ? detail : curl_easy_strerror(rc);
+	const char *what = curl_easy_strerror(rc);
 
 	if (c->capped)
 		return sg_prov_fail(err, SG_PROV_CAP, 0, "Sandbox output exceeded "
@@ -113,14 +118,16 @@ transport_error(struct call *c, CURLcode rc, const char *url,
 	if (c->stopped)
 		return sg_prov_fail(err, SG_PROV_STOPPED, 0, "stopped: the "
 		    "client went away");
+	fprintf(stderr, "sandgate: provider call to %s: %s\n", url,
+	    c->timed_out ? "no answer in time" : detail[0] != '\0' ? detail :
+	    what);
 	if (c->timed_out || rc == CURLE_OPERATION_TIMEDOUT)
-		return sg_prov_fail(err, SG_PROV_TIMEOUT, 0, "no answer in time "
-		    "from %s", url);
+		return sg_prov_fail(err, SG_PROV_TIMEOUT, 0, "no answer in time");
 	if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
 		return sg_prov_fail(err, SG_PROV_UNREACHABLE, 0, "cannot reach "
-		    "%s: %s", url, why);
-	return sg_prov_fail(err, SG_PROV_FAILED, 0, "connection to %s broke: "
-	    "%s", url, why);
+		    "the provider (%s)", what);
+	return sg_prov_fail(err, SG_PROV_FAILED, 0, "the connection to the "
+	    "provider broke (%s)", what);
 }
 
 static int

@@ -5,6 +5,7 @@
  * Handle: {"id", "execd": base URL, "headers": {…} forwarded on every
  * execd call}.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@
 #define READY_MS	60000	/* Running, endpoint and /ping, in all */
 #define POLL_US		200000
 #define MAX_FIGURES	10
+#define OWN_CELL_CAP	(64u << 10)	/* output of sandgate's own cells,
+					 * read and thrown away */
 
 static void
 control_headers(const struct sg_tool *t, struct sg_hdrs *h)
@@ -297,14 +300,43 @@ run_cell(struct sg_prov *p, const json_t *handle, const char *code,
 	return rc;
 }
 
-/* The text of a run's main result, as an int; -1 without one. */
+/* The text of a run's main result as a count of figures; -1 without
+ * one, or when it is not a number we can use (the sandbox wrote it). */
 static int
 result_int(const struct sg_exec *r)
 {
 	const json_t *first = json_array_get(r->results, 0);
 	const char *t = json_string_value(json_object_get(first, "text"));
+	char *end;
+	long n;
 
-	return t != NULL ? atoi(t) : -1;
+	if (t == NULL)
+		return -1;
+	n = strtol(t, &end, 10);
+	return end != t && *end == '\0' && n >= 0 && n <= INT_MAX ? (int)n :
+	    -1;
+}
+
+/*
+ * A scratch result for one of sandgate's own cells: it may use only what
+ * the run's cap has left, so figures cannot multiply the cap. 0, or -1
+ * when nothing is left.
+ */
+static int
+scratch_init(struct sg_exec *tmp, const struct sg_exec *res)
+{
+	if (res->bytes >= res->cap)
+		return -1;
+	sg_exec_init(tmp, res->cap - res->bytes);
+	return 0;
+}
+
+/* What a scratch run used, charged to the run. */
+static void
+scratch_free(struct sg_exec *tmp, struct sg_exec *res)
+{
+	res->bytes += tmp->bytes;
+	sg_exec_free(tmp);
 }
 
 /*
@@ -339,23 +371,25 @@ collect_figures(struct sg_prov *p, const json_t *handle, struct sg_exec *res)
 	json_t *r;
 	size_t k;
 
-	sg_exec_init(&tmp, res->cap);
+	if (scratch_init(&tmp, res) == -1)
+		return;
 	n = run_cell(p, handle, count_cell, 30, &tmp, &ignored) == SG_PROV_OK ?
 	    result_int(&tmp) : 0;
-	sg_exec_free(&tmp);
-	for (i = 0; i < n && i < MAX_FIGURES; i++) {
+	scratch_free(&tmp, res);
+	for (i = 0; i < n && i < MAX_FIGURES && scratch_init(&tmp, res) == 0;
+	    i++) {
 		snprintf(cell, sizeof(cell), "_sg_figs[%d]\n", i);
-		sg_exec_init(&tmp, res->cap);
 		if (run_cell(p, handle, cell, 30, &tmp, &ignored) == SG_PROV_OK)
 			json_array_foreach(tmp.results, k, r) {
 				json_object_set_new(r, "is_main_result",
 				    json_false());
 				json_array_append(res->results, r);
 			}
-		sg_exec_free(&tmp);
+		scratch_free(&tmp, res);
 	}
+	/* The figures are closed even when the cap is spent. */
 	if (n > 0) {
-		sg_exec_init(&tmp, res->cap);
+		sg_exec_init(&tmp, OWN_CELL_CAP);
 		run_cell(p, handle, close_cell, 30, &tmp, &ignored);
 		sg_exec_free(&tmp);
 	}
@@ -377,7 +411,7 @@ osb_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 		return sg_prov_fail(err, SG_PROV_GONE, 0, "OpenSandbox handle "
 		    "without an execd endpoint");
 	if (plots) {
-		sg_exec_init(&tmp, res->cap);
+		sg_exec_init(&tmp, OWN_CELL_CAP);
 		run_cell(p, handle, prologue, 30, &tmp, &ignored);
 		sg_exec_free(&tmp);
 	}

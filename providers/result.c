@@ -2,14 +2,31 @@
  * The result of a run, filled line by line from a provider's stream:
  * e2b's NDJSON (also spoken by the local kernel) and OpenSandbox execd's
  * JSON lines. Both end up in e2b's result shape.
+ *
+ * A sandbox is hostile and may write any line. The output cap bounds
+ * what a run costs the gateway, not only the bytes it sent: JSON values
+ * kept from result lines are charged to it too (Jansson spends tens of
+ * bytes on each, so 9 MB of "0," would become hundreds of MB of tree),
+ * and so is what repairing invalid UTF-8 adds. Each line's size is
+ * measured before it is parsed; one that would not fit is dropped and
+ * stderr says so.
  */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "provider.h"
 #include "../lib/util.h"
 
-#define DEFAULT_CAP (10u << 20)
+#define DEFAULT_CAP	(10u << 20)
+#define VALUE_COST	64	/* bytes of the cap a kept JSON value costs */
+#define SMALL_LINE	64	/* values any line may build (text, markers) */
+#define MAX_DEPTH	32	/* deeper lines are dropped */
+
+static const char dropped_note[] =
+    "[sandgate: a result too large to keep was dropped]\n";
 
 void
 sg_exec_init(struct sg_exec *r, size_t cap)
@@ -80,18 +97,71 @@ set_error(struct sg_exec *r, const json_t *name, const json_t *value,
 	    "traceback", traceback_string(tb));
 }
 
-/* Parse one line; a line with invalid UTF-8 is repaired, not dropped.
- * New reference or NULL. */
+/* Bytes of the cap the run has left. */
+static size_t
+left(const struct sg_exec *r)
+{
+	return r->bytes < r->cap ? r->cap - r->bytes : 0;
+}
+
+/* Say once per run of drops that something was dropped; the note is
+ * output too, so it counts. */
+static void
+note_dropped(struct sg_exec *r)
+{
+	const size_t n = sizeof(dropped_note) - 1;
+
+	if (r->err.len >= n && memcmp(r->err.p + r->err.len - n, dropped_note,
+	    n) == 0)
+		return;
+	if (r->err.len > 0 && r->err.p[r->err.len - 1] != '\n' &&
+	    sg_buf_add(&r->err, "\n", 1) == 0)
+		r->bytes++;
+	if (sg_buf_add(&r->err, dropped_note, n) == 0)
+		r->bytes += n;
+}
+
+/*
+ * Charge a kept line's values to the run: 0, or -1 (the line must be
+ * dropped) when they do not fit in what the cap has left.
+ */
+static int
+charge(struct sg_exec *r, size_t values)
+{
+	if (values > left(r) / VALUE_COST) {
+		note_dropped(r);
+		return -1;
+	}
+	r->bytes += values * VALUE_COST;
+	return 0;
+}
+
+/*
+ * Parse one line, if the run can afford it; a line with invalid UTF-8
+ * is repaired, not dropped, and what the repair adds counts. New
+ * reference or NULL; the line's values in *values.
+ */
 static json_t *
-parse_line(const char *line, size_t len)
+parse_line(struct sg_exec *r, const char *line, size_t len, size_t *values)
 {
 	json_t *j;
 	size_t flen;
 	char *fixed;
+	int depth;
 
+	*values = sg_json_size(line, len, &depth);
+	if (depth > MAX_DEPTH || (*values > SMALL_LINE &&
+	    *values > left(r) / VALUE_COST)) {
+		note_dropped(r);
+		return NULL;
+	}
 	j = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	if (j == NULL && (fixed = sg_utf8_fix(line, len, &flen)) != NULL) {
-		j = json_loadb(fixed, flen, JSON_ALLOW_NUL, NULL);
+		if (flen - len <= left(r)) {
+			r->bytes += flen - len;
+			j = json_loadb(fixed, flen, JSON_ALLOW_NUL, NULL);
+		} else
+			note_dropped(r);
 		free(fixed);
 	}
 	if (j != NULL && !json_is_object(j)) {
@@ -101,11 +171,38 @@ parse_line(const char *line, size_t len)
 	return j;
 }
 
+/* A provider's count: a whole number in [0, INT_MAX], else -1 (absent).
+ * Peers send reals and strings too, and a cast of 1e300 to int is
+ * undefined. */
+static int
+count_of(const json_t *n)
+{
+	double d;
+	char *end;
+	long v;
+
+	if (json_is_integer(n))
+		return json_integer_value(n) >= 0 && json_integer_value(n) <=
+		    INT_MAX ? (int)json_integer_value(n) : -1;
+	if (json_is_real(n)) {
+		d = json_real_value(n);
+		return isfinite(d) && d >= 0 && d <= INT_MAX && d == floor(d) ?
+		    (int)d : -1;
+	}
+	if (json_is_string(n) && json_string_length(n) > 0) {
+		v = strtol(json_string_value(n), &end, 10);
+		return *end == '\0' && v >= 0 && v <= INT_MAX ? (int)v : -1;
+	}
+	return -1;
+}
+
 void
 sg_exec_e2b_line(struct sg_exec *r, const char *line, size_t len)
 {
-	json_t *j = parse_line(line, len), *res;
+	size_t values;
+	json_t *j = parse_line(r, line, len, &values);
 	const char *type;
+	int n;
 
 	if (j == NULL)
 		return;
@@ -116,14 +213,15 @@ sg_exec_e2b_line(struct sg_exec *r, const char *line, size_t len)
 	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)
 		add_text(r, type, json_object_get(j, "text"));
 	else if (strcmp(type, "number_of_executions") == 0) {
-		json_t *n = json_object_get(j, "execution_count");
-
-		if (json_is_number(n))
-			r->execution_count = (int)json_number_value(n);
+		/* A count we cannot use is as good as none. */
+		if ((n = count_of(json_object_get(j, "execution_count"))) >= 0)
+			r->execution_count = n;
 	} else if (strcmp(type, "result") == 0) {
-		res = json_deep_copy(j);
-		json_object_del(res, "type");
-		json_array_append_new(r->results, res);
+		/* The line's own tree becomes the result: no copy. */
+		if (charge(r, values) == 0) {
+			json_object_del(j, "type");
+			json_array_append(r->results, j);
+		}
 	} else if (strcmp(type, "error") == 0)
 		set_error(r, json_object_get(j, "name"),
 		    json_object_get(j, "value"), json_object_get(j, "traceback"));
@@ -191,9 +289,10 @@ void
 sg_exec_osb_line(struct sg_exec *r, const char *line, size_t len)
 {
 	const char *p = osb_payload(line, &len), *type;
-	json_t *j, *e, *n;
+	size_t values;
+	json_t *j, *e;
 
-	if (p == NULL || (j = parse_line(p, len)) == NULL)
+	if (p == NULL || (j = parse_line(r, p, len, &values)) == NULL)
 		return;
 	type = json_string_value(json_object_get(j, "type"));
 	if (type == NULL) {
@@ -206,14 +305,12 @@ sg_exec_osb_line(struct sg_exec *r, const char *line, size_t len)
 	} else if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)
 		add_text(r, type, json_object_get(j, "text"));
 	else if (strcmp(type, "execution_count") == 0) {
-		n = json_object_get(j, "execution_count");
-		if (r->execution_count < 0 && json_is_number(n))
-			r->execution_count = (int)json_number_value(n);
-		else if (r->execution_count < 0 && json_is_string(n))
-			r->execution_count = atoi(json_string_value(n));
+		if (r->execution_count < 0)
+			r->execution_count = count_of(json_object_get(j,
+			    "execution_count"));
 	} else if (strcmp(type, "result") == 0) {
 		e = json_object_get(j, "results");
-		if (json_is_object(e))
+		if (json_is_object(e) && charge(r, values) == 0)
 			json_array_append_new(r->results, osb_result(e));
 	} else if (strcmp(type, "error") == 0) {
 		e = json_object_get(j, "error");

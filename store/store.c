@@ -58,7 +58,21 @@ static const char *const migrations[] = {
 	"  upstream_id TEXT NOT NULL,"
 	"  model TEXT NOT NULL,"
 	"  created_at INTEGER NOT NULL);",
+	/* 1 -> 2 */
+	"CREATE TABLE relayed ("
+	"  upstream_id TEXT NOT NULL,"		/* the upstream's response id */
+	"  tenant TEXT NOT NULL,"		/* the key it was relayed to */
+	"  upstream TEXT NOT NULL,"		/* whose id: the model's api_base */
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (upstream_id, tenant, upstream));"
+	"CREATE INDEX relayed_created ON relayed(created_at);",
 };
+
+/* Relayed ids are kept this long (OpenAI keeps responses 30 days). */
+#define RELAYED_TTL	(30 * 86400)
+/* Rows pruned per insert: the index finds them, and the work per
+ * request stays small however many expired at once. */
+#define RELAYED_PRUNE	64
 
 static int
 set_err(struct sg_store *st, const char *fmt, ...)
@@ -509,6 +523,40 @@ sg_store_resp_get(struct sg_store *st, const char *id, const char *tenant,
 		rc = SG_STORE_OK;
 	} else
 		rc = SG_STORE_NOTFOUND;
+	sqlite3_finalize(stmt);
+	return rc;
+}
+
+int
+sg_store_relayed_put(struct sg_store *st, const char *upstream_id,
+    const char *tenant, const char *upstream)
+{
+	int64_t now = (int64_t)time(NULL);
+	int rc;
+
+	rc = exec_args(st, NULL, "INSERT OR REPLACE INTO relayed (upstream_id, "
+	    "tenant, upstream, created_at) VALUES (?, ?, ?, ?)", "sssi",
+	    upstream_id, tenant, upstream, now);
+	if (rc != SG_STORE_OK)
+		return rc;
+	return exec_args(st, NULL, "DELETE FROM relayed WHERE rowid IN (SELECT "
+	    "rowid FROM relayed WHERE created_at < ? LIMIT ?)", "ii",
+	    now - RELAYED_TTL, (int64_t)RELAYED_PRUNE);
+}
+
+int
+sg_store_relayed_has(struct sg_store *st, const char *upstream_id,
+    const char *tenant, const char *upstream)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	rc = run(st, &stmt, "SELECT 1 FROM relayed WHERE upstream_id = ? AND "
+	    "tenant = ? AND upstream = ? AND created_at >= ?", "sssi",
+	    upstream_id, tenant, upstream, (int64_t)time(NULL) - RELAYED_TTL);
+	if (rc < 0)
+		return rc;
+	rc = rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
 	sqlite3_finalize(stmt);
 	return rc;
 }

@@ -17,7 +17,7 @@ enum sg_store_rc {
 	SG_STORE_EXISTS = -3,
 };
 
-#define SG_STORE_SCHEMA_VERSION 1
+#define SG_STORE_SCHEMA_VERSION 2
 
 struct sg_store;
 
@@ -93,5 +93,18 @@ int	 sg_store_resp_put(struct sg_store *, const char *id, const char *tenant,
 /* OK and the upstream id copied, or NOTFOUND (another tenant's too). */
 int	 sg_store_resp_get(struct sg_store *, const char *id, const char *tenant,
 	    char *upstream_id, size_t sz);
+
+/*
+ * The response ids an upstream (its api_base) gave that were relayed to a
+ * tenant unchanged (the passthrough), so previous_response_id can be
+ * bound to the key that received the id. Kept 30 days; each put prunes a
+ * few expired rows.
+ */
+int	 sg_store_relayed_put(struct sg_store *, const char *upstream_id,
+	    const char *tenant, const char *upstream);
+/* OK when upstream_id was relayed to tenant from upstream (and is not
+ * expired), else NOTFOUND. */
+int	 sg_store_relayed_has(struct sg_store *, const char *upstream_id,
+	    const char *tenant, const char *upstream);
 
 #endif

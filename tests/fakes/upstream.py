@@ -43,7 +43,7 @@ FINGERPRINT = "fp_fake0a1b2c"
 LISTED_MODELS = ["echo", "gpt-4.1-mini", "slow-2", "slow-0.5", "slowstream-1", "drop-3",
                  "fault-500", "fault-429", "fault-400", "json-error-stream",
                  "ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason",
-                 "ci-clientfn", "ci-badargs"]
+                 "ci-clientfn", "ci-badargs", "ci-args"]
 
 
 def dumps(obj):
@@ -272,6 +272,8 @@ def responses_frames(req, model, prompt, text):
 #   ci-clientfn  n=0: two calls in one turn: the code tool ("print(1)") and the first other function
 #                tool with {"city":"Paris"} (only the code call if there is none)   else as ci-primes
 #   ci-badargs   n=0: the code tool with arguments '{"source": 1}' (no "code")   else "bad args: <last>"
+#   ci-args      n=0: the code tool with the last user text, verbatim, as its arguments (a test
+#                writes any arguments, malformed or hostile)   else "args result: <last>"
 #
 # Code calls carry arguments {"code":"<code>"} (compact JSON). Usage of every turn:
 # prompt/input tokens 10*(n+1), completion/output tokens 5+n (ci-reason on Responses: 2 of them
@@ -279,7 +281,7 @@ def responses_frames(req, model, prompt, text):
 
 CODE_TOOL = "litellm_code_execution"
 SCRIPTED = ("ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason", "ci-clientfn",
-            "ci-badargs")
+            "ci-badargs", "ci-args")
 
 
 def function_tools(req, chat):
@@ -337,6 +339,9 @@ def script_turn(model, req, chat):
         return code("print('same')")
     if model == "ci-badargs":
         return ([(CODE_TOOL, '{"source": 1}')], None, n) if n == 0 else say("bad args: " + last)
+    if model == "ci-args":
+        args = last_user(req.get("messages"), ("text",)) if chat else responses_prompt(req)
+        return ([(CODE_TOOL, args)], None, n) if n == 0 else say("args result: " + last)
     if model == "ci-clientfn" and n == 0:
         calls = [(CODE_TOOL, dumps({"code": "print(1)"}))]
         other = [x for x in names if x != CODE_TOOL]

@@ -91,7 +91,7 @@ auth: {
   keys = (
     { name = "alice"; key = "env:SG_TEST_KEY_ALICE"; },
     { name = "bob"; key_sha256 = "${sha256(KEYS.bob)}"; },
-    { name = "carol"; key = "file:${dir}/carol.key"; }
+    { name = "carol"; key = "file:${dir}/carol.key"; }${extra.keys ? "," + extra.keys : ""}
   );
 };
 models = (
@@ -107,7 +107,7 @@ models = (
   ${model("slow11", "slow-11", "timeout = 30;")},
   { name = "unreachable"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; },
   { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; },
-  ${["ci-primes", "ci-two", "ci-raise", "ci-repeat", "ci-reason", "ci-clientfn", "ci-badargs"].map((n) => model(n, n)).join(",\n  ")},
+  ${["ci-primes", "ci-two", "ci-raise", "ci-repeat", "ci-reason", "ci-clientfn", "ci-badargs", "ci-args"].map((n) => model(n, n)).join(",\n  ")},
   ${model("ci-endless", "ci-endless", "max_agentic_loops = 3;")}${extra.models ? "," + extra.models : ""}
 );
 sandbox_tools = (

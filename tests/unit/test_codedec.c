@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include <jansson.h>
 
 #include "../../core/codedec.h"
+#include "../../core/rewrite.h"
 
 struct out {
 	char	buf[4096];
@@ -174,6 +176,126 @@ no_code_key_emits_nothing(void **state)
 	assert_int_equal(o.len, 0);
 }
 
+/* Decode args byte by byte; the decoder in *d for its flags. */
+static struct out
+decode_all(const char *args, struct sg_codedec *d)
+{
+	struct out o = { .len = 0 };
+	size_t i, len = strlen(args);
+
+	sg_codedec_init(d, collect, &o);
+	for (i = 0; i < len; i++)
+		sg_codedec_feed(d, args + i, 1);
+	/* d.arg points at this o: d is not fed again, only read. */
+	return o;
+}
+
+/*
+ * A key given twice: Jansson would keep the last value, so the client
+ * would be shown one program while another ran. The decoder marks the
+ * arguments invalid (sg_rw_code_arg refuses them) and never shows a
+ * second code, however the key is spelled or split.
+ */
+static void
+repeated_key_is_invalid(void **state)
+{
+	static const struct {
+		const char *args, *shown;
+	} cases[] = {
+		{ "{\"code\":\"print('a')\",\"code\":\"print('b')\"}", "print('a')" },
+		{ "{\"code\":\"a\",\"c\\u006fde\":\"b\"}", "a" },
+		{ "{\"code\":\"a\",\"\\u0063ode\":\"b\"}", "a" },
+		{ "{\"code\":\"a\", \"n\":1, \"n\":2}", "a" },
+		{ "{\"x\":\"1\",\"x\":\"2\",\"code\":\"a\"}", "" },
+		{ "{\"\\ud83d\\ude00\":1,\"\xf0\x9f\x98\x80\":2,\"code\":\"a\"}", "" },
+	};
+	struct sg_codedec d;
+	struct out o;
+	size_t i, split, len;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		len = strlen(cases[i].args);
+		for (split = 0; split <= len; split++) {
+			o = (struct out){ .len = 0 };
+			sg_codedec_init(&d, collect, &o);
+			sg_codedec_feed(&d, cases[i].args, split);
+			sg_codedec_feed(&d, cases[i].args + split, len - split);
+			if (!d.invalid || strcmp(o.buf, cases[i].shown) != 0)
+				fail_msg("%s split at %zu: invalid %d, shown \"%s\"",
+				    cases[i].args, split, d.invalid, o.buf);
+		}
+	}
+}
+
+/* Keys are decoded as Jansson decodes them: an escaped "code" is the
+ * code, and what is shown is what Jansson reads. */
+static void
+escaped_code_key(void **state)
+{
+	(void)state;
+	every_split("{\"c\\u006fde\":\"x = 1\"}");
+	every_split("{\"\\u0063\\u006F\\u0064\\u0065\" : \"y\"}");
+}
+
+/* What the decoder cannot check, it stops on: a NUL in a key (Jansson
+ * refuses those), more keys than it keeps. */
+static void
+keys_it_cannot_check(void **state)
+{
+	struct sg_codedec d;
+	struct out o;
+	char many[2048];
+	size_t n = 0;
+	int k;
+
+	(void)state;
+	o = decode_all("{\"co\\u0000de\":\"x\",\"code\":\"y\"}", &d);
+	assert_true(d.lost);
+	assert_int_equal(o.len, 0);
+	n += (size_t)snprintf(many, sizeof(many), "{");
+	for (k = 0; k < 60; k++)
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "\"key%d\":%d,",
+		    k, k);
+	snprintf(many + n, sizeof(many) - n, "\"code\":\"z\"}");
+	o = decode_all(many, &d);
+	assert_true(d.lost);
+	assert_int_equal(o.len, 0);
+}
+
+/* The decoder's verdict and sg_rw_code_arg's agree: arguments it takes
+ * as valid run exactly what it showed; arguments it finds invalid are
+ * refused. */
+static void
+same_rule_as_the_run(void **state)
+{
+	static const char *const args[] = {
+		"{\"code\":\"a\"}", "{\"code\":\"a\",\"code\":\"b\"}",
+		"{\"code\":\"a\",\"c\\u006fde\":\"b\"}", "{\"n\":1,\"code\":\"a\"}",
+		"{\"n\":1,\"n\":1,\"code\":\"a\"}", "{\"code\":\"a\",\"x\":null}",
+		"{\"code\":\"a\",\"x\":null,\"x\":true}",
+	};
+	struct sg_codedec d;
+	struct out o;
+	char *code, *problem;
+	size_t i;
+	int rc;
+
+	(void)state;
+	for (i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
+		o = decode_all(args[i], &d);
+		rc = sg_rw_code_arg(args[i], strlen(args[i]), &code, &problem);
+		if (d.invalid != (rc == -1))
+			fail_msg("%s: decoder invalid %d, run rc %d", args[i],
+			    d.invalid, rc);
+		if (rc == 0 && strcmp(code, o.buf) != 0)
+			fail_msg("%s: shown \"%s\", runs \"%s\"", args[i], o.buf,
+			    code);
+		free(code);
+		free(problem);
+	}
+}
+
 int
 main(void)
 {
@@ -186,6 +308,10 @@ main(void)
 		cmocka_unit_test(output_comes_as_it_arrives),
 		cmocka_unit_test(what_it_cannot_follow),
 		cmocka_unit_test(no_code_key_emits_nothing),
+		cmocka_unit_test(repeated_key_is_invalid),
+		cmocka_unit_test(escaped_code_key),
+		cmocka_unit_test(keys_it_cannot_check),
+		cmocka_unit_test(same_rule_as_the_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

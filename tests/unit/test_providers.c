@@ -1121,6 +1121,268 @@ provider_names(void **state)
 	    "unknown");
 }
 
+/* ---------------------------------------------------------------------
+ * Numbers from a provider (it may be hostile): a count that is not a
+ * whole number in [0, INT_MAX] is as good as none. Casting 1e300 to int
+ * is undefined behaviour, which the ASan+UBSan run catches.
+ * ------------------------------------------------------------------- */
+
+static int
+count_after(line_fn fn, const char *first, const char *then)
+{
+	struct sg_exec r;
+	int n;
+
+	sg_exec_init(&r, 0);
+	if (first != NULL)
+		line(&r, fn, first);
+	line(&r, fn, then);
+	n = r.execution_count;
+	sg_exec_free(&r);
+	return n;
+}
+
+static void
+execution_count_out_of_range(void **state)
+{
+	static const char *const bad[] = { "1e300", "-1e300", "-1", "1.5",
+	    "2147483648", "9223372036854775807", "-9223372036854775808",
+	    "1e19", "'12abc'", "'NaN'", "'-3'", "''", "'99999999999'", "null",
+	    "[1]", "true" };
+	char e2b[128], osb[128];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(e2b, sizeof(e2b), "{'type':'number_of_executions',"
+		    "'execution_count':%s}", bad[i]);
+		snprintf(osb, sizeof(osb), "{'type':'execution_count',"
+		    "'execution_count':%s}", bad[i]);
+		if (count_after(sg_exec_e2b_line, NULL, e2b) != -1 ||
+		    count_after(sg_exec_osb_line, NULL, osb) != -1)
+			fail_msg("execution_count %s was taken", bad[i]);
+		/* e2b: a later bad count leaves the good one. */
+		if (count_after(sg_exec_e2b_line, "{'type':'number_of_executions',"
+		    "'execution_count':4}", e2b) != 4)
+			fail_msg("execution_count %s replaced a good one", bad[i]);
+	}
+	assert_int_equal(count_after(sg_exec_e2b_line, NULL,
+	    "{'type':'number_of_executions','execution_count':2147483647}"),
+	    2147483647);
+	assert_int_equal(count_after(sg_exec_e2b_line, NULL,
+	    "{'type':'number_of_executions','execution_count':7.0}"), 7);
+	assert_int_equal(count_after(sg_exec_osb_line, NULL,
+	    "{'type':'execution_count','execution_count':'12'}"), 12);
+	assert_int_equal(count_after(sg_exec_osb_line, NULL,
+	    "{'type':'execution_count','execution_count':0}"), 0);
+}
+
+/* ---------------------------------------------------------------------
+ * What a run may cost: lines are measured before they are parsed, kept
+ * values are charged to the cap, a line that would not fit is dropped
+ * and stderr says so once.
+ * ------------------------------------------------------------------- */
+
+#define DROPPED "[sandgate: a result too large to keep was dropped]\n"
+
+/* New string: {"type":"result","json":[0,0,...]}. */
+static char *
+result_of(size_t zeros)
+{
+	struct sg_buf b = { 0 };
+	size_t i;
+
+	sg_buf_add(&b, "{\"type\":\"result\",\"json\":[", 25);
+	for (i = 0; i < zeros; i++)
+		sg_buf_add(&b, i > 0 ? ",0" : "0", i > 0 ? 2 : 1);
+	sg_buf_add(&b, "]}", 2);
+	return b.p;
+}
+
+/* What keeping line costs a run: its bytes with the "\n", and 64 bytes
+ * for each value it makes. */
+static size_t
+cost(const char *line)
+{
+	int depth;
+
+	return strlen(line) + 1 + 64 * sg_json_size(line, strlen(line), &depth);
+}
+
+/* Feed lines, each with its "\n", through the splitter. */
+static int
+feed_lines(struct sg_exec *r, const char *const *lines, size_t n)
+{
+	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = r };
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++)
+		if ((rc = sg_lines_feed(&l, lines[i], strlen(lines[i]))) == 0)
+			rc = sg_lines_feed(&l, "\n", 1);
+	sg_lines_finish(&l);
+	return rc;
+}
+
+static void
+huge_result_dropped(void **state)
+{
+	char *big = result_of(200000), *small = result_of(3);
+	const char *lines[] = { "{\"type\":\"stderr\",\"text\":\"before\"}", big,
+	    small, "{\"type\":\"stdout\",\"text\":\"after\"}",
+	    "{\"type\":\"end_of_execution\"}" };
+	struct sg_exec r;
+
+	(void)state;
+	/* 200000 values would cost 12.8 MB of Jansson: more than the cap. */
+	sg_exec_init(&r, 4u << 20);
+	assert_int_equal(feed_lines(&r, lines, 5), 0);
+	assert_int_equal(json_array_size(r.results), 1);
+	assert_int_equal(json_array_size(json_object_get(json_array_get(
+	    r.results, 0), "json")), 3);
+	assert_null(json_object_get(json_array_get(r.results, 0), "type"));
+	assert_string_equal(r.err.p, "before\n" DROPPED);
+	assert_string_equal(r.out.p, "after");
+	assert_true(r.ended);
+	assert_true(r.bytes <= r.cap);
+	sg_exec_free(&r);
+	free(big);
+	free(small);
+}
+
+static void
+deep_result_dropped(void **state)
+{
+	char deep[200], ok[200];
+	const char *lines[] = { deep, deep, ok };
+	struct sg_exec r;
+	int d;
+
+	(void)state;
+	/* 33 levels with the line's own object: one too many. */
+	d = snprintf(deep, sizeof(deep), "{\"type\":\"result\",\"json\":");
+	memset(deep + d, '[', 32);
+	memset(deep + d + 32, ']', 32);
+	snprintf(deep + d + 64, sizeof(deep) - (size_t)d - 64, "}");
+	d = snprintf(ok, sizeof(ok), "{\"type\":\"result\",\"json\":");
+	memset(ok + d, '[', 31);
+	memset(ok + d + 31, ']', 31);
+	snprintf(ok + d + 62, sizeof(ok) - (size_t)d - 62, "}");
+	sg_exec_init(&r, 0);
+	assert_int_equal(feed_lines(&r, lines, 3), 0);
+	assert_int_equal(json_array_size(r.results), 1);
+	/* Two drops in a row: one note. */
+	assert_string_equal(r.err.p, DROPPED);
+	sg_exec_free(&r);
+}
+
+/* Results are charged as they are kept: the budget runs out, later ones
+ * are dropped, and the note comes again after other stderr. */
+static void
+results_share_one_budget(void **state)
+{
+	char *res = result_of(1000);
+	const char *lines[] = { res, res, res, "{\"type\":\"stderr\",\"text\":"
+	    "\"x\\n\"}", res, "{\"type\":\"stdout\",\"text\":\"still\"}" };
+	struct sg_exec r;
+
+	(void)state;
+	/* Room for two results, the bytes of all, and the notes; not for a
+	 * third result's values. */
+	sg_exec_init(&r, 2 * cost(res) + 2 * (strlen(res) + 1) + 400);
+	assert_int_equal(feed_lines(&r, lines, 6), 0);
+	assert_int_equal(json_array_size(r.results), 2);
+	assert_string_equal(r.err.p, DROPPED "x\n" DROPPED);
+	assert_string_equal(r.out.p, "still");
+	sg_exec_free(&r);
+	free(res);
+}
+
+/* What kept values cost counts against the cap like bytes do. */
+static void
+charges_reach_the_cap(void **state)
+{
+	char *res = result_of(1000);
+	struct sg_exec r;
+	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
+
+	(void)state;
+	/* Without what the first one's values cost, both would fit. */
+	sg_exec_init(&r, cost(res) + strlen(res) - 1);
+	assert_int_equal(sg_lines_feed(&l, res, strlen(res)), 0);
+	assert_int_equal(sg_lines_feed(&l, "\n", 1), 0);
+	assert_int_equal(json_array_size(r.results), 1);
+	/* The next line fits in bytes, but not with what was kept. */
+	assert_int_equal(sg_lines_feed(&l, res, strlen(res)), -1);
+	sg_lines_finish(&l);
+	sg_exec_free(&r);
+	free(res);
+}
+
+/* Text lines with a few values always parse, whatever the budget. */
+static void
+small_lines_always_parse(void **state)
+{
+	char *res = result_of(1000);
+	const char *lines[] = { res, "{\"type\":\"stdout\",\"text\":\"a\","
+	    "\"x\":[1,2,3]}", "{\"type\":\"number_of_executions\","
+	    "\"execution_count\":2}", "{\"type\":\"end_of_execution\"}" };
+	struct sg_exec r;
+
+	(void)state;
+	/* Nothing left for values once the result is kept. */
+	sg_exec_init(&r, cost(res) + strlen(lines[1]) + strlen(lines[2]) +
+	    strlen(lines[3]) + 3);
+	assert_int_equal(feed_lines(&r, lines, 4), 0);
+	assert_int_equal(json_array_size(r.results), 1);
+	assert_string_equal(r.out.p, "a");
+	assert_int_equal(r.execution_count, 2);
+	assert_true(r.ended);
+	sg_exec_free(&r);
+	free(res);
+}
+
+/* Repairing invalid UTF-8 makes one byte three: that counts too, and a
+ * line whose repair would not fit is dropped. */
+static void
+repair_counts(void **state)
+{
+	static const char bad[] = "{\"type\":\"stdout\",\"text\":\"\xff\xff\xff"
+	    "\xff\xff\xff\xff\xff\xff\xff\"}";
+	const char *lines[] = { bad };
+	struct sg_exec r;
+
+	(void)state;
+	sg_exec_init(&r, 1000);
+	assert_int_equal(feed_lines(&r, lines, 1), 0);
+	assert_int_equal(r.out.len, 30);
+	assert_int_equal(r.bytes, sizeof(bad) - 1 + 1 + 20);
+	sg_exec_free(&r);
+
+	sg_exec_init(&r, sizeof(bad) - 1 + 1 + 19);
+	assert_int_equal(feed_lines(&r, lines, 1), 0);
+	assert_int_equal(r.out.len, 0);
+	assert_string_equal(r.err.p, DROPPED);
+	sg_exec_free(&r);
+}
+
+/* execd's results are charged the same way. */
+static void
+osb_result_budget(void **state)
+{
+	struct sg_exec r;
+
+	(void)state;
+	sg_exec_init(&r, 64 * 6);
+	line(&r, sg_exec_osb_line, "{'type':'result','results':{'text/plain':"
+	    "'1'}}");
+	line(&r, sg_exec_osb_line, "{'type':'result','results':{'text/plain':"
+	    "'2'}}");
+	assert_int_equal(json_array_size(r.results), 1);
+	assert_string_equal(r.err.p, DROPPED);
+	sg_exec_free(&r);
+}
+
 static void
 provider_ops_remote(void **state)
 {
@@ -1178,6 +1440,14 @@ main(void)
 		cmocka_unit_test(osb_handle_roundtrip),
 		cmocka_unit_test(provider_names),
 		cmocka_unit_test(provider_ops_remote),
+		cmocka_unit_test(execution_count_out_of_range),
+		cmocka_unit_test(huge_result_dropped),
+		cmocka_unit_test(deep_result_dropped),
+		cmocka_unit_test(results_share_one_budget),
+		cmocka_unit_test(charges_reach_the_cap),
+		cmocka_unit_test(small_lines_always_parse),
+		cmocka_unit_test(repair_counts),
+		cmocka_unit_test(osb_result_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1374,6 +1374,20 @@ code_arg_empty_input(void **state)
 
 /* *code is a C string: code with a NUL in it cannot be given exactly, and
  * running only the part before the NUL would run another program. */
+/* A key given twice: a reader could take either value, and the client is
+ * shown the first while streaming. Refused, as the decoder refuses it. */
+static void
+code_arg_repeated_key(void **state)
+{
+	(void)state;
+	code_bad("{\"code\":\"print('shown')\",\"code\":\"print('ran')\"}");
+	code_bad("{\"code\":\"a\",\"c\\u006fde\":\"b\"}");
+	code_bad("{\"code\":\"a\",\"n\":1,\"n\":2}");
+	code_bad("{\"n\":{\"x\":1,\"x\":2},\"code\":\"a\"}");
+	code_ok("{\"code\":\"a\",\"n\":{\"code\":\"b\"}}", "a");
+	code_ok("{\"code\":\"a\",\"Code\":\"b\"}", "a");
+}
+
 static void
 code_arg_nul_in_code(void **state)
 {
@@ -1707,6 +1721,49 @@ result_huge_everything(void **state)
 	free(t);
 }
 
+/* Only what fits is copied, and the text is the same as if all were:
+ * the first bytes, then the mark. */
+static void
+result_cut_exactly(void **state)
+{
+	static const char more[] = "\n[output truncated]";
+	char *t;
+	size_t i, keep = SG_RW_RESULT_MAX - (sizeof(more) - 1);
+
+	(void)state;
+	t = big_result("stdout", "", "0123456789", 8 << 20);
+	assert_int_equal(strlen(t), SG_RW_RESULT_MAX);
+	for (i = 0; i < keep; i++)
+		if (t[i] != (char)('0' + i % 10))
+			fail_msg("byte %zu is '%c'", i, t[i]);
+	assert_string_equal(t + keep, more);
+	free(t);
+}
+
+/* Escape sequences take no room: text after a megabyte of them is kept. */
+static void
+result_escapes_take_no_room(void **state)
+{
+	static const char esc[] = "\x1b[31m";
+	size_t n = (1 << 20) / (sizeof(esc) - 1), i;
+	char *s = malloc(n * (sizeof(esc) - 1) + 6), *t;
+	json_t *r;
+
+	(void)state;
+	assert_non_null(s);
+	for (i = 0; i < n; i++)
+		memcpy(s + i * (sizeof(esc) - 1), esc, sizeof(esc) - 1);
+	memcpy(s + n * (sizeof(esc) - 1), "tail\n", 6);
+	r = json_pack("{s:s,s:s,s:s,s:[],s:n,s:i}", "object", "code_execution",
+	    "stdout", s, "stderr", "", "results", "error", "execution_count", 1);
+	free(s);
+	assert_non_null(r);
+	t = sg_rw_tool_result(r);
+	json_decref(r);
+	assert_string_equal(t, "tail\n");
+	free(t);
+}
+
 /* Multi-byte characters of each width, shifted so any cut point falls
  * inside one of them for some shift. */
 static void
@@ -1914,6 +1971,7 @@ main(void)
 		cmocka_unit_test(code_arg_not_string),
 		cmocka_unit_test(code_arg_empty_input),
 		cmocka_unit_test(code_arg_nul_in_code),
+		cmocka_unit_test(code_arg_repeated_key),
 
 		cmocka_unit_test(result_stdout_only),
 		cmocka_unit_test(result_nothing),
@@ -1933,6 +1991,8 @@ main(void)
 		cmocka_unit_test(result_huge_stdout),
 		cmocka_unit_test(result_huge_stderr),
 		cmocka_unit_test(result_huge_everything),
+		cmocka_unit_test(result_cut_exactly),
+		cmocka_unit_test(result_escapes_take_no_room),
 		cmocka_unit_test(result_cut_inside_character),
 		cmocka_unit_test(result_lone_esc_before_multibyte),
 		cmocka_unit_test(result_nul_in_stdout),

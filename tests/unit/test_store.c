@@ -722,6 +722,108 @@ concurrent_migrate(void **state)
 	    SG_STORE_OK);
 }
 
+/* ---- relayed response ids ---- */
+
+#define UP_A	"http://127.0.0.1:9/v1"
+#define UP_B	"https://api.example.com/v1"
+
+/* An id relayed to a tenant from an upstream is that tenant's, for that
+ * upstream only; another upstream may hand out the same id to another
+ * tenant; relaying it twice changes nothing. */
+static void
+relayed_bound_to_tenant_and_upstream(void **state)
+{
+	static const struct {
+		const char *op, *id, *tenant, *up;
+		int rc;
+	} steps[] = {
+		{ "has", "resp_1", "alice", UP_A, SG_STORE_NOTFOUND },
+		{ "put", "resp_1", "alice", UP_A, SG_STORE_OK },
+		{ "has", "resp_1", "alice", UP_A, SG_STORE_OK },
+		{ "has", "resp_1", "bob", UP_A, SG_STORE_NOTFOUND },
+		{ "has", "resp_1", "alice", UP_B, SG_STORE_NOTFOUND },
+		{ "has", "resp_", "alice", UP_A, SG_STORE_NOTFOUND },
+		{ "put", "resp_1", "bob", UP_B, SG_STORE_OK },
+		{ "has", "resp_1", "bob", UP_B, SG_STORE_OK },
+		{ "has", "resp_1", "bob", UP_A, SG_STORE_NOTFOUND },
+		{ "put", "resp_1", "alice", UP_A, SG_STORE_OK },
+		{ "has", "resp_1", "alice", UP_A, SG_STORE_OK },
+	};
+	struct fx *fx = *state;
+	size_t i;
+	int rc;
+
+	open_migrated(fx);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		rc = (strcmp(steps[i].op, "put") == 0 ? sg_store_relayed_put :
+		    sg_store_relayed_has)(fx->st, steps[i].id, steps[i].tenant,
+		    steps[i].up);
+		if (rc != steps[i].rc)
+			fail_msg("step %zu: %s %s %s %s: %d, want %d", i,
+			    steps[i].op, steps[i].id, steps[i].tenant, steps[i].up,
+			    rc, steps[i].rc);
+	}
+}
+
+/* Rows older than 30 days are not found, and each put prunes a few. */
+static void
+relayed_expire_and_prune(void **state)
+{
+	struct fx *fx = *state;
+	char n[32], sql[256];
+	int i;
+
+	open_migrated(fx);
+	for (i = 0; i < 100; i++) {
+		snprintf(n, sizeof(n), "resp_old%d", i);
+		assert_int_equal(sg_store_relayed_put(fx->st, n, "alice", UP_A),
+		    SG_STORE_OK);
+	}
+	snprintf(sql, sizeof(sql), "UPDATE relayed SET created_at = %lld",
+	    (long long)time(NULL) - 31 * 86400);
+	raw_sql(fx->path, sql, NULL, 0);
+	assert_int_equal(sg_store_relayed_has(fx->st, "resp_old0", "alice",
+	    UP_A), SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_relayed_put(fx->st, "resp_new", "alice", UP_A),
+	    SG_STORE_OK);
+	raw_sql(fx->path, "SELECT count(*) FROM relayed", n, sizeof(n));
+	assert_string_equal(n, "37");	/* 100 + 1 - 64 pruned */
+	assert_int_equal(sg_store_relayed_put(fx->st, "resp_new2", "alice",
+	    UP_A), SG_STORE_OK);
+	raw_sql(fx->path, "SELECT count(*) FROM relayed", n, sizeof(n));
+	assert_string_equal(n, "2");
+	/* The prune finds them by an index, not by a scan. */
+	raw_sql(fx->path, "SELECT sql FROM sqlite_master WHERE type = 'index' "
+	    "AND tbl_name = 'relayed' AND sql LIKE '%(created_at)'", sql,
+	    sizeof(sql));
+	assert_contains(sql, "created_at");
+}
+
+/* A store of schema 1, with data, is brought to 2 and keeps its data. */
+static void
+migrate_from_1(void **state)
+{
+	struct fx *fx = *state;
+	char up[64];
+	int v = -1;
+
+	open_migrated(fx);
+	assert_int_equal(sg_store_resp_put(fx->st, "resp_sg", "alice",
+	    "resp_up", "m"), SG_STORE_OK);
+	sg_store_close(fx->st);
+	fx->st = NULL;
+	raw_sql(fx->path, "DROP TABLE relayed", NULL, 0);
+	raw_sql(fx->path, "PRAGMA user_version=1", NULL, 0);
+	open_migrated(fx);
+	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
+	assert_int_equal(v, 2);
+	assert_int_equal(sg_store_resp_get(fx->st, "resp_sg", "alice", up,
+	    sizeof(up)), SG_STORE_OK);
+	assert_string_equal(up, "resp_up");
+	assert_int_equal(sg_store_relayed_put(fx->st, "resp_1", "alice", UP_A),
+	    SG_STORE_OK);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -752,6 +854,9 @@ main(void)
 		T(open_waits_for_a_reader),
 		T(open_waits_for_a_writer),
 		T(concurrent_migrate),
+		T(relayed_bound_to_tenant_and_upstream),
+		T(relayed_expire_and_prune),
+		T(migrate_from_1),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
