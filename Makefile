@@ -25,8 +25,8 @@ FCGI_OBJ  = $(FCGI_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ   = $(CLI_SRC:%.c=$(B)/obj/%.o)
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
-	    -fno-sanitize-recover=all
+SAN_FLAGS = -O1 -g -fsanitize=address,undefined,float-cast-overflow \
+	    -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 all: $(B)/sandgate-fcgi $(B)/sandgate
 
@@ -51,7 +51,7 @@ units: $(UNITS)
 
 # The same tree, built with ASan+UBSan, in build/asan.
 asan:
-	$(MAKE) B=build/asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" all units
+	$(MAKE) B=build/asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined,float-cast-overflow" all units
 
 deps:
 	@sh tests/install-deps.sh

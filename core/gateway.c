@@ -45,6 +45,8 @@ sg_gw_new(const struct sg_cfg *cfg, struct sg_gw **out, char *err,
 		sg_gw_free(gw);
 		return -1;
 	}
+	/* Relayed response ids are recorded per key in the store. */
+	sg_upstream_use_store(gw->up, gw->store);
 	*out = gw;
 	return 0;
 }

@@ -320,6 +320,7 @@ static void
 json_size_counts_outside_strings(void **state)
 {
 	static const char many[] = "[0,0,0,0,[1,2],{\"a\":[[[]]]}]";
+	static const char quoted[] = "\"[,{\\\",]\"";
 	int depth;
 
 	(void)state;
@@ -328,7 +329,7 @@ json_size_counts_outside_strings(void **state)
 	assert_int_equal(sg_json_size(many, sizeof(many) - 1, &depth), 13);
 	assert_int_equal(depth, 5);
 	/* Brackets, commas and escaped quotes inside a string count nothing. */
-	assert_int_equal(sg_json_size("\"[,{\\\",]\"", 11, &depth), 1);
+	assert_int_equal(sg_json_size(quoted, sizeof(quoted) - 1, &depth), 1);
 	assert_int_equal(depth, 0);
 	/* Unbalanced input is only counted: the parser refuses it later. */
 	assert_int_equal(sg_json_size("]]]]", 4, &depth), 1);
