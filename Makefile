@@ -14,7 +14,7 @@ CORE_SRC  = lib/util.c core/auth.c core/codedec.c core/config.c core/config_part
 	    providers/e2b.c providers/http.c providers/opensandbox.c \
 	    providers/local.c providers/provider.c providers/result.c \
 	    providers/sandboxd.c
-FCGI_SRC  = fcgi/listen.c fcgi/main.c fcgi/master.c fcgi/privs.c \
+FCGI_SRC  = fcgi/board.c fcgi/listen.c fcgi/log.c fcgi/main.c fcgi/master.c fcgi/privs.c \
 	    fcgi/reaper.c fcgi/responder.c
 CLI_SRC   = cli/sandgate.c
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
