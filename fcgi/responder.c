@@ -222,7 +222,7 @@ serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r,
 	struct fout out = { { fout_write, fout_flush, fout_alive, 0, 0 }, r, 0 };
 	struct sg_req req;
 	struct sg_error err;
-	int rc, status;
+	int rc, dead, status;
 	int64_t ms;
 
 	memset(&req, 0, sizeof(req));
@@ -238,8 +238,8 @@ serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r,
 	rc = read_body(r, env->cfg, &req, &err);
 	deadline(-1, 0);
 	sigprocmask(SIG_SETMASK, mask, NULL);
-	if (FCGX_GetError(r->in) != 0)
-		status = out.base.status = 408;
+	if ((dead = FCGX_GetError(r->in) != 0))
+		status = 408;
 	else {
 		if (rc == -1)
 			sg_http_error(&out.base, &req, &err);
@@ -250,7 +250,7 @@ serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r,
 	}
 	ms = sg_now_ms() - req.start_ms;
 	sg_log_request(&req, status, ms);
-	sg_board_count(env->board, out.base.status, ms);
+	sg_board_count(env->board, dead ? status : out.base.status, ms);
 	free(req.body);
 }
 

@@ -4,7 +4,7 @@
 // and a compromised responder pointing the root master at another process.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
@@ -260,6 +260,14 @@ test("kept connections (FCGI_KEEP_CONN) are served, do not freeze the pool, and 
   } finally {
     for (const c of conns) c.s.destroy();
   }
+});
+
+test("FCGI_WEB_SERVER_ADDRS, a filter only libfcgi's own accept applied, is refused at start", () => {
+  const r = spawnSync(`${stack.dir}/bin/sandgate-fcgi`, ["--config", `${stack.dir}/sandgate.conf`,
+    "--listen", "127.0.0.1:0"], { env: { ...process.env, FCGI_WEB_SERVER_ADDRS: "127.0.0.1" },
+    encoding: "utf8", timeout: 10000 });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /FCGI_WEB_SERVER_ADDRS is not supported/);
 });
 
 // Rewrite the running config and SIGHUP; resolves once every responder
