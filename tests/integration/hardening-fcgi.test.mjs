@@ -12,7 +12,7 @@ import { startStack, waitFor as until, KEYS } from "./harness.mjs";
 
 const DAVE = "sk-dave-" + crypto.randomBytes(8).toString("hex");
 const MAX_BODY = 8 << 20;
-const READ_TIMEOUT = 2;
+const READ_TIMEOUT = 3;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let stack;
 
@@ -39,11 +39,12 @@ async function call(method, path, { key = KEYS.alice, body, ms = 15000 } = {}) {
 const chat = (content, model = "gpt-test") =>
   JSON.stringify({ model, messages: [{ role: "user", content }] });
 
-// A slow stream holding one responder on a heavy route; resolves once its
-// first bytes are in (so the responder is busy with it).
+// A slow stream holding one responder on a heavy route (40 words, 0.4 s
+// apart: long enough for a loaded machine, and it is cut short anyway);
+// resolves once its first bytes are in, so the responder is busy with it.
 async function hold(key) {
   const ctrl = new AbortController();
-  const words = Array.from({ length: 14 }, (_, i) => `w${i}`).join(" ");
+  const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
   const r = await fetch(stack.url("/v1/chat/completions"), {
     method: "POST", signal: ctrl.signal,
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
