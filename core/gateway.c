@@ -21,7 +21,17 @@ struct sg_gw {
 	struct sg_prov		 prov;
 	sg_metrics_fn		 metrics;
 	void			*metrics_arg;
+	sg_admit_fn		 admit;
+	void			*admit_arg;
 };
+
+/* What sg_json_size may find in a model route's body before it is
+ * parsed: Jansson spends tens of bytes on each value, so a body of
+ * max_body_bytes made of "0," would build a tree of hundreds of MiB. */
+#define BODY_MAX_VALUES	100000
+#define BODY_MAX_DEPTH	128
+
+#define ADMIT_RETRY	"retry-after: 1\r\n"	/* seconds: load moves fast */
 
 int
 sg_gw_new(const struct sg_cfg *cfg, struct sg_gw **out, char *err,
@@ -67,6 +77,13 @@ sg_gw_set_metrics(struct sg_gw *gw, sg_metrics_fn fn, void *arg)
 {
 	gw->metrics = fn;
 	gw->metrics_arg = arg;
+}
+
+void
+sg_gw_set_admit(struct sg_gw *gw, sg_admit_fn fn, void *arg)
+{
+	gw->admit = fn;
+	gw->admit_arg = arg;
 }
 
 void
@@ -135,7 +152,19 @@ model_body(const struct sg_req *req, struct sg_error *err)
 {
 	json_error_t jerr;
 	json_t *body, *model;
+	size_t values;
+	int depth;
 
+	values = sg_json_size(req->body != NULL ? req->body : "",
+	    req->body_len, &depth);
+	if (values > BODY_MAX_VALUES || depth > BODY_MAX_DEPTH) {
+		sg_error_invalid(err, NULL, "request_too_complex", "The JSON "
+		    "body of your request is too complex to process (about "
+		    "%zu values, nested %d deep); the limits are %d values "
+		    "and a depth of %d.", values, depth, BODY_MAX_VALUES,
+		    BODY_MAX_DEPTH);
+		return NULL;
+	}
 	body = json_loadb(req->body != NULL ? req->body : "", req->body_len,
 	    JSON_ALLOW_NUL, &jerr);
 	if (body == NULL) {
@@ -198,9 +227,17 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		return -1;
 	}
 	if (gw->cfg->interception.enabled && sg_rw_wants_code(body)) {
+		const char *tool = gw->cfg->interception.sandbox_tool;
 		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov };
 		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
 
+		if (!sg_cfg_key_may_use(req->key, tool)) {
+			sg_error_set(err, 403, "invalid_request_error",
+			    "tool_not_allowed", "tools", "This API key may not "
+			    "use the sandbox tool '%s'.", tool);
+			json_decref(body);
+			return -1;
+		}
 		watch(gw, req, out);
 		sg_loop_run(&env, m, surface, body, req, out);
 		unwatch(gw);
@@ -256,6 +293,15 @@ sandbox_route(struct sg_gw *gw, enum sg_route route, const char *id,
 	unwatch(gw);
 }
 
+/* Model and sandbox routes hold a responder for long; the rest answer
+ * at once and must keep answering when the heavy ones fill the pool. */
+static int
+route_heavy(enum sg_route route)
+{
+	return route != SG_ROUTE_HEALTHZ && route != SG_ROUTE_METRICS &&
+	    route != SG_ROUTE_MODELS;
+}
+
 void
 sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 {
@@ -282,6 +328,12 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		snprintf(req->key_name, sizeof(req->key_name), "%s", who.name);
 		memcpy(req->tenant, who.tenant, sizeof(req->tenant));
 		req->key = who.key;
+	}
+	if (gw->admit != NULL && gw->admit(gw->admit_arg, req->tenant[0] !=
+	    '\0' ? req->tenant : NULL, req->key, route_heavy(route),
+	    &err) == -1) {
+		sg_http_error_head(out, req, &err, ADMIT_RETRY);
+		return;
 	}
 	switch (route) {
 	case SG_ROUTE_HEALTHZ:

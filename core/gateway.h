@@ -16,12 +16,22 @@ struct sg_gw;
 /* Renders extra Prometheus text for /metrics into buf; returns bytes. */
 typedef size_t (*sg_metrics_fn)(void *arg, char *buf, size_t bufsz);
 
+/*
+ * Admission, asked once the route and the caller are known: 0 to go on,
+ * or -1 with err filled (429, 503; the reply carries retry-after). tenant
+ * and key are the caller's (NULL on routes without a key); heavy is 1 for
+ * model and sandbox routes, 0 for /healthz, /metrics and GET /v1/models.
+ */
+typedef int (*sg_admit_fn)(void *arg, const char *tenant,
+    const struct sg_cfg_key *key, int heavy, struct sg_error *err);
+
 /* New: *out. cfg is borrowed and must outlive the gateway. Opens the
  * store: call after fork, never before. */
 int	 sg_gw_new(const struct sg_cfg *, struct sg_gw **out, char *err,
 	    size_t errsz);
 void	 sg_gw_free(struct sg_gw *);
 void	 sg_gw_set_metrics(struct sg_gw *, sg_metrics_fn, void *arg);
+void	 sg_gw_set_admit(struct sg_gw *, sg_admit_fn, void *arg);
 /* Answer one request; never fails: errors become OpenAI-shaped replies. */
 void	 sg_gw_handle(struct sg_gw *, struct sg_req *, struct sg_out *);
 /* The request-id, route path and start time every request needs. */

@@ -86,6 +86,14 @@ int
 sg_http_error(struct sg_out *out, const struct sg_req *req,
     const struct sg_error *err)
 {
+	return sg_http_error_head(out, req, err, NULL);
+}
+
+int
+sg_http_error_head(struct sg_out *out, const struct sg_req *req,
+    const struct sg_error *err, const char *extra)
+{
+	char head[256];
 	json_t *body;
 	int rc;
 
@@ -93,8 +101,10 @@ sg_http_error(struct sg_out *out, const struct sg_req *req,
 		return -1;
 	if ((body = sg_error_json(err)) == NULL)
 		return -1;
+	snprintf(head, sizeof(head), "%s%s", err->no_retry ?
+	    "x-should-retry: false\r\n" : "", extra != NULL ? extra : "");
 	rc = send_json(out, req, err->status, body,
-	    err->no_retry ? "x-should-retry: false\r\n" : NULL);
+	    head[0] != '\0' ? head : NULL);
 	json_decref(body);
 	return rc;
 }

@@ -54,6 +54,9 @@ int	 sg_http_json(struct sg_out *, const struct sg_req *, int status,
 /* OpenAI-shaped error response; a no-op if the head already went out. */
 int	 sg_http_error(struct sg_out *, const struct sg_req *,
 	    const struct sg_error *);
+/* The same with extra head lines ("Name: value\r\n...", e.g. retry-after). */
+int	 sg_http_error_head(struct sg_out *, const struct sg_req *,
+	    const struct sg_error *, const char *extra);
 const char *sg_http_reason(int status);
 
 #endif

@@ -11,22 +11,37 @@
 
 #include "../core/config.h"
 
-#define SG_SLOTS 512	/* scoreboard size: workers_max <= 256, plus room
-			 * for a retiring generation after SIGHUP */
+#define SG_RESERVE	2	/* responders beyond workers_max, for light
+				 * routes while workers_max are busy */
+#define SG_SLOTS	(2 * (256 + SG_RESERVE))	/* workers_max <= 256,
+				 * plus room for a retiring generation */
 
 enum sg_slot_state {
 	SG_SLOT_FREE = 0,
 	SG_SLOT_STARTING,	/* forked, not yet accepting */
 	SG_SLOT_IDLE,		/* in accept() */
-	SG_SLOT_BUSY,		/* handling a request */
-	SG_SLOT_RETIRING,	/* told to exit; no longer counts */
+	SG_SLOT_BUSY,		/* from accept to the end of the request */
+	SG_SLOT_KEPT,		/* waiting on a kept (FCGI_KEEP_CONN)
+				 * connection: cannot accept, not busy */
 };
 
+enum sg_slot_class {
+	SG_CLASS_NONE = 0,	/* busy reading a request, not yet routed */
+	SG_CLASS_LIGHT,		/* /healthz, /metrics, GET /v1/models */
+	SG_CLASS_HEAVY,		/* model and sandbox routes */
+};
+
+/*
+ * One responder's entry. Shared memory every responder can write, so it
+ * holds only what responders report; the master keeps the pids it forked
+ * (and whatever else it acts on) in its own memory and never trusts a
+ * value read from here to name a process.
+ */
 struct sg_slot {
-	pid_t		 pid;
 	int		 state;		/* enum sg_slot_state, atomic */
+	int		 cls;		/* enum sg_slot_class while busy */
+	uint64_t	 tenant;	/* whom it serves while busy; 0: none */
 	int64_t		 since_ms;	/* when state last changed */
-	int64_t		 started_ms;
 };
 
 /* Shared memory made by the master before the first fork. */
@@ -34,6 +49,12 @@ struct sg_board {
 	struct sg_slot	 slots[SG_SLOTS];
 	uint64_t	 requests[6];	/* by status class: 1xx..5xx, other */
 	uint64_t	 duration_ms;	/* summed over all requests */
+	uint64_t	 refused[2];	/* enum sg_refusal */
+};
+
+enum sg_refusal {
+	SG_REFUSED_KEY = 0,	/* the key's max_concurrent */
+	SG_REFUSED_CAPACITY,	/* workers_max heavy requests under way */
 };
 
 /* Everything a responder inherits from the master. */
@@ -42,7 +63,34 @@ struct sg_env {
 	struct sg_board		*board;
 	int			 listen_fd;
 	int			 wake_fd;	/* write end: "a responder got busy" */
+	int			 reserve;	/* serve one connection, then exit */
 };
+
+/* What admission and /metrics need to find a responder's slot. */
+struct sg_seat {
+	struct sg_board		*board;
+	int			 slot;
+	const struct sg_cfg	*cfg;
+};
+
+struct sg_cfg_key;
+struct sg_error;
+struct sg_req;
+
+/* board.c: set a slot's state (clearing its tenant and route class). */
+void	 sg_board_set(struct sg_board *, int slot, int state);
+/* board.c: sg_admit_fn and sg_metrics_fn over the scoreboard; arg is a
+ * struct sg_seat. */
+int	 sg_board_admit(void *arg, const char *tenant,
+	    const struct sg_cfg_key *, int heavy, struct sg_error *);
+size_t	 sg_board_metrics(void *arg, char *buf, size_t bufsz);
+/* board.c: count an answered request for /metrics. */
+void	 sg_board_count(struct sg_board *, int status, int64_t ms);
+
+/* log.c: field escaped for a log line into dst[dstsz] (see log.c). */
+void	 sg_log_field(char *dst, size_t dstsz, const char *src);
+/* log.c: the one line every request leaves on stderr. */
+void	 sg_log_request(const struct sg_req *, int status, int64_t ms);
 
 /* listen.c: a listening socket for --listen, close-on-exec, backlog 1024. */
 int	 sg_listen_open(const char *spec, const struct sg_cfg *, char *err,

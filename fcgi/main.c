@@ -98,6 +98,14 @@ main(int argc, char *argv[])
 	if (optind != argc)
 		usage();
 	setvbuf(stderr, NULL, _IOLBF, 0);
+	/* libfcgi filters TCP peers by this list when it accepts; the
+	 * responders accept themselves, so never run as if it held. */
+	if (getenv("FCGI_WEB_SERVER_ADDRS") != NULL) {
+		fprintf(stderr, "sandgate: FCGI_WEB_SERVER_ADDRS is not "
+		    "supported: bind --listen to the address the web server "
+		    "reaches (loopback by default) instead\n");
+		return 1;
+	}
 	config = sg_cfg_default_path(config);
 	if (sg_cfg_load(config, &cfg, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandgate: %s\n", err);

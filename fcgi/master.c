@@ -5,6 +5,10 @@
  * are busy (a stream holds one for minutes) and retiring spare ones.
  * Responders report state in a shared-memory scoreboard and write a byte
  * to the wake pipe when they turn busy, so growth needs no polling delay.
+ *
+ * Every responder can write the scoreboard, so the master never takes a
+ * process to signal from it: the pids it forked, and all it acts on
+ * besides the states responders report, live in its own memory.
  */
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -29,9 +33,19 @@
 static volatile sig_atomic_t got_term, got_hup;
 static int self_pipe[2] = { -1, -1 };
 
+/* A responder the master forked; kids[i] reports in board->slots[i]. */
+struct kid {
+	pid_t		 pid;		/* 0: none */
+	int64_t		 started_ms;
+	int		 retiring;	/* told to exit; no longer counts */
+	int		 reserve;	/* beyond workers_max, one connection */
+};
+
 struct master {
 	struct sg_cfg	*cfg;
 	struct sg_board	*board;
+	struct kid	 kids[SG_SLOTS];
+	int		 want_reserve;	/* the pool is full: watch the backlog */
 	int		 listen_fd;
 	int		 wake[2];
 	int64_t		 spawn_after;
@@ -83,25 +97,22 @@ slot_state(const struct sg_slot *s)
 }
 
 static void
-spawn(struct master *m)
+spawn(struct master *m, int reserve)
 {
-	struct sg_env env = { m->cfg, m->board, m->listen_fd, m->wake[1] };
-	struct sg_slot *s;
+	struct sg_env env = { m->cfg, m->board, m->listen_fd, m->wake[1],
+	    reserve };
+	struct kid *k;
 	pid_t pid;
 	int i;
 
-	for (i = 0; i < SG_SLOTS; i++)
-		if (slot_state(&m->board->slots[i]) == SG_SLOT_FREE &&
-		    m->board->slots[i].pid == 0)
-			break;
+	for (i = 0; i < SG_SLOTS && m->kids[i].pid != 0; i++)
+		;
 	if (i == SG_SLOTS)
 		return;
-	s = &m->board->slots[i];
-	s->started_ms = s->since_ms = sg_now_ms();
-	__atomic_store_n(&s->state, SG_SLOT_STARTING, __ATOMIC_RELEASE);
+	sg_board_set(m->board, i, SG_SLOT_STARTING);
 	if ((pid = fork()) == -1) {
 		fprintf(stderr, "sandgate: fork: %s\n", strerror(errno));
-		__atomic_store_n(&s->state, SG_SLOT_FREE, __ATOMIC_RELEASE);
+		sg_board_set(m->board, i, SG_SLOT_FREE);
 		m->spawn_after = sg_now_ms() + BACKOFF_MS;
 		return;
 	}
@@ -111,7 +122,11 @@ spawn(struct master *m)
 		close(m->wake[0]);
 		sg_responder_run(&env, i);
 	}
-	s->pid = pid;
+	k = &m->kids[i];
+	k->pid = pid;
+	k->started_ms = sg_now_ms();
+	k->retiring = 0;
+	k->reserve = reserve;
 }
 
 /* The local sandboxes' directory, or NULL when no tool is local. */
@@ -204,57 +219,98 @@ reap(struct master *m)
 			m->sandboxd = 0;
 			continue;
 		}
-		for (i = 0; i < SG_SLOTS; i++) {
-			struct sg_slot *s = &m->board->slots[i];
-
-			if (s->pid != pid)
-				continue;
-			if (slot_state(s) != SG_SLOT_RETIRING && !got_term) {
-				fprintf(stderr, "sandgate: responder %d died "
-				    "(%s %d); replacing it\n", (int)pid,
-				    WIFSIGNALED(status) ? "signal" : "exit",
-				    WIFSIGNALED(status) ? WTERMSIG(status) :
-				    WEXITSTATUS(status));
-				if (sg_now_ms() - s->started_ms < QUICK_DEATH_MS)
-					m->spawn_after = sg_now_ms() + BACKOFF_MS;
-			}
-			s->pid = 0;
-			__atomic_store_n(&s->state, SG_SLOT_FREE,
-			    __ATOMIC_RELEASE);
-			break;
+		for (i = 0; i < SG_SLOTS && m->kids[i].pid != pid; i++)
+			;
+		if (i == SG_SLOTS)
+			continue;
+		if (!m->kids[i].retiring && !got_term &&
+		    !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+			fprintf(stderr, "sandgate: responder %d died (%s %d); "
+			    "replacing it\n", (int)pid, WIFSIGNALED(status) ?
+			    "signal" : "exit", WIFSIGNALED(status) ?
+			    WTERMSIG(status) : WEXITSTATUS(status));
+			if (sg_now_ms() - m->kids[i].started_ms < QUICK_DEATH_MS)
+				m->spawn_after = sg_now_ms() + BACKOFF_MS;
 		}
+		m->kids[i].pid = 0;
+		sg_board_set(m->board, i, SG_SLOT_FREE);
 	}
 }
 
 static void
-retire(struct sg_slot *s)
+retire(struct kid *k)
 {
-	__atomic_store_n(&s->state, SG_SLOT_RETIRING, __ATOMIC_RELEASE);
-	kill(s->pid, SIGTERM);
+	k->retiring = 1;
+	kill(k->pid, SIGTERM);
 }
 
-/* Grow when no responder is free, shrink spare ones idle too long. */
+static int
+spare_state(int st)
+{
+	return st == SG_SLOT_IDLE || st == SG_SLOT_STARTING;
+}
+
+/*
+ * Grow when no responder is free, shrink spare ones idle too long. At
+ * workers_max with none free, the pool is full: the master then watches
+ * the backlog, and a connection waiting there gets a reserve responder
+ * (up to SG_RESERVE at once) that serves it and exits. Admission lets a
+ * reserve do heavy work only below workers_max heavy requests, so light
+ * routes still answer when heavy work fills the pool.
+ */
 static void
-balance(struct master *m)
+balance_responders(struct master *m, int64_t now)
 {
 	const struct sg_cfg *cfg = m->cfg;
-	int i, live = 0, spare = 0, oldest = -1;
-	int64_t now = sg_now_ms(), oldest_since = now;
+	int i, live = 0, spare = 0, reserves = 0, rspare = 0, oldest = -1;
+	int64_t oldest_since = now;
 
 	for (i = 0; i < SG_SLOTS; i++) {
-		struct sg_slot *s = &m->board->slots[i];
+		const struct sg_slot *s = &m->board->slots[i];
 		int st = slot_state(s);
 
-		if (s->pid == 0 || st == SG_SLOT_RETIRING || st == SG_SLOT_FREE)
+		if (m->kids[i].pid == 0 || m->kids[i].retiring)
 			continue;
+		if (m->kids[i].reserve) {
+			reserves++;
+			rspare += spare_state(st);
+			continue;
+		}
 		live++;
-		if (st == SG_SLOT_IDLE || st == SG_SLOT_STARTING)
-			spare++;
+		spare += spare_state(st);
 		if (st == SG_SLOT_IDLE && s->since_ms < oldest_since) {
 			oldest_since = s->since_ms;
 			oldest = i;
 		}
 	}
+	m->want_reserve = 0;
+	if (now < m->spawn_after)
+		return;
+	while (live < cfg->server.workers_min ||
+	    (spare == 0 && live < cfg->server.workers_max)) {
+		spawn(m, 0);
+		live++;
+		spare++;
+	}
+	if (live > cfg->server.workers_min && spare > 1 && oldest >= 0 &&
+	    now - oldest_since >= (int64_t)cfg->server.idle_retire * 1000)
+		retire(&m->kids[oldest]);
+	/* A reserve that found nothing to take is not needed once a
+	 * responder of the pool is free again. */
+	for (i = 0; i < SG_SLOTS && spare > 0 && rspare > 0; i++)
+		if (m->kids[i].pid != 0 && m->kids[i].reserve &&
+		    !m->kids[i].retiring &&
+		    slot_state(&m->board->slots[i]) == SG_SLOT_IDLE)
+			retire(&m->kids[i]);
+	m->want_reserve = spare == 0 && rspare == 0 && reserves < SG_RESERVE;
+}
+
+static void
+balance(struct master *m)
+{
+	const struct sg_cfg *cfg = m->cfg;
+	int64_t now = sg_now_ms();
+
 	if (m->sandboxd == 0 && local_dir(cfg) != NULL &&
 	    now >= m->sandboxd_after)
 		spawn_sandboxd(m);
@@ -262,17 +318,7 @@ balance(struct master *m)
 		kill(m->sandboxd, SIGTERM);
 	if (m->reaper == 0 && cfg->ntools > 0 && now >= m->reaper_after)
 		spawn_reaper(m);
-	if (now < m->spawn_after)
-		return;
-	while (live < cfg->server.workers_min ||
-	    (spare == 0 && live < cfg->server.workers_max)) {
-		spawn(m);
-		live++;
-		spare++;
-	}
-	if (live > cfg->server.workers_min && spare > 1 && oldest >= 0 &&
-	    now - oldest_since >= (int64_t)cfg->server.idle_retire * 1000)
-		retire(&m->board->slots[oldest]);
+	balance_responders(m, now);
 }
 
 /* SIGTERM: idle responders leave at once, busy ones get the grace period. */
@@ -293,13 +339,11 @@ stop(struct master *m)
 			left++;
 		}
 		for (i = 0; i < SG_SLOTS; i++) {
-			struct sg_slot *s = &m->board->slots[i];
-
-			if (s->pid == 0)
+			if (m->kids[i].pid == 0)
 				continue;
 			/* Again each round: one may have been between its
 			 * stop check and accept() when the first came. */
-			kill(s->pid, SIGTERM);
+			kill(m->kids[i].pid, SIGTERM);
 			left++;
 		}
 		if (left == 0)
@@ -308,8 +352,8 @@ stop(struct master *m)
 		reap(m);
 	} while (sg_now_ms() < until);
 	for (i = 0; i < SG_SLOTS; i++)
-		if (m->board->slots[i].pid != 0)
-			kill(m->board->slots[i].pid, SIGKILL);
+		if (m->kids[i].pid != 0)
+			kill(m->kids[i].pid, SIGKILL);
 	if (m->sandboxd != 0)
 		kill(m->sandboxd, SIGKILL);
 	if (m->reaper != 0)
@@ -345,12 +389,9 @@ reload(struct master *m)
 	/* The reaper holds the old config too: it comes back with the new. */
 	if (m->reaper != 0)
 		kill(m->reaper, SIGTERM);
-	for (j = 0; j < SG_SLOTS; j++) {
-		struct sg_slot *s = &m->board->slots[j];
-
-		if (s->pid != 0 && slot_state(s) != SG_SLOT_RETIRING)
-			retire(s);
-	}
+	for (j = 0; j < SG_SLOTS; j++)
+		if (m->kids[j].pid != 0 && !m->kids[j].retiring)
+			retire(&m->kids[j]);
 	fprintf(stderr, "sandgate: reloaded %s\n", cfg->path);
 }
 
@@ -369,7 +410,7 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 {
 	struct master m = { .cfg = cfg, .listen_fd = listen_fd,
 	    .kernel_src = kernel_src };
-	struct pollfd pfd[2];
+	struct pollfd pfd[3];
 
 	m.board = mmap(NULL, sizeof(*m.board), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -382,16 +423,19 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		fprintf(stderr, "sandgate: pipe: %s\n", strerror(errno));
 		return 1;
 	}
-	fprintf(stderr, "sandgate: serving %s on %s with %d..%d responders\n",
-	    cfg->path, listen_spec, cfg->server.workers_min,
-	    cfg->server.workers_max);
+	fprintf(stderr, "sandgate: serving %s on %s with %d..%d responders "
+	    "(and %d in reserve for light routes)\n", cfg->path, listen_spec,
+	    cfg->server.workers_min, cfg->server.workers_max, SG_RESERVE);
 	while (!got_term) {
 		balance(&m);
 		pfd[0] = (struct pollfd){ .fd = self_pipe[0], .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = m.wake[0], .events = POLLIN };
-		poll(pfd, 2, TICK_MS);
+		pfd[2] = (struct pollfd){ .fd = m.listen_fd, .events = POLLIN };
+		poll(pfd, m.want_reserve ? 3 : 2, TICK_MS);
 		drain(self_pipe[0]);
 		drain(m.wake[0]);
+		if (m.want_reserve && (pfd[2].revents & POLLIN))
+			spawn(&m, 1);
 		reap(&m);
 		if (got_hup) {
 			got_hup = 0;

@@ -1,9 +1,19 @@
+/*
+ * A responder: takes one FastCGI connection at a time from the listen
+ * socket, reads the request under a deadline, has the gateway answer it,
+ * and reports its state on the scoreboard.
+ */
 #include <sys/socket.h>
+#include <sys/time.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +27,10 @@
 #include "../lib/util.h"
 
 #define DRAIN_MAX	(1LL << 30)	/* read at most this much of a refused body */
+#define READ_CHUNK	65536		/* body bytes due within read_timeout */
 
 static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t deadline_fd = -1;
 
 /* sg_out over a libfcgi request. */
 struct fout {
@@ -88,13 +100,67 @@ on_stop(int sig)
 	stopping = 1;
 }
 
+/*
+ * SIGALRM: the connection being read missed its deadline. Cutting its
+ * read side makes libfcgi's next read fail wherever the signal lands: in
+ * read(), which also returns EINTR, or between two reads, where EINTR
+ * alone would be lost and the next read would block for good.
+ */
+static void
+on_alarm(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (deadline_fd >= 0)
+		shutdown(deadline_fd, SHUT_RD);
+	errno = saved;
+}
+
+/* From now on, fd has secs to deliver what is read next; 0 disarms. */
+static void
+deadline(int fd, int secs)
+{
+	struct itimerval it = { { 0, 0 }, { secs, 0 } };
+
+	if (secs > 0)
+		deadline_fd = fd;
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (secs == 0)
+		deadline_fd = -1;
+}
+
 static void
 set_state(const struct sg_env *env, int slot, int state)
 {
-	struct sg_slot *s = &env->board->slots[slot];
+	sg_board_set(env->board, slot, state);
+	/* No longer free to accept: tell the master at once, it may need
+	 * to grow the pool. */
+	if (state == SG_SLOT_BUSY || state == SG_SLOT_KEPT)
+		(void)!write(env->wake_fd, "b", 1);
+}
 
-	__atomic_store_n(&s->since_ms, sg_now_ms(), __ATOMIC_RELAXED);
-	__atomic_store_n(&s->state, state, __ATOMIC_RELEASE);
+/* Up to READ_CHUNK bytes of the body into buf[len]: the peer has
+ * read_timeout to send them. */
+static int
+get_chunk(FCGX_Request *r, const struct sg_cfg *cfg, char *buf, size_t len)
+{
+	deadline(r->ipcFd, cfg->server.read_timeout);
+	return FCGX_GetStr(buf, len > READ_CHUNK ? READ_CHUNK : (int)len, r->in);
+}
+
+/* Read and drop the rest of a refused body, so its answer is not lost to
+ * a reset connection. */
+static void
+drain(FCGX_Request *r, const struct sg_cfg *cfg)
+{
+	char scratch[16384];
+	long long drained = 0;
+	int n;
+
+	while (drained < DRAIN_MAX &&
+	    (n = get_chunk(r, cfg, scratch, sizeof(scratch))) > 0)
+		drained += n;
 }
 
 /* Read the whole body (to EOF, which also consumes the empty stdin
@@ -105,15 +171,11 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 {
 	const char *cl = FCGX_GetParam("CONTENT_LENGTH", r->envp);
 	size_t cap = cfg->server.max_body_bytes, len = 0, size;
-	long long want = cl != NULL ? atoll(cl) : 0, drained = 0;
-	char scratch[16384];
+	long long want = cl != NULL ? atoll(cl) : 0;
 	int n;
 
 	if (want > (long long)cap) {
-		/* Drain, so the 413 is not lost to a reset connection. */
-		while (drained < DRAIN_MAX && (n = FCGX_GetStr(scratch,
-		    sizeof(scratch), r->in)) > 0)
-			drained += n;
+		drain(r, cfg);
 		return sg_error_set(err, 413, "invalid_request_error",
 		    "request_too_large", NULL, "Request body of %lld bytes is "
 		    "larger than this gateway's limit of %zu bytes.", want, cap);
@@ -126,9 +188,7 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 			char *nb;
 
 			if (len >= cap) {
-				while ((n = FCGX_GetStr(scratch, sizeof(scratch),
-				    r->in)) > 0 && drained < DRAIN_MAX)
-					drained += n;
+				drain(r, cfg);
 				return sg_error_set(err, 413,
 				    "invalid_request_error", "request_too_large",
 				    NULL, "Request body is larger than this "
@@ -139,7 +199,7 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 				return sg_error_server(err, 500, "out of memory");
 			req->body = nb;
 		}
-		n = FCGX_GetStr(req->body + len, (int)(size - 1 - len), r->in);
+		n = get_chunk(r, cfg, req->body + len, size - 1 - len);
 		if (n <= 0)
 			break;
 		len += (size_t)n;
@@ -149,22 +209,20 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 	return 0;
 }
 
+/*
+ * One request, its params read: the body, then the gateway's answer.
+ * mask is restored once the body is in. A body that did not arrive (the
+ * peer went quiet past read_timeout, or broke off) makes a dead request:
+ * logged as 408, answered with nothing.
+ */
 static void
-count(const struct sg_env *env, int status, int64_t ms)
-{
-	int cls = status >= 100 && status < 600 ? status / 100 - 1 : 5;
-
-	__atomic_fetch_add(&env->board->requests[cls], 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&env->board->duration_ms, (uint64_t)ms,
-	    __ATOMIC_RELAXED);
-}
-
-static void
-serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r)
+serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r,
+    const sigset_t *mask)
 {
 	struct fout out = { { fout_write, fout_flush, fout_alive, 0, 0 }, r, 0 };
 	struct sg_req req;
 	struct sg_error err;
+	int rc, dead, status;
 	int64_t ms;
 
 	memset(&req, 0, sizeof(req));
@@ -177,70 +235,176 @@ serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r)
 	if (req.uri == NULL)
 		req.uri = "/";
 	sg_gw_req_init(env->cfg, &req);
-	if (read_body(r, env->cfg, &req, &err) == -1)
-		sg_http_error(&out.base, &req, &err);
-	else
-		sg_gw_handle(gw, &req, &out.base);
-	fout_flush(&out.base);
+	rc = read_body(r, env->cfg, &req, &err);
+	deadline(-1, 0);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	if ((dead = FCGX_GetError(r->in) != 0))
+		status = 408;
+	else {
+		if (rc == -1)
+			sg_http_error(&out.base, &req, &err);
+		else
+			sg_gw_handle(gw, &req, &out.base);
+		fout_flush(&out.base);
+		status = out.gone && !out.base.started ? 499 : out.base.status;
+	}
 	ms = sg_now_ms() - req.start_ms;
-	/* One line per request; never the key, only its name. */
-	fprintf(stderr, "%s key=%s %s %s model=%s %d %lldms\n", req.id,
-	    req.key_name[0] != '\0' ? req.key_name : "-", req.method,
-	    req.path[0] != '\0' ? req.path : req.uri,
-	    req.model[0] != '\0' ? req.model : "-",
-	    out.gone && !out.base.started ? 499 : out.base.status,
-	    (long long)ms);
-	count(env, out.base.status, ms);
+	sg_log_request(&req, status, ms);
+	sg_board_count(env->board, dead ? status : out.base.status, ms);
 	free(req.body);
 }
 
+/*
+ * Read one request on the connection taken and answer it. A stop waits
+ * until the request is in, so it never drops one half read; the deadline
+ * bounds how long that is. libfcgi closes a connection that fails before
+ * a request is in (FCGX_Accept_r then returns < 0: it has no listen
+ * socket to accept another on).
+ */
 static void
-emit(char *buf, size_t sz, size_t *len, const char *fmt, ...)
+one_request(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r)
 {
-	va_list ap;
-	int n;
+	int secs = env->cfg->server.read_timeout;
+	sigset_t stop, mask;
 
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *len, sz - *len, fmt, ap);
-	va_end(ap);
-	if (n > 0 && (size_t)n < sz - *len)
-		*len += (size_t)n;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigprocmask(SIG_BLOCK, &stop, &mask);
+	deadline(r->ipcFd, secs);
+	if (FCGX_Accept_r(r) < 0) {
+		deadline(-1, 0);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
+		return;
+	}
+	serve(env, gw, r, &mask);
+	/* Finishing flushes and, closing, reads what the peer still sends
+	 * until it closes too (libfcgi's OS_Close): under a deadline too. */
+	deadline(r->ipcFd, secs);
+	FCGX_Finish_r(r);
+	deadline(-1, 0);
 }
 
-/* Prometheus text for /metrics, from the scoreboard. */
-static size_t
-render_metrics(void *arg, char *buf, size_t sz)
+/* Close a kept connection the web server left idle too long. */
+static void
+drop_kept(const struct sg_env *env, FCGX_Request *r)
 {
-	static const char *const cls[] = { "1xx", "2xx", "3xx", "4xx", "5xx",
-	    "other" };
-	static const char *const states[] = { "starting", "idle", "busy" };
-	const struct sg_board *b = arg;
-	int count[3] = { 0, 0, 0 }, i;
-	size_t len = 0;
+	deadline(r->ipcFd, env->cfg->server.read_timeout);
+	FCGX_Free(r, 1);
+	deadline(-1, 0);
+}
 
-	for (i = 0; i < SG_SLOTS; i++) {
-		int st = __atomic_load_n(&b->slots[i].state, __ATOMIC_ACQUIRE);
+/*
+ * A kept connection (FCGI_KEEP_CONN, nginx's fastcgi_keep_conn): the web
+ * server sends its next request on it, or leaves it in its pool. Idle
+ * past read_timeout it is closed (the web server opens a new one when it
+ * needs one), so it cannot hold this responder for good.
+ */
+static int
+take_kept(const struct sg_env *env, int slot, FCGX_Request *r)
+{
+	struct pollfd p = { .fd = r->ipcFd, .events = POLLIN };
+	int rc;
 
-		if (st >= SG_SLOT_STARTING && st <= SG_SLOT_BUSY)
-			count[st - SG_SLOT_STARTING]++;
+	set_state(env, slot, SG_SLOT_KEPT);
+	rc = poll(&p, 1, env->cfg->server.read_timeout * 1000);
+	if (rc == -1)
+		return -1;
+	if (rc == 0) {
+		drop_kept(env, r);
+		return -1;
 	}
-	emit(buf, sz, &len, "# HELP sandgate_requests_total Requests answered, "
-	    "by status class.\n# TYPE sandgate_requests_total counter\n");
-	for (i = 0; i < 6; i++)
-		emit(buf, sz, &len, "sandgate_requests_total{code=\"%s\"} %llu\n",
-		    cls[i], (unsigned long long)__atomic_load_n(&b->requests[i],
-		    __ATOMIC_RELAXED));
-	emit(buf, sz, &len, "# HELP sandgate_request_duration_ms_total Time "
-	    "spent answering.\n# TYPE sandgate_request_duration_ms_total "
-	    "counter\nsandgate_request_duration_ms_total %llu\n",
-	    (unsigned long long)__atomic_load_n(&b->duration_ms,
-	    __ATOMIC_RELAXED));
-	emit(buf, sz, &len, "# HELP sandgate_responders Responder processes, "
-	    "by state.\n# TYPE sandgate_responders gauge\n");
-	for (i = 0; i < 3; i++)
-		emit(buf, sz, &len, "sandgate_responders{state=\"%s\"} %d\n",
-		    states[i], count[i]);
-	return len;
+	set_state(env, slot, SG_SLOT_BUSY);
+	return 0;
+}
+
+/*
+ * The next connection to read a request on: a kept one, else a new one
+ * from the listen socket. 0 with r->ipcFd set and the slot busy, or -1
+ * to look again. We accept, not libfcgi: so the slot is busy from accept
+ * on (a connection that sends nothing holds a busy responder, and the
+ * pool grows past it), and the connection libfcgi reads is the one the
+ * deadline watches.
+ */
+static int
+take(const struct sg_env *env, int slot, FCGX_Request *r)
+{
+	struct pollfd p = { .fd = env->listen_fd, .events = POLLIN };
+	int fd, one = 1;
+
+	if (r->ipcFd >= 0)
+		return take_kept(env, slot, r);
+	set_state(env, slot, SG_SLOT_IDLE);
+	if ((fd = accept4(env->listen_fd, NULL, NULL, SOCK_CLOEXEC)) == -1) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			poll(&p, 1, -1);	/* a non-blocking listen socket */
+		else if (errno != EINTR && errno != ECONNABORTED &&
+		    errno != EPROTO && errno != ECONNRESET) {
+			/* EMFILE and friends: back off, do not spin. */
+			fprintf(stderr, "sandgate: accept: %s\n", strerror(errno));
+			sleep(1);
+		}
+		return -1;
+	}
+	set_state(env, slot, SG_SLOT_BUSY);
+	/* FastCGI waits for no replies: no Nagle (libfcgi does the same). */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/*
+	 * ipcFd and keepConnection are libfcgi's private fields. Given a
+	 * connection in ipcFd, FCGX_Accept_r reads it as it reads a kept
+	 * one; keepConnection stops the FCGX_Finish_r it starts with from
+	 * closing it (the BEGIN_REQUEST record then sets it as it should).
+	 */
+	r->ipcFd = fd;
+	r->keepConnection = 1;
+	return 0;
+}
+
+/* Resident bytes, from /proc/self/statm; 0 when unknown. */
+static size_t
+resident(void)
+{
+	unsigned long pages;
+	char buf[128];
+	ssize_t n;
+	int fd;
+
+	if ((fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%*u %lu", &pages) != 1)
+		return 0;
+	return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * After each request. A request that left us bigger has its freed memory
+ * handed back to the kernel: a big body or sandbox output is freed as
+ * many small Jansson chunks, which glibc would otherwise keep. A
+ * responder still past recycle_mb after that leaves (it has answered),
+ * and the master forks a fresh one. 1 to leave.
+ */
+static int
+over_memory(const struct sg_env *env, size_t *base)
+{
+	size_t rss = resident();
+	int mb = env->cfg->server.recycle_mb;
+
+	if (rss > *base) {
+		malloc_trim(0);
+		rss = resident();
+	}
+	*base = rss;
+	if (mb == 0 || rss <= (size_t)mb << 20)
+		return 0;
+	fprintf(stderr, "sandgate: responder %d: %zu MiB resident after a "
+	    "request, over server.recycle_mb = %d; exiting to be replaced\n",
+	    (int)getpid(), rss >> 20, mb);
+	return 1;
 }
 
 void
@@ -265,12 +429,18 @@ sg_child_signals(void (*on_stop)(int))
 void
 sg_responder_run(const struct sg_env *env, int slot)
 {
+	struct sg_seat seat = { env->board, slot, env->cfg };
+	struct sigaction sa;
 	FCGX_Request r;
 	struct sg_gw *gw;
 	char err[512];
-	int rc;
+	size_t rss = 0;
 
 	sg_child_signals(on_stop);
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_alarm;	/* no SA_RESTART: reads must fail */
+	sigaction(SIGALRM, &sa, NULL);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (sg_drop_privileges(env->cfg) == -1)
 		_exit(3);
@@ -278,28 +448,21 @@ sg_responder_run(const struct sg_env *env, int slot)
 		fprintf(stderr, "sandgate: responder %d: %s\n", (int)getpid(), err);
 		_exit(3);
 	}
-	sg_gw_set_metrics(gw, render_metrics, env->board);
-	if (FCGX_Init() != 0 || FCGX_InitRequest(&r, env->listen_fd,
-	    FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
+	sg_gw_set_metrics(gw, sg_board_metrics, &seat);
+	sg_gw_set_admit(gw, sg_board_admit, &seat);
+	/* No listen socket for libfcgi: take() accepts. */
+	if (FCGX_Init() != 0 || FCGX_InitRequest(&r, -1, 0) != 0) {
 		fprintf(stderr, "sandgate: responder: libfcgi init failed\n");
 		_exit(3);
 	}
 	while (!stopping) {
-		set_state(env, slot, SG_SLOT_IDLE);
-		rc = FCGX_Accept_r(&r);
-		if (rc < 0) {
-			if (stopping || rc == -EINTR)
-				continue;
-			/* EMFILE and friends: back off, do not spin. */
-			fprintf(stderr, "sandgate: accept: %s\n", strerror(-rc));
-			sleep(1);
+		if (take(env, slot, &r) == -1)
 			continue;
-		}
-		set_state(env, slot, SG_SLOT_BUSY);
-		/* Tell the master at once: it may need to grow the pool. */
-		(void)!write(env->wake_fd, "b", 1);
-		serve(env, gw, &r);
-		FCGX_Finish_r(&r);
+		one_request(env, gw, &r);
+		/* A reserve responder serves one connection: the master
+		 * forks it only while the pool is full. */
+		if (env->reserve || over_memory(env, &rss))
+			break;
 	}
 	sg_gw_free(gw);
 	FCGX_Free(&r, 0);

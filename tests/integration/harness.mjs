@@ -44,7 +44,7 @@ export function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor(fn, what, ms = 15000) {
+export async function waitFor(fn, what, ms = 15000) {
   const until = Date.now() + ms;
   let last;
   while (Date.now() < until) {
@@ -70,7 +70,8 @@ function ids(user) {
 // limits = "process".
 export const localLimits = isRoot ? "" : 'limits = "process";';
 
-// The gateway's config; extra is spliced into the server group.
+// The gateway's config; extra is spliced into the server group (extra.server
+// is raw settings for it) and extra.keys into auth.keys.
 export function gatewayConfig(dir, fakePort, extra = {}) {
   const up = `http://127.0.0.1:${fakePort}/v1`;
   const model = (name, upstream, more = "") =>
@@ -84,12 +85,13 @@ server: {
   idle_retire = ${extra.idle_retire ?? 2};
   ${extra.socket ?? ""}
   grace = 5;
+  ${extra.server ?? ""}
   mount_prefix = "${extra.mount_prefix ?? ""}";
 };
 store: { path = "${dir}/state/store/sandgate.db"; };
 auth: {
   keys = (
-    { name = "alice"; key = "env:SG_TEST_KEY_ALICE"; },
+    { name = "alice"; key = "env:SG_TEST_KEY_ALICE"; max_concurrent = 8; },
     { name = "bob"; key_sha256 = "${sha256(KEYS.bob)}"; },
     { name = "carol"; key = "file:${dir}/carol.key"; }${extra.keys ? "," + extra.keys : ""}
   );
@@ -235,12 +237,14 @@ export class Stack {
         c.on("error", () => res(false));
       }), "sandgate --listen");
       backend = this.opts.unixSocket ? `"socket" => "${sock}",` : `"host" => "127.0.0.1", "port" => ${port},`;
+      this.fcgiAddr = this.opts.unixSocket ? { path: sock } : { port, host: "127.0.0.1" };
     } else {
       const envs = ["SG_TEST_KEY_ALICE", "ASAN_OPTIONS", "UBSAN_OPTIONS", "SANDGATE_KERNEL_DIR",
         ...Object.keys(this.opts.env ?? {})]
         .map((k) => `"${k}" => "${this.env[k]}"`).join(", ");
       backend = `"socket" => "${dir}/fcgi.sock", "bin-path" => "${bin} ${cfgArgs}",
         "max-procs" => 1, "bin-environment" => ( ${envs} ),`;
+      this.fcgiAddr = { path: `${dir}/fcgi.sock-0` }; // lighttpd appends -N
     }
     fs.writeFileSync(`${dir}/lighttpd.conf`, `
 server.port = ${this.httpPort}

@@ -1,0 +1,344 @@
+// Attacks on the FastCGI front, each performed for real: a forged log
+// line, a key or heavy work taking every responder, connections that send
+// nothing, bodies that would build huge trees, a responder grown too big,
+// and a compromised responder pointing the root master at another process.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import { startStack, waitFor as until, KEYS } from "./harness.mjs";
+
+const DAVE = "sk-dave-" + crypto.randomBytes(8).toString("hex");
+const MAX_BODY = 8 << 20;
+const READ_TIMEOUT = 3;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+let stack;
+
+before(async () => {
+  stack = await startStack({
+    max_body_bytes: MAX_BODY,
+    server: `read_timeout = ${READ_TIMEOUT};`,
+    keys: `{ name = "dave"; key = "${DAVE}"; tools = [ "local2" ]; }`,
+  });
+});
+after(async () => { await stack?.stop(); });
+
+// One request, bounded in time: {status, json, text, headers}.
+async function call(method, path, { key = KEYS.alice, body, ms = 15000 } = {}) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const r = await fetch(stack.url(path), { method, headers, body, signal: AbortSignal.timeout(ms) });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: r.status, json, text, headers: r.headers };
+}
+
+const chat = (content, model = "gpt-test") =>
+  JSON.stringify({ model, messages: [{ role: "user", content }] });
+
+// A slow stream holding one responder on a heavy route (40 words, 0.4 s
+// apart: long enough for a loaded machine, and it is cut short anyway);
+// resolves once its first bytes are in, so the responder is busy with it.
+async function hold(key) {
+  const ctrl = new AbortController();
+  const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
+  const r = await fetch(stack.url("/v1/chat/completions"), {
+    method: "POST", signal: ctrl.signal,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "slowstream", stream: true, messages: [{ role: "user", content: words }] }),
+  });
+  assert.equal(r.status, 200, "a hold stream starts");
+  const reader = r.body.getReader();
+  await reader.read();
+  const h = { ended: false, stop: () => ctrl.abort() };
+  h.done = (async () => {
+    try { while (!(await reader.read()).done); } catch { /* aborted */ }
+    h.ended = true;
+  })();
+  return h;
+}
+
+// One sample of /metrics, by its name with labels as written there.
+async function metric(sample) {
+  const lines = (await call("GET", "/metrics", { key: null })).text.split("\n");
+  const line = lines.find((l) => l.startsWith(sample + " "));
+  return line ? Number(line.slice(sample.length + 1)) : NaN;
+}
+
+// Stop the holds; resolves once no responder works on them any more.
+async function release(holds) {
+  for (const h of holds) h.stop();
+  await Promise.all(holds.map((h) => h.done));
+  // Busy: the responder answering /metrics itself.
+  await until(async () => (await metric('sandgate_responders{state="busy"}')) <= 1, "the holds to end");
+}
+
+function hwm(pid) {
+  const m = fs.readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmHWM:\s+(\d+) kB/m);
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+test("a model with a newline leaves one escaped log line and forges none", async () => {
+  const r = await call("POST", "/v1/chat/completions", { body: chat("hi", "x\nFORGED 200 1ms") });
+  assert.equal(r.status, 404);
+  const id = r.headers.get("x-request-id");
+  await until(() => stack.log().includes(id), "the request's log line");
+  const lines = stack.log().split("\n");
+  assert.deepEqual(lines.filter((l) => l.includes(id)).length, 1, "exactly one line for the request");
+  assert.equal(lines.filter((l) => l.startsWith("FORGED")).length, 0, "no forged line");
+  assert.ok(lines.some((l) => l.startsWith(id) && l.includes("model=x\\x0aFORGED\\x20200\\x201ms 404 ")),
+    "the model is logged escaped");
+});
+
+test("a key without the interception tool gets 403 before any upstream call", async () => {
+  await stack.resetFake();
+  const r = await call("POST", "/v1/responses", { key: DAVE, body: JSON.stringify({
+    model: "ci-primes", input: "primes?", tools: [{ type: "code_interpreter", container: { type: "auto" } }] }) });
+  assert.equal(r.status, 403, r.text);
+  assert.deepEqual(r.json, { error: { message: "This API key may not use the sandbox tool 'local'.",
+    type: "invalid_request_error", param: "tools", code: "tool_not_allowed" } });
+  assert.deepEqual(await stack.fakeRequests(), [], "the upstream was never asked");
+  const ok = await call("POST", "/v1/chat/completions", { key: DAVE, body: chat("plain") });
+  assert.equal(ok.status, 200, "the same key without code_interpreter is served");
+});
+
+test("a body that would build a huge tree is refused before parsing, memory bounded", async () => {
+  const before = stack.processes().responders.map(hwm);
+  const base = Math.max(...before);
+  const head = '{"model":"gpt-test","messages":[{"role":"user","content":"x"}],"pad":[';
+  const n = Math.floor((MAX_BODY - head.length - 8) / 2);
+  const body = head + "0,".repeat(n) + "0]}";
+  assert.ok(body.length <= MAX_BODY);
+  const r = await call("POST", "/v1/chat/completions", { body, ms: 60000 });
+  assert.equal(r.status, 400, r.text.slice(0, 300));
+  assert.equal(r.json.error.code, "request_too_complex");
+  assert.equal(r.json.error.type, "invalid_request_error");
+  assert.equal(r.json.error.param, null);
+  // The body is read into one buffer of CONTENT_LENGTH bytes and counted
+  // in place, so a responder's peak grows by that buffer (measured: 8 MiB;
+  // 18 MiB under ASan, whose allocator adds its own), never by a tree: 4
+  // million values made Jansson peak at 199 MiB before the check.
+  const bound = base + 3 * MAX_BODY;
+  for (const pid of stack.processes().responders)
+    assert.ok(hwm(pid) <= bound, `responder ${pid} peaked at ${hwm(pid) >> 20} MiB (bound ${bound >> 20} MiB)`);
+  const deep = '{"model":"gpt-test","messages":[{"role":"user","content":"x"}],"pad":' +
+    "[".repeat(200) + "]".repeat(200) + "}";
+  const d = await call("POST", "/v1/chat/completions", { body: deep });
+  assert.equal(d.status, 400);
+  assert.equal(d.json.error.code, "request_too_complex");
+  const fine = '{"model":"gpt-test","messages":[{"role":"user","content":"ok"}],"pad":[' +
+    "0,".repeat(50000) + "0]}";
+  assert.equal((await call("POST", "/v1/chat/completions", { body: fine })).status, 200,
+    "50 000 values are not too many");
+});
+
+test("one key cannot take more than its max_concurrent responders: 429 with retry-after", async () => {
+  // bob has no max_concurrent: the default, workers_max / 2 = 4.
+  const holds = [];
+  try {
+    for (let i = 0; i < 4; i++) holds.push(await hold(KEYS.bob));
+    const r = await call("POST", "/v1/chat/completions", { key: KEYS.bob, body: chat("fifth") });
+    assert.equal(r.status, 429, r.text);
+    assert.deepEqual(r.json, { error: { message: "Too many concurrent requests for this key (limit 4); retry shortly.",
+      type: "requests", param: null, code: "rate_limit_exceeded" } });
+    assert.equal(r.headers.get("retry-after"), "1");
+    const other = await call("POST", "/v1/chat/completions", { body: chat("alice meanwhile") });
+    assert.equal(other.status, 200, "another key is still served");
+    assert.ok(holds.every((h) => !h.ended), "all of it happened while bob's 4 were under way");
+    assert.ok((await metric('sandgate_refused_total{reason="key_limit"}')) >= 1);
+  } finally {
+    await release(holds);
+  }
+});
+
+test("heavy work at workers_max gets 503 while /healthz, /metrics and /v1/models answer", async () => {
+  const holds = [];
+  try {
+    for (const key of [KEYS.bob, KEYS.carol]) for (let i = 0; i < 4; i++) holds.push(await hold(key));
+    const r = await call("POST", "/v1/chat/completions", { body: chat("ninth"), ms: 8000 });
+    assert.equal(r.status, 503, r.text);
+    assert.deepEqual(r.json, { error: { message: "The gateway is at capacity (8 requests under way); retry shortly.",
+      type: "server_error", param: null, code: null } });
+    assert.equal(r.headers.get("retry-after"), "1");
+    assert.equal((await call("GET", "/healthz", { key: null, ms: 8000 })).status, 200);
+    const m = await call("GET", "/metrics", { key: null, ms: 8000 });
+    assert.equal(m.status, 200);
+    assert.match(m.text, /^sandgate_busy_responders\{class="heavy"\} 8$/m);
+    assert.match(m.text, /^sandgate_refused_total\{reason="capacity"\} [1-9]/m);
+    assert.equal((await call("GET", "/v1/models", { ms: 8000 })).status, 200);
+    assert.ok(holds.every((h) => !h.ended), "all of it answered while the 8 heavy requests were under way");
+  } finally {
+    await release(holds);
+  }
+});
+
+test("connections that send nothing or half a header neither freeze the pool nor stay open", async () => {
+  const socks = [];
+  for (let i = 0; i < 14; i++) {
+    const s = net.connect(stack.fcgiAddr);
+    const rec = { closed: false, connected: false };
+    s.on("error", () => {});
+    s.on("close", () => { rec.closed = true; });
+    // A FastCGI header is 8 bytes: send 3 of them, or nothing at all.
+    s.on("connect", () => {
+      rec.connected = true;
+      if (i % 3) s.write(Buffer.from([1, 1, 0]));
+    });
+    socks.push({ s, rec });
+  }
+  try {
+    await until(() => socks.every((x) => x.rec.connected), "the stale connections are open");
+    const h = await call("GET", "/healthz", { key: null, ms: 10000 });
+    assert.equal(h.status, 200, "/healthz answers within a few seconds");
+    const r = await call("POST", "/v1/chat/completions", { body: chat("after the stall"), ms: 10000 });
+    assert.equal(r.status, 200);
+    assert.equal(r.json.choices[0].message.content, "echo: after the stall");
+    await until(() => socks.every((x) => x.rec.closed), "sandgate closed every stale connection", 15000);
+  } finally {
+    for (const x of socks) x.s.destroy();
+  }
+});
+
+// A FastCGI client of our own, as nginx with fastcgi_keep_conn: each
+// request asks the responder to keep the connection open.
+function record(type, content = Buffer.alloc(0)) {
+  const pad = (8 - (content.length % 8)) % 8;
+  const h = Buffer.from([1, type, 0, 1, content.length >> 8, content.length & 255, pad, 0]);
+  return Buffer.concat([h, content, Buffer.alloc(pad)]);
+}
+
+function keptRequest(uri) {
+  const params = Buffer.concat(Object.entries({ REQUEST_METHOD: "GET", REQUEST_URI: uri, SCRIPT_NAME: uri })
+    .map(([k, v]) => Buffer.concat([Buffer.from([k.length, v.length]), Buffer.from(k + v)])));
+  const FCGI_KEEP_CONN = 1;
+  return Buffer.concat([record(1, Buffer.from([0, 1, FCGI_KEEP_CONN, 0, 0, 0, 0, 0])),
+    record(4, params), record(4), record(5)]);
+}
+
+// Open a connection to the FastCGI socket; ask(uri) resolves to the
+// response's stdout once END_REQUEST came.
+function fcgiConn() {
+  const s = net.connect(stack.fcgiAddr);
+  const c = { s, closed: false, buf: Buffer.alloc(0), waiter: null };
+  s.on("error", () => {});
+  s.on("close", () => { c.closed = true; c.waiter?.reject(new Error("closed")); });
+  s.on("data", (d) => {
+    c.buf = Buffer.concat([c.buf, d]);
+    let out = Buffer.alloc(0), o = 0;
+    while (o + 8 <= c.buf.length) {
+      const len = c.buf.readUInt16BE(o + 4), end = o + 8 + len + c.buf[o + 6];
+      if (end > c.buf.length) break;
+      if (c.buf[o + 1] === 6) out = Buffer.concat([out, c.buf.subarray(o + 8, o + 8 + len)]);
+      if (c.buf[o + 1] === 3) { c.buf = c.buf.subarray(end); c.waiter?.resolve(out.toString()); return; }
+      o = end;
+    }
+  });
+  c.ask = (uri) => new Promise((resolve, reject) => {
+    c.buf = Buffer.alloc(0);
+    c.waiter = { resolve, reject };
+    s.write(keptRequest(uri));
+  });
+  return c;
+}
+
+test("kept connections (FCGI_KEEP_CONN) are served, do not freeze the pool, and close when idle", async () => {
+  const conns = Array.from({ length: 10 }, fcgiConn);
+  try {
+    let timer;
+    const first = await Promise.race([Promise.all(conns.map((c) => c.ask("/healthz"))),
+      new Promise((_, no) => { timer = setTimeout(() => no(new Error("the 10 kept connections were not all answered")), 10000); })])
+      .finally(() => clearTimeout(timer));
+    for (const out of first) assert.match(out, /^Status: 200 /);
+    const open = conns.find((c) => !c.closed);
+    assert.ok(open, "a kept connection is still open");
+    assert.match(await open.ask("/healthz"), /"status":"ok"/, "a second request on the kept connection");
+    assert.equal((await call("GET", "/healthz", { key: null, ms: 10000 })).status, 200,
+      "the web server's own requests still answer");
+    await until(() => conns.every((c) => c.closed), "sandgate closed every idle kept connection", 15000);
+  } finally {
+    for (const c of conns) c.s.destroy();
+  }
+});
+
+test("FCGI_WEB_SERVER_ADDRS, a filter only libfcgi's own accept applied, is refused at start", () => {
+  const r = spawnSync(`${stack.dir}/bin/sandgate-fcgi`, ["--config", `${stack.dir}/sandgate.conf`,
+    "--listen", "127.0.0.1:0"], { env: { ...process.env, FCGI_WEB_SERVER_ADDRS: "127.0.0.1" },
+    encoding: "utf8", timeout: 10000 });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /FCGI_WEB_SERVER_ADDRS is not supported/);
+});
+
+// Rewrite the running config and SIGHUP; resolves once every responder
+// runs the new one.
+async function reload(edit) {
+  const cfgPath = `${stack.dir}/sandgate.conf`;
+  fs.writeFileSync(cfgPath, edit(fs.readFileSync(cfgPath, "utf8")));
+  const { master, responders: old } = stack.processes();
+  process.kill(master, "SIGHUP");
+  await until(() => {
+    const now = stack.processes().responders;
+    return now.length >= 2 && now.every((p) => !old.includes(p));
+  }, "every responder replaced");
+}
+
+test("a responder past recycle_mb answers, exits and is replaced", async () => {
+  await reload((c) => c.replace(`read_timeout = ${READ_TIMEOUT};`, `read_timeout = ${READ_TIMEOUT}; recycle_mb = 1;`));
+  try {
+    const r = await call("POST", "/v1/chat/completions", { body: chat("grow") });
+    assert.equal(r.status, 200, "the request is answered");
+    let pid;
+    await until(() => {
+      const m = stack.log().match(/responder (\d+): \d+ MiB resident after a request, over server\.recycle_mb = 1; exiting to be replaced/);
+      pid = m && Number(m[1]);
+      return pid;
+    }, "the recycling line");
+    await until(() => !stack.processes().responders.includes(pid) && stack.processes().responders.length >= 2,
+      "the responder replaced");
+    assert.doesNotMatch(stack.log(), new RegExp(`responder ${pid} died`), "a recycled responder is no death");
+    const next = await call("POST", "/v1/chat/completions", { body: chat("next") });
+    assert.equal(next.status, 200);
+  } finally {
+    await reload((c) => c.replace(" recycle_mb = 1;", ""));
+  }
+});
+
+// The scoreboard is shared memory every responder can write. Overwrite it
+// as a compromised responder would, with the pid of a bystander, then make
+// the root master signal its responders: the bystander must live.
+test("a forged scoreboard never makes the root master signal another process", async (t) => {
+  if (stack.mode !== "binpath" || process.getuid() !== 0) {
+    t.skip("needs the root master that lighttpd spawns");
+    return;
+  }
+  const victim = spawn("sleep", ["300"], { stdio: "ignore" });
+  const alive = () => victim.exitCode === null && victim.signalCode === null;
+  try {
+    const { master, responders } = stack.processes();
+    const pid = responders[0];
+    const maps = fs.readFileSync(`/proc/${pid}/maps`, "utf8").split("\n")
+      .filter((l) => / rw-s /.test(l) && l.includes("/dev/zero (deleted)"));
+    assert.ok(maps.length > 0, "the responder maps the scoreboard");
+    const fd = fs.openSync(`/proc/${pid}/mem`, "r+");
+    for (const l of maps) {
+      const [lo, hi] = l.split(" ")[0].split("-").map((h) => parseInt(h, 16));
+      const buf = Buffer.alloc(hi - lo);
+      for (let o = 0; o + 4 <= buf.length; o += 4) buf.writeInt32LE(victim.pid, o);
+      fs.writeSync(fd, buf, 0, buf.length, lo);
+    }
+    fs.closeSync(fd);
+    process.kill(master, "SIGHUP");
+    await until(() => !alive() || stack.processes().responders.every((p) => !responders.includes(p)),
+      "the reload to roll the responders (or the bystander to die)");
+    assert.ok(alive(), "the bystander survived the reload");
+    const r = await call("POST", "/v1/chat/completions", { body: chat("still here") });
+    assert.equal(r.status, 200, "the gateway still serves");
+    process.kill(master, "SIGTERM");
+    await until(() => stack.processes().master !== master || !alive(), "the master to stop");
+    assert.ok(alive(), "the bystander survived the stop");
+  } finally {
+    victim.kill("SIGKILL");
+  }
+});
