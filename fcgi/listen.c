@@ -48,60 +48,77 @@ owner_ids(const char *spec, uid_t *uid, gid_t *gid, char *err, size_t errsz)
 	return 0;
 }
 
+/*
+ * Root may be making the socket in a directory a less privileged user can
+ * write to: everything after the directory is looked up happens through
+ * its fd (bind through /proc/self/fd/N/NAME), the mode is set by the
+ * umask at bind, and the owner without following a link, so a socket
+ * swapped for a link never makes root chown or chmod what it points at.
+ */
 static int
 listen_unix(const char *path, const struct sg_cfg *cfg, char *err,
     size_t errsz)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	mode_t mode = cfg->server.socket_mode >= 0 ?
+	    (mode_t)cfg->server.socket_mode : 0600, old;
+	const char *slash = strrchr(path, '/'), *name;
+	char dir[4096];
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
 	struct stat sb;
-	mode_t old;
-	uid_t uid;
-	gid_t gid;
-	int fd;
+	int fd = -1, dfd, n;
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		snprintf(err, errsz, "%s: socket path too long", path);
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 :
+		    (int)(slash - path), path);
+	name = slash != NULL ? slash + 1 : path;
+	if (cfg->server.socket_owner != NULL && owner_ids(cfg->server.socket_owner,
+	    &uid, &gid, err, errsz) == -1)
+		return -1;
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		snprintf(err, errsz, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
-	memcpy(sun.sun_path, path, strlen(path) + 1);
+	n = snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s",
+	    dfd, name);
+	if (*name == '\0' || n < 0 || (size_t)n >= sizeof(sun.sun_path)) {
+		snprintf(err, errsz, "%s: socket path too long", path);
+		goto fail;
+	}
 	/* A socket left by a previous run; never remove anything else. */
-	if (lstat(path, &sb) == 0 && S_ISSOCK(sb.st_mode))
-		unlink(path);
+	if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISSOCK(sb.st_mode))
+		unlinkat(dfd, name, 0);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
 		snprintf(err, errsz, "socket: %s", strerror(errno));
-		return -1;
+		goto fail;
 	}
-	/* Born private; opened up below only as far as the config says. */
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		umask(old);
-		snprintf(err, errsz, "%s: bind: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
+	old = umask(~mode & 0777);
+	n = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(old);
-	if (cfg->server.socket_owner != NULL) {
-		if (owner_ids(cfg->server.socket_owner, &uid, &gid, err,
-		    errsz) == -1 || chown(path, uid, gid) == -1) {
-			if (errno != 0 && err[0] == '\0')
-				snprintf(err, errsz, "%s: chown: %s", path,
-				    strerror(errno));
-			close(fd);
-			return -1;
-		}
+	if (n == -1) {
+		snprintf(err, errsz, "%s: bind: %s", path, strerror(errno));
+		goto fail;
 	}
-	if (cfg->server.socket_mode >= 0 &&
-	    chmod(path, (mode_t)cfg->server.socket_mode) == -1) {
-		snprintf(err, errsz, "%s: chmod: %s", path, strerror(errno));
-		close(fd);
-		return -1;
+	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
+	    fchownat(dfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) == -1) {
+		snprintf(err, errsz, "%s: chown: %s", path, strerror(errno));
+		goto fail;
 	}
 	if (listen(fd, BACKLOG) == -1) {
 		snprintf(err, errsz, "%s: listen: %s", path, strerror(errno));
-		close(fd);
-		return -1;
+		goto fail;
 	}
+	close(dfd);
 	return fd;
+fail:
+	if (fd != -1)
+		close(fd);
+	close(dfd);
+	return -1;
 }
 
 /* "HOST:PORT", "[V6]:PORT" or ":PORT" (loopback, never every interface). */

@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -45,6 +46,22 @@ sg_drop_privileges(const struct sg_cfg *cfg)
 	return 0;
 }
 
+/* Give the directory just made to uid through an fd opened without
+ * following a link: whoever can write its parent may have swapped it for
+ * one since, and root must not chown what a link points at. */
+static int
+give_dir(const char *dir, uid_t uid, gid_t gid)
+{
+	int fd, rc;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1)
+		return -1;
+	rc = fchown(fd, uid, gid);
+	close(fd);
+	return rc;
+}
+
 static int
 own_store_dir(const struct sg_cfg *cfg, char *err, size_t errsz)
 {
@@ -70,7 +87,7 @@ own_store_dir(const struct sg_cfg *cfg, char *err, size_t errsz)
 		    strerror(errno));
 		return -1;
 	}
-	if (pw != NULL && chown(dir, pw->pw_uid, pw->pw_gid) == -1) {
+	if (pw != NULL && give_dir(dir, pw->pw_uid, pw->pw_gid) == -1) {
 		snprintf(err, errsz, "cannot give %s to %s: %s", dir,
 		    cfg->server.user, strerror(errno));
 		return -1;
