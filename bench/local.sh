@@ -2,6 +2,9 @@
 # Local sandbox latency and memory, through lighttpd + sandgate-fcgi:
 #   cold: create + the first print(1), N times (each sandbox deleted after)
 #   warm: N runs in one live sandbox
+# for three tools: "local" (a cgroup per sandbox, the default), "process"
+# (limits = "process": rlimits only, the cost of the cgroup by
+# difference) and, as root, "net" (allow_internet_access: slirp4netns);
 # then the PSS/USS of one idle kernel (bwrap + its init + python).
 # Usage: sh bench/local.sh [N]   (default 200; loopback only)
 set -eu
@@ -14,17 +17,28 @@ cat > "$dir/sandgate.conf" <<CONF
 server: { workers = [2, 4]; user = "nobody"; };
 store: { path = "$dir/store/sandgate.db"; };
 auth: { allow_anonymous = true; };
-sandbox_tools = ( { name = "local"; provider = "local"; } );
+sandbox_tools = ( { name = "local"; provider = "local"; },
+  { name = "process"; provider = "local"; limits = "process"; },
+  { name = "net"; provider = "local"; allow_internet_access = true; } );
 CONF
 bench_gateway "$gw"
 echo "$(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), $(id -un)"
-python3 "$here/local_client.py" "$gw" "$n" | tee "$dir/out.json"
+tools="local process"
+[ "$(id -u)" -eq 0 ] && tools="$tools net"
+for t in $tools; do
+	python3 "$here/local_client.py" "$gw" "$n" "$t" | tee -a "$dir/out.json"
+done
+# One idle kernel to weigh.
+curl -sf "http://127.0.0.1:$gw/v1/sandboxes" -d '{"tool":"local"}' >/dev/null
+sleep 1
 echo "idle kernel memory (kB):"
 pids=$(pgrep -f "^/usr/bin/python3 -I /sandgate/kernel.py" || true)
 for pid in $pids; do
 	# The python kernel, its bwrap init (parent) and the outer bwrap.
 	init=$(awk '{print $4}' "/proc/$pid/stat")
 	outer=$(awk '{print $4}' "/proc/$init/stat")
+	# Only kernels of this run's sandboxd (an orphan of another has init).
+	[ "$(cat "/proc/$outer/comm" 2>/dev/null)" = bwrap ] || continue
 	for p in $outer $init $pid; do
 		awk -v p="$p" -v c="$(cat /proc/$p/comm)" '
 		/^Pss:/ {pss=$2} /^Private_Clean:/ {uss+=$2} /^Private_Dirty:/ {uss+=$2}

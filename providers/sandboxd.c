@@ -71,6 +71,48 @@ on_signal(int sig)
 	errno = saved;
 }
 
+/* Wait until fd is readable or ms pass: 1 or 0. SIGCHLD (a sandbox's
+ * processes ending) interrupts poll; that is no reason to give up. */
+static int
+readable(int fd, int64_t ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int64_t until = sg_now_ms() + ms;
+	int n;
+
+	do
+		n = poll(&p, 1, (int)(until - sg_now_ms() > 0 ? until -
+		    sg_now_ms() : 0));
+	while (n == -1 && errno == EINTR);
+	return n > 0;
+}
+
+/* read(2), again when a signal interrupted it. */
+static ssize_t
+read_some(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+
+	while ((n = read(fd, buf, len)) == -1 && errno == EINTR)
+		;
+	return n;
+}
+
+static void
+write_all(int fd, const char *p, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
 static struct kernel *
 find(const char *id)
 {
@@ -294,7 +336,7 @@ read_spec(const json_t *req, struct sg_sbxd_spec *s)
 static pid_t
 sandbox_pid(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int64_t until = sg_now_ms() + NET_WAIT_MS;
 	char buf[1024];
 	size_t len = 0;
 	ssize_t n;
@@ -302,8 +344,8 @@ sandbox_pid(int fd)
 	pid_t pid = -1;
 
 	while (len < sizeof(buf) - 1 && memchr(buf, '}', len) == NULL &&
-	    poll(&p, 1, NET_WAIT_MS) > 0 &&
-	    (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+	    readable(fd, until - sg_now_ms()) &&
+	    (n = read_some(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
 		len += (size_t)n;
 	if ((j = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, NULL)) != NULL)
 		pid = (pid_t)json_integer_value(json_object_get(j, "child-pid"));
@@ -318,7 +360,6 @@ sandbox_pid(int fd)
 static int
 start_net(struct kernel *k, const struct sg_sbxd_spec *s, int info, int block)
 {
-	struct pollfd p;
 	int ready[2], ex[2];
 	pid_t sbx, pid;
 	char c;
@@ -337,8 +378,8 @@ start_net(struct kernel *k, const struct sg_sbxd_spec *s, int info, int block)
 	close(ex[0]);
 	k->net_pid = pid > 0 ? pid : 0;
 	k->net_exit = ex[1];
-	p = (struct pollfd){ .fd = ready[0], .events = POLLIN };
-	if (pid <= 0 || poll(&p, 1, NET_WAIT_MS) <= 0 || read(ready[0], &c, 1) != 1) {
+	if (pid <= 0 || !readable(ready[0], NET_WAIT_MS) ||
+	    read_some(ready[0], &c, 1) != 1) {
 		close(ready[0]);
 		return -1;
 	}
@@ -427,14 +468,13 @@ answer(int c)
 	size_t len = 0;
 	json_t *req, *resp;
 	const char *op;
-	struct pollfd p = { .fd = c, .events = POLLIN };
+	int64_t until = sg_now_ms() + 5000;
 	ssize_t n;
 	char *text;
 
 	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL) {
-		if (poll(&p, 1, 5000) <= 0)
-			return;
-		if ((n = read(c, buf + len, sizeof(buf) - 1 - len)) <= 0)
+		if (!readable(c, until - sg_now_ms()) ||
+		    (n = read_some(c, buf + len, sizeof(buf) - 1 - len)) <= 0)
 			return;
 		len += (size_t)n;
 	}
@@ -448,8 +488,8 @@ answer(int c)
 		resp = refuse(NULL, "bad request");
 	json_decref(req);
 	if ((text = json_dumps(resp, JSON_COMPACT)) != NULL) {
-		(void)!write(c, text, strlen(text));
-		(void)!write(c, "\n", 1);
+		write_all(c, text, strlen(text));
+		write_all(c, "\n", 1);
 	}
 	free(text);
 	json_decref(resp);

@@ -6,6 +6,7 @@
  * capabilities sandboxd keeps.
  */
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -244,12 +245,26 @@ bare_args(const struct sg_sbxd_spec *s, struct argv *a)
 	return 0;
 }
 
+/*
+ * End with sandboxd: bubblewrap asks for this too (--die-with-parent), but
+ * only once it runs; sandboxd dying before that would leave an orphan.
+ * Set after the change of uid, which clears it.
+ */
+static void
+die_with(pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(124);
+}
+
 void
 sg_sbxd_exec(const struct sg_sbxd_spec *s)
 {
 	static char *const envp[] = { NULL };
 	static struct argv a;
 	long long data = (long long)s->memory_mb << 20;
+	pid_t parent = getppid();
 
 	fresh_signals();
 	if (s->cgroup && sg_cg_enter(s->cg, s->id) == -1)
@@ -269,6 +284,7 @@ sg_sbxd_exec(const struct sg_sbxd_spec *s)
 	limit(RLIMIT_NPROC, (rlim_t)s->max_procs + (rlim_t)s->extra_nproc);
 	if (s->uid != 0 && sg_sbxd_become(s->uid) == -1)
 		_exit(121);
+	die_with(parent);
 	execve(a.v[0], (char *const *)a.v, envp);
 	_exit(122);
 }
@@ -281,6 +297,7 @@ sg_sbxd_exec_net(const struct sg_sbxd_spec *s, pid_t pid, int ready_fd,
 	static struct argv a;
 	char path[64];
 	int fds[3] = { ready_fd, exit_fd, -1 }, nsfd;
+	pid_t parent = getppid();
 
 	fresh_signals();
 	if (s->cgroup && sg_cg_enter(s->cg, s->id) == -1)
@@ -295,6 +312,7 @@ sg_sbxd_exec_net(const struct sg_sbxd_spec *s, pid_t pid, int ready_fd,
 	    place_fds(fds, 3, 3) == -1)
 		_exit(120);
 	limit(RLIMIT_CORE, 0);
+	die_with(parent);
 	arg(&a, SG_SBXD_SLIRP); arg(&a, "--configure"); arg(&a, "--mtu=65520");
 	arg(&a, "--disable-host-loopback"); arg(&a, "--enable-seccomp");
 	arg(&a, "--ready-fd"); arg(&a, num(&a, fds[0]));

@@ -278,6 +278,28 @@ test("a deleted sandbox leaves no process of its uid behind, background ones inc
   await until(() => mine.every((p) => state(p) === "gone"), "no zombie of the sandbox left", 3000);
 });
 
+test("sandboxd answers a request that a signal interrupted (a sandbox's processes ending)", { skip: !isRoot && "needs root to reach sandboxd's socket" }, async () => {
+  // A slow client: connected, then SIGCHLD reaches sandboxd (as when a
+  // deleted sandbox's last process is reaped) before the line arrives.
+  const sock = `${stack.dir}/state/store/local/sandboxd.sock`;
+  // sandboxd is up once it answers a sandbox request.
+  await withSandbox("local", async () => {});
+  const answer = await new Promise((resolve) => {
+    const c = net.connect(sock);
+    let got = "";
+    c.on("data", (d) => { got += d; });
+    c.on("close", () => resolve(got));
+    c.on("error", () => resolve(got));
+    c.on("connect", async () => {
+      await sleep(200);
+      process.kill(stack.processes().sandboxd, "SIGCHLD");
+      await sleep(200);
+      c.write('{"op":"delete","id":"cntr_00000000"}\n');
+    });
+  });
+  assert.match(answer, /"ok":true/, "sandboxd dropped the request");
+});
+
 test("the log says at start which limits are in force", async () => {
   await until(() => /sandboxd: limits: /.test(stack.log()), "the limits line");
   const line = stack.log().match(/sandboxd: limits: (.*)/)[1];
