@@ -38,7 +38,6 @@
 #include "sbxd.h"
 
 #define LINE_MAX_BYTES	65536
-#define NET_WAIT_MS	5000	/* bubblewrap's info, slirp4netns ready */
 
 struct kernel {
 	char	 id[48];
@@ -69,48 +68,6 @@ on_signal(int sig)
 		got_term = 1;
 	(void)!write(wake[1], "s", 1);
 	errno = saved;
-}
-
-/* Wait until fd is readable or ms pass: 1 or 0. SIGCHLD (a sandbox's
- * processes ending) interrupts poll; that is no reason to give up. */
-static int
-readable(int fd, int64_t ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int64_t until = sg_now_ms() + ms;
-	int n;
-
-	do
-		n = poll(&p, 1, (int)(until - sg_now_ms() > 0 ? until -
-		    sg_now_ms() : 0));
-	while (n == -1 && errno == EINTR);
-	return n > 0;
-}
-
-/* read(2), again when a signal interrupted it. */
-static ssize_t
-read_some(int fd, void *buf, size_t len)
-{
-	ssize_t n;
-
-	while ((n = read(fd, buf, len)) == -1 && errno == EINTR)
-		;
-	return n;
-}
-
-static void
-write_all(int fd, const char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		p += n;
-		len -= (size_t)n;
-	}
 }
 
 static struct kernel *
@@ -183,48 +140,6 @@ reap(void)
 		}
 }
 
-/*
- * One pass over /proc: how many processes (threads included, as
- * RLIMIT_NPROC counts) uid runs, and which uids of the reserved range
- * any process runs (busy may be NULL).
- */
-static int
-scan_uids(uid_t uid, unsigned char *busy)
-{
-	char path[300], line[256];
-	struct dirent *de;
-	unsigned long u;
-	int n = 0, threads;
-	DIR *d;
-	FILE *f;
-
-	if ((d = opendir("/proc")) == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
-		if ((f = fopen(path, "re")) == NULL)
-			continue;
-		u = (unsigned long)-1;
-		threads = 1;
-		while (fgets(line, sizeof(line), f) != NULL) {
-			if (strncmp(line, "Uid:", 4) == 0)
-				u = strtoul(line + 4, NULL, 10);
-			else if (strncmp(line, "Threads:", 8) == 0)
-				threads = atoi(line + 8);
-		}
-		fclose(f);
-		if (u == (unsigned long)uid)
-			n += threads;
-		if (busy != NULL && u >= conf->uid_base &&
-		    u < conf->uid_base + SG_SBXD_MAX)
-			busy[u - conf->uid_base] = 1;
-	}
-	closedir(d);
-	return n;
-}
-
 /* A free slot whose uid no process runs: another gateway on this host
  * (several masters on one box) may use the same range. */
 static struct kernel *
@@ -235,7 +150,7 @@ free_slot(void)
 
 	memset(busy, 0, sizeof(busy));
 	if (conf->per_sandbox_uids)
-		scan_uids((uid_t)-1, busy);
+		sg_sbxd_scan_uids((uid_t)-1, conf->uid_base, busy);
 	for (i = 0; i < SG_SBXD_MAX; i++)
 		if (kernels[i].pid == 0 && !busy[i])
 			return &kernels[i];
@@ -332,61 +247,6 @@ read_spec(const json_t *req, struct sg_sbxd_spec *s)
 	return NULL;
 }
 
-/* bubblewrap's "child-pid": the sandbox's first process. */
-static pid_t
-sandbox_pid(int fd)
-{
-	int64_t until = sg_now_ms() + NET_WAIT_MS;
-	char buf[1024];
-	size_t len = 0;
-	ssize_t n;
-	json_t *j;
-	pid_t pid = -1;
-
-	while (len < sizeof(buf) - 1 && memchr(buf, '}', len) == NULL &&
-	    readable(fd, until - sg_now_ms()) &&
-	    (n = read_some(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)n;
-	if ((j = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, NULL)) != NULL)
-		pid = (pid_t)json_integer_value(json_object_get(j, "child-pid"));
-	json_decref(j);
-	return pid > 0 ? pid : -1;
-}
-
-/*
- * The sandbox is held by bubblewrap (--block-fd) until slirp4netns has
- * its tap device up in the sandbox's namespace; then it is let go.
- */
-static int
-start_net(struct kernel *k, const struct sg_sbxd_spec *s, int info, int block)
-{
-	int ready[2], ex[2];
-	pid_t sbx, pid;
-	char c;
-
-	if ((sbx = sandbox_pid(info)) == -1 ||
-	    pipe2(ready, O_CLOEXEC) == -1)
-		return -1;
-	if (pipe2(ex, O_CLOEXEC) == -1) {
-		close(ready[0]);
-		close(ready[1]);
-		return -1;
-	}
-	if ((pid = fork()) == 0)
-		sg_sbxd_exec_net(s, sbx, ready[1], ex[0]);
-	close(ready[1]);
-	close(ex[0]);
-	k->net_pid = pid > 0 ? pid : 0;
-	k->net_exit = ex[1];
-	if (pid <= 0 || !readable(ready[0], NET_WAIT_MS) ||
-	    read_some(ready[0], &c, 1) != 1) {
-		close(ready[0]);
-		return -1;
-	}
-	close(ready[0]);
-	return write(block, "1", 1) == 1 ? 0 : -1;
-}
-
 static json_t *
 create(const json_t *req)
 {
@@ -412,7 +272,7 @@ create(const json_t *req)
 	s.id = k->id;
 	s.uid = conf->per_sandbox_uids ? conf->uid_base + (unsigned)k->slot : 0;
 	/* Counted before any limit is set; a uid of its own counts alone. */
-	s.extra_nproc = conf->per_sandbox_uids ? 0 : scan_uids(getuid(), NULL);
+	s.extra_nproc = conf->per_sandbox_uids ? 0 : sg_sbxd_scan_uids(getuid(), 0, NULL);
 	snprintf(k->sock, sizeof(k->sock), "%s/kernels/%s.sock", conf->dir, id);
 	if (s.cgroup && sg_cg_create(&cg, id, s.memory_mb, s.max_procs, s.cpus,
 	    why, sizeof(why)) == -1) {
@@ -433,8 +293,8 @@ create(const json_t *req)
 		    "sandbox's network" : strerror(errno));
 		close(info[1]);
 		close(block[0]);
-		rc = pid > 0 && (!s.net || !s.bwrap || start_net(k, &s, info[0],
-		    block[1]) == 0) ? 0 : -1;
+		rc = pid > 0 && (!s.net || !s.bwrap || sg_sbxd_net_start(&s, info[0],
+		    block[1], &k->net_pid, &k->net_exit) == 0) ? 0 : -1;
 	}
 	if (s.lfd != -1)
 		close(s.lfd);
@@ -473,8 +333,8 @@ answer(int c)
 	char *text;
 
 	while (len < sizeof(buf) - 1 && memchr(buf, '\n', len) == NULL) {
-		if (!readable(c, until - sg_now_ms()) ||
-		    (n = read_some(c, buf + len, sizeof(buf) - 1 - len)) <= 0)
+		if (!sg_sbxd_readable(c, until - sg_now_ms()) ||
+		    (n = sg_sbxd_read(c, buf + len, sizeof(buf) - 1 - len)) <= 0)
 			return;
 		len += (size_t)n;
 	}
@@ -488,8 +348,8 @@ answer(int c)
 		resp = refuse(NULL, "bad request");
 	json_decref(req);
 	if ((text = json_dumps(resp, JSON_COMPACT)) != NULL) {
-		write_all(c, text, strlen(text));
-		write_all(c, "\n", 1);
+		sg_sbxd_write_all(c, text, strlen(text));
+		sg_sbxd_write_all(c, "\n", 1);
 	}
 	free(text);
 	json_decref(resp);

@@ -35,6 +35,11 @@ void	 sg_sbxd_files_free(struct sg_sbxd_files *);
 /* A new memfd (not close-on-exec) holding buf, positioned at 0, so a
  * child can hand bubblewrap data no path on the host holds. -1 on error. */
 int	 sg_sbxd_memfd(const char *name, const void *buf, size_t len);
+/* Wait until fd is readable or ms pass: 1 or 0. A signal (SIGCHLD of a
+ * sandbox ending) is no reason to give up: these retry on EINTR. */
+int	 sg_sbxd_readable(int fd, int64_t ms);
+ssize_t	 sg_sbxd_read(int fd, void *buf, size_t len);
+void	 sg_sbxd_write_all(int fd, const char *p, size_t len);
 
 /* ---- sbxd_seccomp.c ---- */
 /* The seccomp filter every kernel runs under, as a BPF program for
@@ -85,6 +90,13 @@ int	 sg_sbxd_firewall(unsigned uid_base, unsigned n, char *why,
 	    size_t whysz);
 /* Whether slirp4netns and /dev/net/tun can be used here. */
 int	 sg_sbxd_net_usable(char *why, size_t whysz);
+struct sg_sbxd_spec;
+/* For the kernel just forked, held by bubblewrap's --block-fd: read its
+ * first process from bubblewrap's --info-fd, start slirp4netns for it
+ * (*net_pid; closing *net_exit ends it), wait until it is up, let the
+ * sandbox go. 0, or -1 (the caller kills what there is). */
+int	 sg_sbxd_net_start(const struct sg_sbxd_spec *, int info_fd,
+	    int block_fd, pid_t *net_pid, int *net_exit);
 
 /* ---- sbxd_exec.c: one kernel ---- */
 struct sg_sbxd_caps;
@@ -115,5 +127,9 @@ int	 sg_sbxd_caps_raise(unsigned mask);
 int	 sg_sbxd_caps_lower(void);
 /* Become uid (group uid, no supplementary groups); our caps are gone. */
 int	 sg_sbxd_become(uid_t uid);
+/* One pass over /proc: how many processes (threads included, as
+ * RLIMIT_NPROC counts) uid runs, and which uids base .. base + MAX - 1
+ * any process runs (busy may be NULL). */
+int	 sg_sbxd_scan_uids(uid_t uid, unsigned base, unsigned char *busy);
 
 #endif

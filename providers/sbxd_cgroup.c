@@ -389,52 +389,49 @@ each_dir(const struct sg_cg *cg, const char *id, char out[][600], int *n)
 	return *n;
 }
 
+/* Write value into the sandbox's file in ctl's hierarchy. optional: a
+ * file this kernel lacks (swap accounting off) is fine. */
 static int
-limits_v1(const struct sg_cg *cg, const char *id, long long bytes,
-    int max_procs, int cpus)
+limit(const struct sg_cg *cg, int ctl, const char *id, const char *file,
+    const char *value, int optional)
 {
-	char d[600], v[32];
+	char d[600];
 
-	if (join(d, sizeof(d), cg->dir[SG_CG_MEMORY], id) == -1)
+	if (join(d, sizeof(d), cg->dir[ctl], id) == -1)
 		return -1;
-	snprintf(v, sizeof(v), "%lld", bytes);
-	/* memsw (memory + swap) exists only with swap accounting. */
-	if (put(d, "memory.limit_in_bytes", v) == -1 ||
-	    (put(d, "memory.memsw.limit_in_bytes", v) == -1 && errno != ENOENT))
-		return -1;
-	if (join(d, sizeof(d), cg->dir[SG_CG_PIDS], id) == -1)
-		return -1;
-	snprintf(v, sizeof(v), "%d", max_procs);
-	if (put(d, "pids.max", v) == -1)
-		return -1;
-	if (cg->dir[SG_CG_CPU][0] == '\0')
-		return 0;
-	if (join(d, sizeof(d), cg->dir[SG_CG_CPU], id) == -1)
-		return -1;
-	snprintf(v, sizeof(v), "%lld", (long long)cpus * PERIOD_US);
-	return put(d, "cpu.cfs_period_us", "100000") == -1 ||
-	    put(d, "cpu.cfs_quota_us", v) == -1 ? -1 : 0;
+	return put(d, file, value) == -1 && !(optional && errno == ENOENT) ?
+	    -1 : 0;
 }
 
+/* The sandbox's limits, in v1's files or v2's. No swap: memsw (memory +
+ * swap) is set to the memory limit, swap.max to 0. */
 static int
-limits_v2(const struct sg_cg *cg, const char *id, long long bytes,
+limits(const struct sg_cg *cg, const char *id, long long bytes,
     int max_procs, int cpus)
 {
-	char d[600], v[48];
+	int v2 = cg->mode == SG_CG_V2;
+	char mem[32], procs[16], quota[48];
 
-	if (join(d, sizeof(d), cg->dir[SG_CG_MEMORY], id) == -1)
-		return -1;
-	snprintf(v, sizeof(v), "%lld", bytes);
-	if (put(d, "memory.max", v) == -1 ||
-	    (put(d, "memory.swap.max", "0") == -1 && errno != ENOENT))
-		return -1;
-	snprintf(v, sizeof(v), "%d", max_procs);
-	if (put(d, "pids.max", v) == -1)
+	snprintf(mem, sizeof(mem), "%lld", bytes);
+	snprintf(procs, sizeof(procs), "%d", max_procs);
+	if (v2)
+		snprintf(quota, sizeof(quota), "%lld %d",
+		    (long long)cpus * PERIOD_US, PERIOD_US);
+	else
+		snprintf(quota, sizeof(quota), "%lld", (long long)cpus * PERIOD_US);
+	if (limit(cg, SG_CG_MEMORY, id, v2 ? "memory.max" :
+	    "memory.limit_in_bytes", mem, 0) == -1 ||
+	    limit(cg, SG_CG_MEMORY, id, v2 ? "memory.swap.max" :
+	    "memory.memsw.limit_in_bytes", v2 ? "0" : mem, 1) == -1 ||
+	    limit(cg, SG_CG_PIDS, id, "pids.max", procs, 0) == -1)
 		return -1;
 	if (cg->dir[SG_CG_CPU][0] == '\0')
 		return 0;
-	snprintf(v, sizeof(v), "%lld %d", (long long)cpus * PERIOD_US, PERIOD_US);
-	return put(d, "cpu.max", v);
+	if (v2)
+		return limit(cg, SG_CG_CPU, id, "cpu.max", quota, 0);
+	return limit(cg, SG_CG_CPU, id, "cpu.cfs_period_us", "100000", 0) ==
+	    -1 || limit(cg, SG_CG_CPU, id, "cpu.cfs_quota_us", quota, 0) == -1 ?
+	    -1 : 0;
 }
 
 int
@@ -449,8 +446,7 @@ sg_cg_create(const struct sg_cg *cg, const char *id, int memory_mb,
 	for (i = 0; i < n; i++)
 		if (mkdir(dirs[i], 0755) == -1 && errno != EEXIST)
 			break;
-	rc = i < n ? -1 : cg->mode == SG_CG_V2 ? limits_v2(cg, id, bytes,
-	    max_procs, cpus) : limits_v1(cg, id, bytes, max_procs, cpus);
+	rc = i < n ? -1 : limits(cg, id, bytes, max_procs, cpus);
 	if (rc == -1) {
 		snprintf(why, whysz, "cannot set the sandbox's cgroup limits: %s",
 		    strerror(errno));

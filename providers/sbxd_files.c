@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,4 +179,46 @@ sg_sbxd_memfd(const char *name, const void *buf, size_t len)
 		return -1;
 	}
 	return fd;
+}
+
+/* Wait until fd is readable or ms pass: 1 or 0. SIGCHLD (a sandbox's
+ * processes ending) interrupts poll; that is no reason to give up. */
+int
+sg_sbxd_readable(int fd, int64_t ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int64_t until = sg_now_ms() + ms;
+	int n;
+
+	do
+		n = poll(&p, 1, (int)(until - sg_now_ms() > 0 ? until -
+		    sg_now_ms() : 0));
+	while (n == -1 && errno == EINTR);
+	return n > 0;
+}
+
+/* read(2), again when a signal interrupted it. */
+ssize_t
+sg_sbxd_read(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+
+	while ((n = read(fd, buf, len)) == -1 && errno == EINTR)
+		;
+	return n;
+}
+
+void
+sg_sbxd_write_all(int fd, const char *p, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		p += n;
+		len -= (size_t)n;
+	}
 }

@@ -8,6 +8,7 @@
  * internet and the host's DNS resolvers, nothing else.
  */
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 
 #include <arpa/inet.h>
@@ -20,6 +21,8 @@
 #include <unistd.h>
 
 #include "sbxd.h"
+
+#define NET_WAIT_MS 5000	/* bubblewrap's info, slirp4netns ready */
 
 /*
  * Only sockets of the sandbox uids jump to the rejecting chain: packets
@@ -140,4 +143,60 @@ sg_sbxd_net_usable(char *why, size_t whysz)
 		return 0;
 	}
 	return 1;
+}
+
+/* bubblewrap's "child-pid": the sandbox's first process. */
+static pid_t
+sandbox_pid(int fd)
+{
+	int64_t until = sg_now_ms() + NET_WAIT_MS;
+	char buf[1024];
+	size_t len = 0;
+	ssize_t n;
+	json_t *j;
+	pid_t pid = -1;
+
+	while (len < sizeof(buf) - 1 && memchr(buf, '}', len) == NULL &&
+	    sg_sbxd_readable(fd, until - sg_now_ms()) &&
+	    (n = sg_sbxd_read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	if ((j = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, NULL)) != NULL)
+		pid = (pid_t)json_integer_value(json_object_get(j, "child-pid"));
+	json_decref(j);
+	return pid > 0 ? pid : -1;
+}
+
+/*
+ * The sandbox is held by bubblewrap (--block-fd) until slirp4netns has
+ * its tap device up in the sandbox's namespace; then it is let go.
+ */
+int
+sg_sbxd_net_start(const struct sg_sbxd_spec *s, int info, int block,
+    pid_t *net_pid, int *net_exit)
+{
+	int ready[2], ex[2];
+	pid_t sbx, pid;
+	char c;
+
+	if ((sbx = sandbox_pid(info)) == -1 ||
+	    pipe2(ready, O_CLOEXEC) == -1)
+		return -1;
+	if (pipe2(ex, O_CLOEXEC) == -1) {
+		close(ready[0]);
+		close(ready[1]);
+		return -1;
+	}
+	if ((pid = fork()) == 0)
+		sg_sbxd_exec_net(s, sbx, ready[1], ex[0]);
+	close(ready[1]);
+	close(ex[0]);
+	*net_pid = pid > 0 ? pid : 0;
+	*net_exit = ex[1];
+	if (pid <= 0 || !sg_sbxd_readable(ready[0], NET_WAIT_MS) ||
+	    sg_sbxd_read(ready[0], &c, 1) != 1) {
+		close(ready[0]);
+		return -1;
+	}
+	close(ready[0]);
+	return write(block, "1", 1) == 1 ? 0 : -1;
 }
