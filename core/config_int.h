@@ -31,6 +31,9 @@ void	 sg_cfgld_check_keys(struct sg_cfgld *, const config_setting_t *grp,
 	    const char *const known[], const char *where);
 int	 sg_cfgld_str(struct sg_cfgld *, const config_setting_t *grp,
 	    const char *name, char **out, int required);
+int	 sg_cfgld_llong(struct sg_cfgld *, const config_setting_t *grp,
+	    const char *name, long long *out, long long min, long long max);
+/* The same into an int; min and max must fit one. */
 int	 sg_cfgld_int(struct sg_cfgld *, const config_setting_t *grp,
 	    const char *name, int *out, long long min, long long max);
 int	 sg_cfgld_bool(struct sg_cfgld *, const config_setting_t *grp,

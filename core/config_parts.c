@@ -51,20 +51,11 @@ load_workers(struct sg_cfgld *ld, const config_setting_t *g)
 static int
 load_body_cap(struct sg_cfgld *ld, const config_setting_t *g)
 {
-	config_setting_t *w = config_setting_get_member(g, "max_body_bytes");
-	long long bytes;
+	long long bytes = (long long)ld->cfg->server.max_body_bytes;
 
-	if (w == NULL)
-		return 0;
-	if (config_setting_type(w) == CONFIG_TYPE_INT)
-		bytes = config_setting_get_int(w);
-	else if (config_setting_type(w) == CONFIG_TYPE_INT64)
-		bytes = config_setting_get_int64(w);
-	else
-		return sg_cfgld_fail(ld, w, "max_body_bytes must be an integer");
-	if (bytes < 1024 || bytes > (1LL << 31))
-		return sg_cfgld_fail(ld, w, "max_body_bytes must be between "
-		    "1024 and 2147483648");
+	if (sg_cfgld_llong(ld, g, "max_body_bytes", &bytes, 1024,
+	    1LL << 31) == -1)
+		return -1;
 	ld->cfg->server.max_body_bytes = (size_t)bytes;
 	return 0;
 }

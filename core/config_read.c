@@ -112,8 +112,8 @@ sg_cfgld_str(struct sg_cfgld *ld, const config_setting_t *grp,
 }
 
 int
-sg_cfgld_int(struct sg_cfgld *ld, const config_setting_t *grp,
-    const char *name, int *out, long long min, long long max)
+sg_cfgld_llong(struct sg_cfgld *ld, const config_setting_t *grp,
+    const char *name, long long *out, long long min, long long max)
 {
 	config_setting_t *s = config_setting_get_member(grp, name);
 	long long v;
@@ -129,6 +129,18 @@ sg_cfgld_int(struct sg_cfgld *ld, const config_setting_t *grp,
 	if (v < min || v > max)
 		return sg_cfgld_fail(ld, s, "%s must be between %lld and %lld",
 		    name, min, max);
+	*out = v;
+	return 0;
+}
+
+int
+sg_cfgld_int(struct sg_cfgld *ld, const config_setting_t *grp,
+    const char *name, int *out, long long min, long long max)
+{
+	long long v = *out;
+
+	if (sg_cfgld_llong(ld, grp, name, &v, min, max) == -1)
+		return -1;
 	*out = (int)v;
 	return 0;
 }
