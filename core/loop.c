@@ -369,7 +369,7 @@ continue_from(struct run *r, struct sg_error *err)
 	/* A NUL would cut the id short in the store's lookups. */
 	whole = strlen(prev) == json_string_length(v);
 	rc = whole ? sg_store_resp_get(st, prev, r->req->tenant, up,
-	    sizeof(up)) : SG_STORE_NOTFOUND;
+	    sizeof(up), NULL, 0) : SG_STORE_NOTFOUND;
 	if (rc == SG_STORE_OK) {
 		json_object_set_new(r->work, "previous_response_id",
 		    json_string(up));
@@ -454,7 +454,8 @@ remember(struct run *r, const json_t *answer)
 	if (up != NULL)
 		sg_store_resp_put(r->env->sbx->store, json_string_value(
 		    json_object_get(answer, "id")), r->req->tenant, up,
-		    json_string_value(json_object_get(answer, "model")));
+		    json_string_value(json_object_get(answer, "model")),
+		    r->sandbox[0] != '\0' ? r->sandbox : NULL);
 }
 
 /* Calls of the client's own functions end the loop: Responses shows them

@@ -8,16 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
-#include "store.h"
+#include "internal.h"
 
 #define BUSY_TIMEOUT_MS 10000
-
-struct sg_store {
-	sqlite3	*db;
-	char	 err[256];
-};
 
 /*
  * Each entry takes the schema from version i to i + 1. Append only: a
@@ -66,6 +59,33 @@ static const char *const migrations[] = {
 	"  created_at INTEGER NOT NULL,"
 	"  PRIMARY KEY (upstream_id, tenant, upstream));"
 	"CREATE INDEX relayed_created ON relayed(created_at);",
+	/* 2 -> 3: kept sandboxes (sessions, conversations, explicit ones),
+	 * one run at a time in each, the container of each response, and
+	 * the reaper's lease. Sandboxes from before are explicit ones: an
+	 * ephemeral one still in use is deleted by its request anyway. The
+	 * old sessions table was never written; a session now outlives its
+	 * sandbox (sandbox_id NULL), so the next request knows state was
+	 * lost. */
+	"ALTER TABLE sandboxes ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE sandboxes SET kind = 3;"
+	"ALTER TABLE sandboxes ADD COLUMN runner_pid INTEGER;"
+	"ALTER TABLE sandboxes ADD COLUMN runner_until INTEGER NOT NULL "
+	"  DEFAULT 0;"
+	"CREATE INDEX sandboxes_kept ON sandboxes(tenant, kind, last_used_at);"
+	"ALTER TABLE responses ADD COLUMN sandbox_id TEXT;"
+	"DROP TABLE sessions;"
+	"CREATE TABLE sessions ("
+	"  tenant TEXT NOT NULL,"
+	"  session_id TEXT NOT NULL,"
+	"  sandbox_id TEXT REFERENCES sandboxes(id) ON DELETE SET NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  last_used_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (tenant, session_id));"
+	"CREATE INDEX sessions_sandbox ON sessions(sandbox_id);"
+	"CREATE TABLE leases ("
+	"  name TEXT PRIMARY KEY,"
+	"  holder TEXT NOT NULL,"
+	"  until INTEGER NOT NULL);",
 };
 
 /* Relayed ids are kept this long (OpenAI keeps responses 30 days). */
@@ -74,8 +94,8 @@ static const char *const migrations[] = {
  * request stays small however many expired at once. */
 #define RELAYED_PRUNE	64
 
-static int
-set_err(struct sg_store *st, const char *fmt, ...)
+int
+sg_st_err(struct sg_store *st, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -85,10 +105,10 @@ set_err(struct sg_store *st, const char *fmt, ...)
 	return SG_STORE_ERROR;
 }
 
-static int
-db_err(struct sg_store *st, const char *what)
+int
+sg_st_dberr(struct sg_store *st, const char *what)
 {
-	return set_err(st, "%s: %s", what, sqlite3_errmsg(st->db));
+	return sg_st_err(st, "%s: %s", what, sqlite3_errmsg(st->db));
 }
 
 const char *
@@ -97,13 +117,13 @@ sg_store_errmsg(const struct sg_store *st)
 	return st->err;
 }
 
-static int
-exec(struct sg_store *st, const char *sql)
+int
+sg_st_exec(struct sg_store *st, const char *sql)
 {
 	char *msg = NULL;
 
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		set_err(st, "%s", msg != NULL ? msg : sqlite3_errmsg(st->db));
+		sg_st_err(st, "%s", msg != NULL ? msg : sqlite3_errmsg(st->db));
 		sqlite3_free(msg);
 		return SG_STORE_ERROR;
 	}
@@ -127,7 +147,7 @@ set_wal(struct sg_store *st)
 			break;
 		usleep(10000);
 	}
-	return rc == SQLITE_OK ? SG_STORE_OK : db_err(st, "journal_mode=WAL");
+	return rc == SQLITE_OK ? SG_STORE_OK : sg_st_dberr(st, "journal_mode=WAL");
 }
 
 int
@@ -155,7 +175,7 @@ sg_store_open(const char *path, struct sg_store **out, char *err, size_t errsz)
 		return SG_STORE_ERROR;
 	}
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
-	if (set_wal(st) != SG_STORE_OK || exec(st, "PRAGMA synchronous=NORMAL;"
+	if (set_wal(st) != SG_STORE_OK || sg_st_exec(st, "PRAGMA synchronous=NORMAL;"
 	    "PRAGMA foreign_keys=ON;") != SG_STORE_OK) {
 		snprintf(err, errsz, "%s: %s", path, st->err);
 		sg_store_close(st);
@@ -182,11 +202,11 @@ sg_store_version(struct sg_store *st, int *version)
 
 	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &stmt,
 	    NULL) != SQLITE_OK)
-		return db_err(st, "user_version");
+		return sg_st_dberr(st, "user_version");
 	rc = sqlite3_step(stmt);
 	*version = rc == SQLITE_ROW ? sqlite3_column_int(stmt, 0) : -1;
 	sqlite3_finalize(stmt);
-	return rc == SQLITE_ROW ? SG_STORE_OK : db_err(st, "user_version");
+	return rc == SQLITE_ROW ? SG_STORE_OK : sg_st_dberr(st, "user_version");
 }
 
 int
@@ -197,20 +217,20 @@ sg_store_migrate(struct sg_store *st)
 	int v;
 
 	/* IMMEDIATE: two starting masters must not both migrate. */
-	if (exec(st, "BEGIN IMMEDIATE") != SG_STORE_OK)
+	if (sg_st_exec(st, "BEGIN IMMEDIATE") != SG_STORE_OK)
 		return SG_STORE_ERROR;
 	if (sg_store_version(st, &v) != SG_STORE_OK)
 		goto fail;
 	if (v > latest) {
-		set_err(st, "store schema version %d is newer than this "
+		sg_st_err(st, "store schema version %d is newer than this "
 		    "sandgate (%d)", v, latest);
 		goto fail;
 	}
 	for (; v < latest; v++)
-		if (exec(st, migrations[v]) != SG_STORE_OK)
+		if (sg_st_exec(st, migrations[v]) != SG_STORE_OK)
 			goto fail;
 	snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", latest);
-	if (exec(st, sql) != SG_STORE_OK || exec(st, "COMMIT") != SG_STORE_OK)
+	if (sg_st_exec(st, sql) != SG_STORE_OK || sg_st_exec(st, "COMMIT") != SG_STORE_OK)
 		goto fail;
 	return SG_STORE_OK;
 fail:
@@ -228,7 +248,7 @@ sg_store_ping(struct sg_store *st)
 
 /* Bind arguments described by fmt: 's' a string or NULL, 'i' an int64_t. */
 static void
-bind(sqlite3_stmt *stmt, const char *fmt, va_list ap)
+bind_args(sqlite3_stmt *stmt, const char *fmt, va_list ap)
 {
 	int i;
 
@@ -241,26 +261,21 @@ bind(sqlite3_stmt *stmt, const char *fmt, va_list ap)
 	}
 }
 
-/*
- * Prepare sql, bind the arguments described by fmt in order ('s' a
- * string or NULL, 'i' an int64_t), step once. SQLITE_ROW or SQLITE_DONE
- * with *stmt to finalize, or an SG_STORE_* error with *stmt NULL.
- */
-static int
-run(struct sg_store *st, sqlite3_stmt **stmt, const char *sql,
+int
+sg_st_run(struct sg_store *st, sqlite3_stmt **stmt, const char *sql,
     const char *fmt, ...)
 {
 	va_list ap;
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, sql, -1, stmt, NULL) != SQLITE_OK)
-		return db_err(st, "prepare");
+		return sg_st_dberr(st, "prepare");
 	va_start(ap, fmt);
-	bind(*stmt, fmt, ap);
+	bind_args(*stmt, fmt, ap);
 	va_end(ap);
 	rc = sqlite3_step(*stmt);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		db_err(st, "step");
+		sg_st_dberr(st, "step");
 		sqlite3_finalize(*stmt);
 		*stmt = NULL;
 		return rc == SQLITE_CONSTRAINT ? SG_STORE_EXISTS : SG_STORE_ERROR;
@@ -268,10 +283,8 @@ run(struct sg_store *st, sqlite3_stmt **stmt, const char *sql,
 	return rc;
 }
 
-/* run() for statements whose rows do not matter; the count of changed
- * rows in *changes when not NULL. */
-static int
-exec_args(struct sg_store *st, int *changes, const char *sql,
+int
+sg_st_exec_args(struct sg_store *st, int *changes, const char *sql,
     const char *fmt, ...)
 {
 	sqlite3_stmt *stmt;
@@ -279,14 +292,14 @@ exec_args(struct sg_store *st, int *changes, const char *sql,
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
-		return db_err(st, "prepare");
+		return sg_st_dberr(st, "prepare");
 	va_start(ap, fmt);
-	bind(stmt, fmt, ap);
+	bind_args(stmt, fmt, ap);
 	va_end(ap);
 	rc = sqlite3_step(stmt);
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		db_err(st, "step");
+		sg_st_dberr(st, "step");
 		return rc == SQLITE_CONSTRAINT ? SG_STORE_EXISTS : SG_STORE_ERROR;
 	}
 	if (changes != NULL)
@@ -295,9 +308,24 @@ exec_args(struct sg_store *st, int *changes, const char *sql,
 }
 
 int
+sg_st_begin(struct sg_store *st)
+{
+	return sg_st_exec(st, "BEGIN IMMEDIATE");
+}
+
+int
+sg_st_end(struct sg_store *st, int rc)
+{
+	if (rc == SG_STORE_OK && sg_st_exec(st, "COMMIT") == SG_STORE_OK)
+		return SG_STORE_OK;
+	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc == SG_STORE_OK ? SG_STORE_ERROR : rc;
+}
+
+int
 sg_store_key_add(struct sg_store *st, const char *name, const char *sha256)
 {
-	return exec_args(st, NULL, "INSERT INTO keys (name, sha256, "
+	return sg_st_exec_args(st, NULL, "INSERT INTO keys (name, sha256, "
 	    "created_at) VALUES (?, ?, ?)", "ssi", name, sha256,
 	    (int64_t)time(NULL));
 }
@@ -309,7 +337,7 @@ sg_store_key_find(struct sg_store *st, const char *sha256, char *name,
 	sqlite3_stmt *stmt;
 	int rc;
 
-	rc = run(st, &stmt, "SELECT name FROM keys WHERE sha256 = ? AND "
+	rc = sg_st_run(st, &stmt, "SELECT name FROM keys WHERE sha256 = ? AND "
 	    "revoked_at IS NULL", "s", sha256);
 	if (rc < 0)
 		return rc;
@@ -327,7 +355,7 @@ sg_store_key_revoke(struct sg_store *st, const char *name)
 {
 	int changes = 0, rc;
 
-	rc = exec_args(st, &changes, "UPDATE keys SET revoked_at = ? WHERE "
+	rc = sg_st_exec_args(st, &changes, "UPDATE keys SET revoked_at = ? WHERE "
 	    "name = ? AND revoked_at IS NULL", "is", (int64_t)time(NULL), name);
 	if (rc != SG_STORE_OK)
 		return rc;
@@ -345,7 +373,7 @@ sg_store_key_list(struct sg_store *st,
 	if (sqlite3_prepare_v2(st->db, "SELECT id, name, sha256, created_at, "
 	    "coalesce(revoked_at, 0) FROM keys ORDER BY id", -1, &stmt,
 	    NULL) != SQLITE_OK)
-		return db_err(st, "prepare");
+		return sg_st_dberr(st, "prepare");
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		k.id = sqlite3_column_int64(stmt, 0);
 		k.name = (const char *)sqlite3_column_text(stmt, 1);
@@ -356,7 +384,7 @@ sg_store_key_list(struct sg_store *st,
 			break;
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		db_err(st, "list keys");
+		sg_st_dberr(st, "list keys");
 		sqlite3_finalize(stmt);
 		return SG_STORE_ERROR;
 	}
@@ -364,162 +392,35 @@ sg_store_key_list(struct sg_store *st,
 	return SG_STORE_OK;
 }
 
-
-int
-sg_store_sbx_begin(struct sg_store *st, const char *id, const char *tenant,
-    const char *tool, int64_t owner_pid, int64_t owner_start,
-    int64_t expires_at)
-{
-	struct sg_store_sbx row;
-	int64_t now = (int64_t)time(NULL);
-
-	/* Rows are read back into fixed fields: refuse what would not fit. */
-	if (strlen(id) >= sizeof(row.id) || strlen(tenant) >=
-	    sizeof(row.tenant) || strlen(tool) >= sizeof(row.tool))
-		return set_err(st, "sandbox id, tenant or tool name too long");
-	return exec_args(st, NULL, "INSERT INTO sandboxes (id, tenant, tool, "
-	    "state, owner_pid, owner_start, created_at, last_used_at, "
-	    "expires_at) VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?)",
-	    "sssiiiii", id, tenant, tool, owner_pid, owner_start, now, now,
-	    expires_at);
-}
-
-int
-sg_store_sbx_ready(struct sg_store *st, const char *id, const char *handle,
-    int64_t expires_at)
-{
-	int changes = 0, rc;
-
-	rc = exec_args(st, &changes, "UPDATE sandboxes SET state = 'ready', "
-	    "handle = ?, expires_at = ? WHERE id = ?", "sis", handle,
-	    expires_at, id);
-	return rc != SG_STORE_OK ? rc : changes > 0 ? SG_STORE_OK :
-	    SG_STORE_NOTFOUND;
-}
-
-int
-sg_store_sbx_touch(struct sg_store *st, const char *id, int64_t expires_at)
-{
-	return exec_args(st, NULL, "UPDATE sandboxes SET last_used_at = ?, "
-	    "expires_at = ? WHERE id = ?", "iis", (int64_t)time(NULL),
-	    expires_at, id);
-}
-
-int
-sg_store_sbx_mark(struct sg_store *st, const char *id, const char *state)
-{
-	return exec_args(st, NULL, "UPDATE sandboxes SET state = ? WHERE "
-	    "id = ?", "ss", state, id);
-}
-
-int
-sg_store_sbx_remove(struct sg_store *st, const char *id)
-{
-	return exec_args(st, NULL, "DELETE FROM sandboxes WHERE id = ?", "s",
-	    id);
-}
-
-static void
-sbx_row(sqlite3_stmt *stmt, struct sg_store_sbx *out)
-{
-	const char *h = (const char *)sqlite3_column_text(stmt, 4);
-
-	memset(out, 0, sizeof(*out));
-	snprintf(out->id, sizeof(out->id), "%s", sqlite3_column_text(stmt, 0));
-	snprintf(out->tenant, sizeof(out->tenant), "%s",
-	    sqlite3_column_text(stmt, 1));
-	snprintf(out->tool, sizeof(out->tool), "%s",
-	    sqlite3_column_text(stmt, 2));
-	snprintf(out->state, sizeof(out->state), "%s",
-	    sqlite3_column_text(stmt, 3));
-	out->handle = h != NULL ? strdup(h) : NULL;
-	out->owner_pid = sqlite3_column_int64(stmt, 5);
-	out->owner_start = sqlite3_column_int64(stmt, 6);
-	out->created_at = sqlite3_column_int64(stmt, 7);
-	out->last_used_at = sqlite3_column_int64(stmt, 8);
-	out->expires_at = sqlite3_column_int64(stmt, 9);
-}
-
-#define SBX_COLUMNS "id, tenant, tool, state, handle, coalesce(owner_pid, 0), " \
-	"coalesce(owner_start, 0), created_at, last_used_at, expires_at"
-
-int
-sg_store_sbx_get(struct sg_store *st, const char *id, const char *tenant,
-    struct sg_store_sbx *out)
-{
-	sqlite3_stmt *stmt;
-	int rc;
-
-	/* A tenant's own only: another key's sandbox is simply not found. */
-	rc = run(st, &stmt, "SELECT " SBX_COLUMNS " FROM sandboxes WHERE id = ? "
-	    "AND (?2 IS NULL OR tenant = ?2)", "ss", id, tenant);
-	if (rc < 0)
-		return rc;
-	if (rc == SQLITE_ROW) {
-		sbx_row(stmt, out);
-		rc = SG_STORE_OK;
-	} else
-		rc = SG_STORE_NOTFOUND;
-	sqlite3_finalize(stmt);
-	return rc;
-}
-
-void
-sg_store_sbx_clear(struct sg_store_sbx *s)
-{
-	free(s->handle);
-	s->handle = NULL;
-}
-
-int
-sg_store_sbx_list(struct sg_store *st, const char *tenant,
-    int (*fn)(void *, const struct sg_store_sbx *), void *arg)
-{
-	struct sg_store_sbx row;
-	sqlite3_stmt *stmt;
-	int rc, stop = 0;
-
-	if (sqlite3_prepare_v2(st->db, "SELECT " SBX_COLUMNS " FROM sandboxes "
-	    "WHERE ?1 IS NULL OR tenant = ?1 ORDER BY created_at, rowid", -1, &stmt,
-	    NULL) != SQLITE_OK)
-		return db_err(st, "prepare");
-	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_STATIC);
-	while (!stop && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		sbx_row(stmt, &row);
-		stop = fn(arg, &row) == -1;
-		sg_store_sbx_clear(&row);
-	}
-	if (!stop && rc != SQLITE_DONE) {
-		db_err(st, "list sandboxes");
-		sqlite3_finalize(stmt);
-		return SG_STORE_ERROR;
-	}
-	sqlite3_finalize(stmt);
-	return SG_STORE_OK;
-}
 
 int
 sg_store_resp_put(struct sg_store *st, const char *id, const char *tenant,
-    const char *upstream_id, const char *model)
+    const char *upstream_id, const char *model, const char *sandbox_id)
 {
-	return exec_args(st, NULL, "INSERT INTO responses (id, tenant, "
-	    "upstream_id, model, created_at) VALUES (?, ?, ?, ?, ?)", "ssssi",
-	    id, tenant, upstream_id, model, (int64_t)time(NULL));
+	return sg_st_exec_args(st, NULL, "INSERT INTO responses (id, tenant, "
+	    "upstream_id, model, sandbox_id, created_at) VALUES (?, ?, ?, ?, ?, "
+	    "?)", "sssssi", id, tenant, upstream_id, model, sandbox_id,
+	    (int64_t)time(NULL));
 }
 
 int
 sg_store_resp_get(struct sg_store *st, const char *id, const char *tenant,
-    char *upstream_id, size_t sz)
+    char *upstream_id, size_t sz, char *sandbox_id, size_t sbxsz)
 {
 	sqlite3_stmt *stmt;
+	const unsigned char *sbx;
 	int rc;
 
-	rc = run(st, &stmt, "SELECT upstream_id FROM responses WHERE id = ? "
-	    "AND tenant = ?", "ss", id, tenant);
+	rc = sg_st_run(st, &stmt, "SELECT upstream_id, sandbox_id FROM "
+	    "responses WHERE id = ? AND tenant = ?", "ss", id, tenant);
 	if (rc < 0)
 		return rc;
 	if (rc == SQLITE_ROW) {
 		snprintf(upstream_id, sz, "%s", sqlite3_column_text(stmt, 0));
+		sbx = sqlite3_column_text(stmt, 1);
+		if (sandbox_id != NULL)
+			snprintf(sandbox_id, sbxsz, "%s", sbx != NULL ?
+			    (const char *)sbx : "");
 		rc = SG_STORE_OK;
 	} else
 		rc = SG_STORE_NOTFOUND;
@@ -534,12 +435,12 @@ sg_store_relayed_put(struct sg_store *st, const char *upstream_id,
 	int64_t now = (int64_t)time(NULL);
 	int rc;
 
-	rc = exec_args(st, NULL, "INSERT OR REPLACE INTO relayed (upstream_id, "
+	rc = sg_st_exec_args(st, NULL, "INSERT OR REPLACE INTO relayed (upstream_id, "
 	    "tenant, upstream, created_at) VALUES (?, ?, ?, ?)", "sssi",
 	    upstream_id, tenant, upstream, now);
 	if (rc != SG_STORE_OK)
 		return rc;
-	return exec_args(st, NULL, "DELETE FROM relayed WHERE rowid IN (SELECT "
+	return sg_st_exec_args(st, NULL, "DELETE FROM relayed WHERE rowid IN (SELECT "
 	    "rowid FROM relayed WHERE created_at < ? LIMIT ?)", "ii",
 	    now - RELAYED_TTL, (int64_t)RELAYED_PRUNE);
 }
@@ -551,7 +452,7 @@ sg_store_relayed_has(struct sg_store *st, const char *upstream_id,
 	sqlite3_stmt *stmt;
 	int rc;
 
-	rc = run(st, &stmt, "SELECT 1 FROM relayed WHERE upstream_id = ? AND "
+	rc = sg_st_run(st, &stmt, "SELECT 1 FROM relayed WHERE upstream_id = ? AND "
 	    "tenant = ? AND upstream = ? AND created_at >= ?", "sssi",
 	    upstream_id, tenant, upstream, (int64_t)time(NULL) - RELAYED_TTL);
 	if (rc < 0)

@@ -15,9 +15,10 @@ enum sg_store_rc {
 	SG_STORE_ERROR = -1,	/* see sg_store_errmsg */
 	SG_STORE_NOTFOUND = -2,
 	SG_STORE_EXISTS = -3,
+	SG_STORE_FULL = -4,	/* a key's kept sandboxes are all running */
 };
 
-#define SG_STORE_SCHEMA_VERSION 2
+#define SG_STORE_SCHEMA_VERSION 3
 
 struct sg_store;
 
@@ -58,19 +59,52 @@ int	 sg_store_key_list(struct sg_store *,
 /* A sandbox row. Recorded before the provider is called ("creating"),
  * completed with the handle ("ready"), removed only once the provider
  * confirmed the delete: what a dead responder left can always be found. */
+/* Why a sandbox lives: for one request, or kept across requests. */
+enum sg_sbx_kind {
+	SG_SBX_EPHEMERAL = 0,	/* deleted when its request ends */
+	SG_SBX_SESSION = 1,	/* metadata.session_id's */
+	SG_SBX_CONVERSATION = 2,	/* kept for a conversation's follow-ups */
+	SG_SBX_EXPLICIT = 3,	/* POST /v1/sandboxes */
+};
+
 struct sg_store_sbx {
 	char	 id[48];		/* cntr_... */
 	char	 tenant[65];
 	char	 tool[64];
 	char	 state[16];		/* creating, ready, deleting */
 	char	*handle;		/* provider JSON, owned; NULL while creating */
+	int	 kind;			/* enum sg_sbx_kind */
 	int64_t	 owner_pid, owner_start;
 	int64_t	 created_at, last_used_at, expires_at;	/* unix seconds */
+	int64_t	 runner_pid, runner_until; /* a run under way, else 0 */
 };
 
+/* An ephemeral sandbox's row. */
 int	 sg_store_sbx_begin(struct sg_store *, const char *id,
 	    const char *tenant, const char *tool, int64_t owner_pid,
 	    int64_t owner_start, int64_t expires_at);
+/*
+ * A row of any kind. A kept kind counts against the tenant's max_kept
+ * kept sandboxes: when this one makes one too many, the least recently
+ * used kept one that runs nothing is marked "deleting" in the same
+ * transaction and its id copied to victim (else victim is ""): the
+ * caller deletes it at its provider. FULL (nothing recorded) when every
+ * one of them is running.
+ */
+int	 sg_store_sbx_begin_kind(struct sg_store *, const char *id,
+	    const char *tenant, const char *tool, int kind, int64_t owner_pid,
+	    int64_t owner_start, int64_t expires_at, int max_kept,
+	    char victim[48]);
+/* A run in sandbox id by pid, until the unix second until: OK, or EXISTS
+ * while another run (its deadline not passed) holds it. */
+int	 sg_store_sbx_run_begin(struct sg_store *, const char *id, int64_t pid,
+	    int64_t until);
+int	 sg_store_sbx_run_end(struct sg_store *, const char *id, int64_t pid);
+/* Hand a sandbox to the reaper as an ephemeral one of a dead owner. */
+int	 sg_store_sbx_abandon(struct sg_store *, const char *id);
+/* Calls fn for each tool and kind with the count of their live rows. */
+int	 sg_store_sbx_counts(struct sg_store *, int (*fn)(void *, const char *tool,
+	    int kind, int64_t n), void *arg);
 int	 sg_store_sbx_ready(struct sg_store *, const char *id,
 	    const char *handle, int64_t expires_at);
 int	 sg_store_sbx_touch(struct sg_store *, const char *id,
@@ -86,13 +120,59 @@ void	 sg_store_sbx_clear(struct sg_store_sbx *);
 int	 sg_store_sbx_list(struct sg_store *, const char *tenant,
 	    int (*fn)(void *, const struct sg_store_sbx *), void *arg);
 
-/* sandgate's resp_ ids and the upstream's last response id behind each,
- * so previous_response_id works through the loop. Per tenant. */
+/* sandgate's resp_ ids, the upstream's last response id behind each (so
+ * previous_response_id works through the loop) and the container its
+ * code ran in (NULL: none). Per tenant. */
 int	 sg_store_resp_put(struct sg_store *, const char *id, const char *tenant,
-	    const char *upstream_id, const char *model);
-/* OK and the upstream id copied, or NOTFOUND (another tenant's too). */
+	    const char *upstream_id, const char *model, const char *sandbox_id);
+/* OK and the upstream id copied (and the container, "" when none, when
+ * sandbox_id is not NULL), or NOTFOUND (another tenant's too). */
 int	 sg_store_resp_get(struct sg_store *, const char *id, const char *tenant,
-	    char *upstream_id, size_t sz);
+	    char *upstream_id, size_t sz, char *sandbox_id, size_t sbxsz);
+
+/* A session: a tenant's metadata.session_id and its sandbox. */
+#define SG_STORE_SESSION_MAX 256	/* bytes of a session id */
+struct sg_store_sess {
+	char	 tenant[65];
+	char	 session_id[SG_STORE_SESSION_MAX + 1];
+	char	 sandbox_id[48];	/* "" when its sandbox went */
+	char	 tool[64], state[16];	/* the sandbox's, or "" */
+	int64_t	 created_at, last_used_at, expires_at;
+};
+/*
+ * The session's sandbox, in one transaction: OK with its id in sbx (its
+ * state may still be "creating": the caller waits for it); or, when the
+ * session has none (new, or its sandbox went), a row begun for new_id as
+ * sg_store_sbx_begin_kind does (kind session, victim too), *created set,
+ * and *lost set when the session had a sandbox before. So requests racing
+ * on one new session record exactly one sandbox.
+ */
+int	 sg_store_sess_claim(struct sg_store *, const char *tenant,
+	    const char *session_id, const char *new_id, const char *tool,
+	    int64_t owner_pid, int64_t owner_start, int64_t expires_at,
+	    int max_kept, char sbx[48], char victim[48], int *created,
+	    int *lost);
+/* Detach sandbox sbx from the session (a dead creator's): the next claim
+ * makes another. */
+int	 sg_store_sess_detach(struct sg_store *, const char *tenant,
+	    const char *session_id, const char *sbx);
+int	 sg_store_sess_touch(struct sg_store *, const char *tenant,
+	    const char *session_id);
+/* Every session of tenant (NULL: all), oldest first. */
+int	 sg_store_sess_list(struct sg_store *, const char *tenant,
+	    int (*fn)(void *, const struct sg_store_sess *), void *arg);
+int	 sg_store_sess_remove(struct sg_store *, const char *tenant,
+	    const char *session_id);
+/* Sessions without a sandbox, idle since before: NULL-sandbox rows are
+ * kept a while only to tell the next request its state was lost. */
+int	 sg_store_sess_prune(struct sg_store *, int64_t before, int *removed);
+
+/* A lease: name held by holder until a unix second. OK when taken (or
+ * already ours, then extended), EXISTS while another holds it. */
+int	 sg_store_lease(struct sg_store *, const char *name, const char *holder,
+	    int secs);
+int	 sg_store_lease_release(struct sg_store *, const char *name,
+	    const char *holder);
 
 /*
  * The response ids an upstream (its api_base) gave that were relayed to a

@@ -111,6 +111,18 @@ raw_sql(const char *path, const char *sql, char *out, size_t outsz)
 	assert_true(rc == SQLITE_ROW || rc == SQLITE_DONE);
 }
 
+/* Run a whole script on a store file, creating it. */
+static void
+raw_script(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 /* Collects sg_store_key_list rows. */
 struct keyrow {
 	int64_t	 id, created_at, revoked_at;
@@ -799,27 +811,54 @@ relayed_expire_and_prune(void **state)
 	assert_contains(sql, "created_at");
 }
 
-/* A store of schema 1, with data, is brought to 2 and keeps its data. */
+/* Schema 1 as it was released: a store made by that sandgate. */
+static const char schema_1[] =
+    "CREATE TABLE keys (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+    "sha256 TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL, "
+    "revoked_at INTEGER);"
+    "CREATE UNIQUE INDEX keys_active_name ON keys(name) WHERE revoked_at IS "
+    "NULL;"
+    "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, "
+    "tool TEXT NOT NULL, state TEXT NOT NULL, handle TEXT, owner_pid "
+    "INTEGER, owner_start INTEGER, created_at INTEGER NOT NULL, "
+    "last_used_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);"
+    "CREATE INDEX sandboxes_tenant ON sandboxes(tenant);"
+    "CREATE TABLE sessions (tenant TEXT NOT NULL, session_id TEXT NOT NULL, "
+    "sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE, "
+    "created_at INTEGER NOT NULL, last_used_at INTEGER NOT NULL, PRIMARY KEY "
+    "(tenant, session_id));"
+    "CREATE TABLE responses (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, "
+    "upstream_id TEXT NOT NULL, model TEXT NOT NULL, created_at INTEGER NOT "
+    "NULL);"
+    "INSERT INTO responses VALUES ('resp_sg', 'alice', 'resp_up', 'm', 1);"
+    "INSERT INTO sandboxes VALUES ('cntr_old', 'alice', 'local', 'ready', "
+    "'{}', 1, 2, 3, 4, 99999999999);"
+    "PRAGMA user_version=1;";
+
+/* A store of schema 1, with data, is brought to the latest and keeps its
+ * data: the old sandbox an explicit one, the response without a
+ * container. */
 static void
 migrate_from_1(void **state)
 {
 	struct fx *fx = *state;
-	char up[64];
+	struct sg_store_sbx row;
+	char up[64], sbx[48];
 	int v = -1;
 
-	open_migrated(fx);
-	assert_int_equal(sg_store_resp_put(fx->st, "resp_sg", "alice",
-	    "resp_up", "m"), SG_STORE_OK);
-	sg_store_close(fx->st);
-	fx->st = NULL;
-	raw_sql(fx->path, "DROP TABLE relayed", NULL, 0);
-	raw_sql(fx->path, "PRAGMA user_version=1", NULL, 0);
+	raw_script(fx->path, schema_1);
 	open_migrated(fx);
 	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
-	assert_int_equal(v, 2);
+	assert_int_equal(v, SG_STORE_SCHEMA_VERSION);
 	assert_int_equal(sg_store_resp_get(fx->st, "resp_sg", "alice", up,
-	    sizeof(up)), SG_STORE_OK);
+	    sizeof(up), sbx, sizeof(sbx)), SG_STORE_OK);
 	assert_string_equal(up, "resp_up");
+	assert_string_equal(sbx, "");
+	assert_int_equal(sg_store_sbx_get(fx->st, "cntr_old", "alice", &row),
+	    SG_STORE_OK);
+	assert_int_equal(row.kind, SG_SBX_EXPLICIT);
+	assert_int_equal(row.runner_until, 0);
+	sg_store_sbx_clear(&row);
 	assert_int_equal(sg_store_relayed_put(fx->st, "resp_1", "alice", UP_A),
 	    SG_STORE_OK);
 }

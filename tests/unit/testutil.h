@@ -40,6 +40,32 @@ tu_rmrf(const char *dir)
 		nftw(dir, tu_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+#ifdef SG_STORE_H
+/* A fresh store at dir/sandgate.db (dir made with tu_mkdtemp), migrated:
+ * 0, or -1 with nothing left behind. */
+static inline int
+tu_store_fresh(char *dir, size_t dirsz, char *path, size_t pathsz,
+    struct sg_store **st)
+{
+	char err[256];
+
+	*st = NULL;
+	if (tu_mkdtemp(dir, dirsz) == -1)
+		return -1;
+	snprintf(path, pathsz, "%s/sandgate.db", dir);
+	if (sg_store_open(path, st, err, sizeof(err)) != SG_STORE_OK ||
+	    sg_store_migrate(*st) != SG_STORE_OK) {
+		fprintf(stderr, "store: %s\n", *st != NULL ?
+		    sg_store_errmsg(*st) : err);
+		sg_store_close(*st);
+		*st = NULL;
+		tu_rmrf(dir);
+		return -1;
+	}
+	return 0;
+}
+#endif
+
 /* Write len bytes (or strlen(text) when len is -1) to path; 0 or -1. */
 static inline int
 tu_write_file(const char *path, const char *text, long len)

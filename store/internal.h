@@ -1,0 +1,52 @@
+/*
+ * The store's private parts, shared by its files (store.c: the file, the
+ * schema, keys and response ids; sandbox.c: sandbox rows; session.c:
+ * sessions and leases). Nothing outside store/ includes it.
+ */
+#ifndef SG_STORE_INTERNAL_H
+#define SG_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct sg_store {
+	sqlite3	*db;
+	char	 err[256];
+};
+
+/* Fill st->err; SG_STORE_ERROR. */
+int	 sg_st_err(struct sg_store *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* st->err from SQLite's last error, after what; SG_STORE_ERROR. */
+int	 sg_st_dberr(struct sg_store *, const char *what);
+/* Statements without arguments ("BEGIN IMMEDIATE", a migration). */
+int	 sg_st_exec(struct sg_store *, const char *sql);
+/*
+ * Prepare sql, bind the arguments described by fmt in order ('s' a
+ * string or NULL, 'i' an int64_t), step once. SQLITE_ROW or SQLITE_DONE
+ * with *stmt to finalize, or an SG_STORE_* error with *stmt NULL.
+ */
+int	 sg_st_run(struct sg_store *, sqlite3_stmt **, const char *sql,
+	    const char *fmt, ...);
+/* sg_st_run() for statements whose rows do not matter; the count of
+ * changed rows in *changes when not NULL. */
+int	 sg_st_exec_args(struct sg_store *, int *changes, const char *sql,
+	    const char *fmt, ...);
+/* A write transaction, so concurrent writers queue (busy timeout) rather
+ * than fail. End it with sg_st_end: commit when rc is SG_STORE_OK, else
+ * roll back; returns rc (or the commit's failure). */
+int	 sg_st_begin(struct sg_store *);
+int	 sg_st_end(struct sg_store *, int rc);
+
+/* sandbox.c: a row of SG_ST_SBX_COLUMNS into out. */
+#define SG_ST_SBX_COLUMNS "id, tenant, tool, state, handle, " \
+	"coalesce(owner_pid, 0), coalesce(owner_start, 0), created_at, " \
+	"last_used_at, expires_at, kind, coalesce(runner_pid, 0), runner_until"
+void	 sg_st_sbx_row(sqlite3_stmt *, struct sg_store_sbx *out);
+/* Inside a transaction, after a kept row went in: sg_store_sbx_begin_kind's
+ * eviction. */
+int	 sg_st_evict(struct sg_store *, const char *tenant, int max_kept,
+	    char victim[48]);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * Sandbox rows: recorded before the provider is called, kept or not,
+ * one run at a time, removed only once the provider confirmed a delete.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* The row itself, inside the caller's transaction (or alone). */
+static int
+insert_row(struct sg_store *st, const char *id, const char *tenant,
+    const char *tool, int kind, int64_t owner_pid, int64_t owner_start,
+    int64_t expires_at)
+{
+	struct sg_store_sbx row;
+	int64_t now = (int64_t)time(NULL);
+
+	/* Rows are read back into fixed fields: refuse what would not fit. */
+	if (strlen(id) >= sizeof(row.id) || strlen(tenant) >=
+	    sizeof(row.tenant) || strlen(tool) >= sizeof(row.tool))
+		return sg_st_err(st, "sandbox id, tenant or tool name too long");
+	return sg_st_exec_args(st, NULL, "INSERT INTO sandboxes (id, tenant, "
+	    "tool, state, kind, owner_pid, owner_start, created_at, "
+	    "last_used_at, expires_at) VALUES (?, ?, ?, 'creating', ?, ?, ?, "
+	    "?, ?, ?)", "sssiiiiii", id, tenant, tool, (int64_t)kind,
+	    owner_pid, owner_start, now, now, expires_at);
+}
+
+int
+sg_store_sbx_begin(struct sg_store *st, const char *id, const char *tenant,
+    const char *tool, int64_t owner_pid, int64_t owner_start,
+    int64_t expires_at)
+{
+	return insert_row(st, id, tenant, tool, SG_SBX_EPHEMERAL, owner_pid,
+	    owner_start, expires_at);
+}
+
+/*
+ * With the new row in, one kept sandbox too many: mark the least recently
+ * used one that runs nothing "deleting" and name it. FULL when all run.
+ */
+int
+sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
+    char victim[48])
+{
+	sqlite3_stmt *stmt;
+	int64_t n = 0;
+	int rc;
+
+	victim[0] = '\0';
+	rc = sg_st_run(st, &stmt, "SELECT count(*) FROM sandboxes WHERE "
+	    "tenant = ? AND kind != 0 AND state != 'deleting'", "s", tenant);
+	if (rc < 0)
+		return rc;
+	n = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (n <= max_kept)
+		return SG_STORE_OK;
+	rc = sg_st_run(st, &stmt, "SELECT id FROM sandboxes WHERE tenant = ? "
+	    "AND kind != 0 AND state = 'ready' AND runner_until < ? ORDER BY "
+	    "last_used_at, rowid LIMIT 1", "si", tenant, (int64_t)time(NULL));
+	if (rc < 0)
+		return rc;
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(stmt);
+		return SG_STORE_FULL;
+	}
+	snprintf(victim, 48, "%s", sqlite3_column_text(stmt, 0));
+	sqlite3_finalize(stmt);
+	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET state = "
+	    "'deleting' WHERE id = ?", "s", victim);
+}
+
+int
+sg_store_sbx_begin_kind(struct sg_store *st, const char *id,
+    const char *tenant, const char *tool, int kind, int64_t owner_pid,
+    int64_t owner_start, int64_t expires_at, int max_kept, char victim[48])
+{
+	int rc;
+
+	victim[0] = '\0';
+	if (kind == SG_SBX_EPHEMERAL)
+		return insert_row(st, id, tenant, tool, kind, owner_pid,
+		    owner_start, expires_at);
+	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
+		return rc;
+	rc = insert_row(st, id, tenant, tool, kind, owner_pid, owner_start,
+	    expires_at);
+	if (rc == SG_STORE_OK)
+		rc = sg_st_evict(st, tenant, max_kept, victim);
+	return sg_st_end(st, rc);
+}
+
+int
+sg_store_sbx_run_begin(struct sg_store *st, const char *id, int64_t pid,
+    int64_t until)
+{
+	int changes = 0, rc;
+
+	rc = sg_st_exec_args(st, &changes, "UPDATE sandboxes SET runner_pid = "
+	    "?, runner_until = ? WHERE id = ? AND runner_until < ?", "iisi",
+	    pid, until, id, (int64_t)time(NULL));
+	return rc != SG_STORE_OK ? rc : changes > 0 ? SG_STORE_OK :
+	    SG_STORE_EXISTS;
+}
+
+int
+sg_store_sbx_run_end(struct sg_store *st, const char *id, int64_t pid)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET runner_pid = "
+	    "NULL, runner_until = 0 WHERE id = ? AND runner_pid = ?", "si", id,
+	    pid);
+}
+
+int
+sg_store_sbx_abandon(struct sg_store *st, const char *id)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET kind = 0 WHERE "
+	    "id = ?", "s", id);
+}
+
+int
+sg_store_sbx_counts(struct sg_store *st, int (*fn)(void *, const char *,
+    int, int64_t), void *arg)
+{
+	sqlite3_stmt *stmt;
+	int rc, stop = 0;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT tool, kind, count(*) FROM "
+	    "sandboxes WHERE state != 'deleting' GROUP BY tool, kind ORDER BY "
+	    "tool, kind", -1, &stmt, NULL) != SQLITE_OK)
+		return sg_st_dberr(st, "prepare");
+	while (!stop && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		stop = fn(arg, (const char *)sqlite3_column_text(stmt, 0),
+		    sqlite3_column_int(stmt, 1), sqlite3_column_int64(stmt,
+		    2)) == -1;
+	sqlite3_finalize(stmt);
+	return stop || rc == SQLITE_DONE ? SG_STORE_OK : sg_st_dberr(st,
+	    "count sandboxes");
+}
+
+int
+sg_store_sbx_ready(struct sg_store *st, const char *id, const char *handle,
+    int64_t expires_at)
+{
+	int changes = 0, rc;
+
+	rc = sg_st_exec_args(st, &changes, "UPDATE sandboxes SET state = 'ready', "
+	    "handle = ?, expires_at = ? WHERE id = ?", "sis", handle,
+	    expires_at, id);
+	return rc != SG_STORE_OK ? rc : changes > 0 ? SG_STORE_OK :
+	    SG_STORE_NOTFOUND;
+}
+
+int
+sg_store_sbx_touch(struct sg_store *st, const char *id, int64_t expires_at)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET last_used_at = ?, "
+	    "expires_at = ? WHERE id = ?", "iis", (int64_t)time(NULL),
+	    expires_at, id);
+}
+
+int
+sg_store_sbx_mark(struct sg_store *st, const char *id, const char *state)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET state = ? WHERE "
+	    "id = ?", "ss", state, id);
+}
+
+int
+sg_store_sbx_remove(struct sg_store *st, const char *id)
+{
+	return sg_st_exec_args(st, NULL, "DELETE FROM sandboxes WHERE id = ?", "s",
+	    id);
+}
+
+void
+sg_st_sbx_row(sqlite3_stmt *stmt, struct sg_store_sbx *out)
+{
+	const char *h = (const char *)sqlite3_column_text(stmt, 4);
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", sqlite3_column_text(stmt, 0));
+	snprintf(out->tenant, sizeof(out->tenant), "%s",
+	    sqlite3_column_text(stmt, 1));
+	snprintf(out->tool, sizeof(out->tool), "%s",
+	    sqlite3_column_text(stmt, 2));
+	snprintf(out->state, sizeof(out->state), "%s",
+	    sqlite3_column_text(stmt, 3));
+	out->handle = h != NULL ? strdup(h) : NULL;
+	out->owner_pid = sqlite3_column_int64(stmt, 5);
+	out->owner_start = sqlite3_column_int64(stmt, 6);
+	out->created_at = sqlite3_column_int64(stmt, 7);
+	out->last_used_at = sqlite3_column_int64(stmt, 8);
+	out->expires_at = sqlite3_column_int64(stmt, 9);
+	out->kind = sqlite3_column_int(stmt, 10);
+	out->runner_pid = sqlite3_column_int64(stmt, 11);
+	out->runner_until = sqlite3_column_int64(stmt, 12);
+}
+
+
+int
+sg_store_sbx_get(struct sg_store *st, const char *id, const char *tenant,
+    struct sg_store_sbx *out)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	/* A tenant's own only: another key's sandbox is simply not found. */
+	rc = sg_st_run(st, &stmt, "SELECT " SG_ST_SBX_COLUMNS " FROM sandboxes WHERE id = ? "
+	    "AND (?2 IS NULL OR tenant = ?2)", "ss", id, tenant);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW) {
+		sg_st_sbx_row(stmt, out);
+		rc = SG_STORE_OK;
+	} else
+		rc = SG_STORE_NOTFOUND;
+	sqlite3_finalize(stmt);
+	return rc;
+}
+
+void
+sg_store_sbx_clear(struct sg_store_sbx *s)
+{
+	free(s->handle);
+	s->handle = NULL;
+}
+
+int
+sg_store_sbx_list(struct sg_store *st, const char *tenant,
+    int (*fn)(void *, const struct sg_store_sbx *), void *arg)
+{
+	struct sg_store_sbx row;
+	sqlite3_stmt *stmt;
+	int rc, stop = 0;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT " SG_ST_SBX_COLUMNS " FROM sandboxes "
+	    "WHERE ?1 IS NULL OR tenant = ?1 ORDER BY created_at, rowid", -1, &stmt,
+	    NULL) != SQLITE_OK)
+		return sg_st_dberr(st, "prepare");
+	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_STATIC);
+	while (!stop && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		sg_st_sbx_row(stmt, &row);
+		stop = fn(arg, &row) == -1;
+		sg_store_sbx_clear(&row);
+	}
+	if (!stop && rc != SQLITE_DONE) {
+		sg_st_dberr(st, "list sandboxes");
+		sqlite3_finalize(stmt);
+		return SG_STORE_ERROR;
+	}
+	sqlite3_finalize(stmt);
+	return SG_STORE_OK;
+}
+

@@ -1,0 +1,179 @@
+/*
+ * Sessions (a tenant's metadata.session_id and its sandbox) and leases.
+ * A session outlives its sandbox (sandbox_id becomes NULL when the row
+ * goes), so the request that next uses it can tell the model its earlier
+ * state is lost.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* In the claim's transaction: the session's sandbox, if it has one. */
+static int
+session_sandbox(struct sg_store *st, const char *tenant,
+    const char *session_id, char sbx[48], int *exists)
+{
+	const unsigned char *id;
+	sqlite3_stmt *stmt;
+	int rc;
+
+	sbx[0] = '\0';
+	*exists = 0;
+	rc = sg_st_run(st, &stmt, "SELECT sandbox_id FROM sessions WHERE "
+	    "tenant = ? AND session_id = ?", "ss", tenant, session_id);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW) {
+		*exists = 1;
+		if ((id = sqlite3_column_text(stmt, 0)) != NULL)
+			snprintf(sbx, 48, "%s", (const char *)id);
+	}
+	sqlite3_finalize(stmt);
+	return SG_STORE_OK;
+}
+
+int
+sg_store_sess_claim(struct sg_store *st, const char *tenant,
+    const char *session_id, const char *new_id, const char *tool,
+    int64_t owner_pid, int64_t owner_start, int64_t expires_at, int max_kept,
+    char sbx[48], char victim[48], int *created, int *lost)
+{
+	int64_t now = (int64_t)time(NULL);
+	int rc, exists;
+
+	*created = *lost = 0;
+	victim[0] = '\0';
+	if (strlen(session_id) > SG_STORE_SESSION_MAX)
+		return sg_st_err(st, "session id too long");
+	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
+		return rc;
+	rc = session_sandbox(st, tenant, session_id, sbx, &exists);
+	if (rc == SG_STORE_OK && sbx[0] == '\0') {
+		*lost = exists;
+		rc = sg_st_exec_args(st, NULL, "INSERT INTO sandboxes (id, "
+		    "tenant, tool, state, kind, owner_pid, owner_start, "
+		    "created_at, last_used_at, expires_at) VALUES (?, ?, ?, "
+		    "'creating', 1, ?, ?, ?, ?, ?)", "sssiiiii", new_id, tenant,
+		    tool, owner_pid, owner_start, now, now, expires_at);
+		if (rc == SG_STORE_OK)
+			rc = sg_st_exec_args(st, NULL, "INSERT INTO sessions "
+			    "(tenant, session_id, sandbox_id, created_at, "
+			    "last_used_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT "
+			    "(tenant, session_id) DO UPDATE SET sandbox_id = "
+			    "excluded.sandbox_id, last_used_at = "
+			    "excluded.last_used_at", "sssii", tenant, session_id,
+			    new_id, now, now);
+		if (rc == SG_STORE_OK)
+			rc = sg_st_evict(st, tenant, max_kept, victim);
+		if (rc == SG_STORE_OK) {
+			snprintf(sbx, 48, "%s", new_id);
+			*created = 1;
+		}
+	}
+	return sg_st_end(st, rc);
+}
+
+int
+sg_store_sess_detach(struct sg_store *st, const char *tenant,
+    const char *session_id, const char *sbx)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sessions SET sandbox_id = NULL "
+	    "WHERE tenant = ? AND session_id = ? AND sandbox_id = ?", "sss",
+	    tenant, session_id, sbx);
+}
+
+int
+sg_store_sess_touch(struct sg_store *st, const char *tenant,
+    const char *session_id)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sessions SET last_used_at = ? "
+	    "WHERE tenant = ? AND session_id = ?", "iss", (int64_t)time(NULL),
+	    tenant, session_id);
+}
+
+static void
+sess_row(sqlite3_stmt *stmt, struct sg_store_sess *s)
+{
+	const unsigned char *v;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->tenant, sizeof(s->tenant), "%s", sqlite3_column_text(stmt,
+	    0));
+	snprintf(s->session_id, sizeof(s->session_id), "%s",
+	    sqlite3_column_text(stmt, 1));
+	if ((v = sqlite3_column_text(stmt, 2)) != NULL)
+		snprintf(s->sandbox_id, sizeof(s->sandbox_id), "%s", v);
+	if ((v = sqlite3_column_text(stmt, 3)) != NULL)
+		snprintf(s->tool, sizeof(s->tool), "%s", v);
+	if ((v = sqlite3_column_text(stmt, 4)) != NULL)
+		snprintf(s->state, sizeof(s->state), "%s", v);
+	s->created_at = sqlite3_column_int64(stmt, 5);
+	s->last_used_at = sqlite3_column_int64(stmt, 6);
+	s->expires_at = sqlite3_column_int64(stmt, 7);
+}
+
+int
+sg_store_sess_list(struct sg_store *st, const char *tenant,
+    int (*fn)(void *, const struct sg_store_sess *), void *arg)
+{
+	struct sg_store_sess s;
+	sqlite3_stmt *stmt;
+	int rc, stop = 0;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT s.tenant, s.session_id, "
+	    "s.sandbox_id, b.tool, b.state, s.created_at, s.last_used_at, "
+	    "coalesce(b.expires_at, 0) FROM sessions s LEFT JOIN sandboxes b "
+	    "ON b.id = s.sandbox_id WHERE ?1 IS NULL OR s.tenant = ?1 ORDER BY "
+	    "s.created_at, s.rowid", -1, &stmt, NULL) != SQLITE_OK)
+		return sg_st_dberr(st, "prepare");
+	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_STATIC);
+	while (!stop && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		sess_row(stmt, &s);
+		stop = fn(arg, &s) == -1;
+	}
+	sqlite3_finalize(stmt);
+	return stop || rc == SQLITE_DONE ? SG_STORE_OK : sg_st_dberr(st,
+	    "list sessions");
+}
+
+int
+sg_store_sess_remove(struct sg_store *st, const char *tenant,
+    const char *session_id)
+{
+	return sg_st_exec_args(st, NULL, "DELETE FROM sessions WHERE tenant = ? "
+	    "AND session_id = ?", "ss", tenant, session_id);
+}
+
+int
+sg_store_sess_prune(struct sg_store *st, int64_t before, int *removed)
+{
+	return sg_st_exec_args(st, removed, "DELETE FROM sessions WHERE "
+	    "sandbox_id IS NULL AND last_used_at < ?", "i", before);
+}
+
+int
+sg_store_lease(struct sg_store *st, const char *name, const char *holder,
+    int secs)
+{
+	int64_t now = (int64_t)time(NULL);
+	int changes = 0, rc;
+
+	/* One statement: taken when free, expired, or already ours. */
+	rc = sg_st_exec_args(st, &changes, "INSERT INTO leases (name, holder, "
+	    "until) VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET "
+	    "holder = ?2, until = ?3 WHERE leases.until < ?4 OR leases.holder "
+	    "= ?2", "ssii", name, holder, now + secs, now);
+	return rc != SG_STORE_OK ? rc : changes > 0 ? SG_STORE_OK :
+	    SG_STORE_EXISTS;
+}
+
+int
+sg_store_lease_release(struct sg_store *st, const char *name,
+    const char *holder)
+{
+	return sg_st_exec_args(st, NULL, "DELETE FROM leases WHERE name = ? AND "
+	    "holder = ?", "ss", name, holder);
+}
