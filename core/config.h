@@ -69,6 +69,7 @@ struct sg_cfg {
 		int	 max_agentic_loops;
 		char	*tool_name;
 		int	 exec_timeout;
+		int	 reuse_conversation; /* container_reuse = "conversation" */
 	} interception;
 	struct {
 		int	 max_per_key;

@@ -23,7 +23,8 @@ static const char *const tool_keys[] = { "name", "provider", "api_key",
 	"memory_mb", "disk_mb", "max_procs", "allow_internet_access", "cpu",
 	"limits", NULL };
 static const char *const icpt_keys[] = { "enabled", "sandbox_tool",
-	"max_agentic_loops", "tool_name", "exec_timeout", NULL };
+	"max_agentic_loops", "tool_name", "exec_timeout", "container_reuse",
+	NULL };
 static const char *const sess_keys[] = { "max_per_key", "ttl", NULL };
 
 static int
@@ -277,10 +278,13 @@ sg_cfgld_tools(struct sg_cfgld *ld, const config_setting_t *list)
 int
 sg_cfgld_interception(struct sg_cfgld *ld, const config_setting_t *g)
 {
+	static const char *const reuse[] = { "none", "conversation", NULL };
 	struct sg_cfg *cfg = ld->cfg;
+	char *mode = NULL;
+	int rc;
 
 	sg_cfgld_check_keys(ld, g, icpt_keys, "interception");
-	return sg_cfgld_bool(ld, g, "enabled", &cfg->interception.enabled) ==
+	rc = sg_cfgld_bool(ld, g, "enabled", &cfg->interception.enabled) ==
 	    -1 || sg_cfgld_str(ld, g, "sandbox_tool",
 	    &cfg->interception.sandbox_tool, 0) == -1 ||
 	    sg_cfgld_int(ld, g, "max_agentic_loops",
@@ -288,7 +292,12 @@ sg_cfgld_interception(struct sg_cfgld *ld, const config_setting_t *g)
 	    sg_cfgld_str(ld, g, "tool_name", &cfg->interception.tool_name,
 	    0) == -1 ||
 	    sg_cfgld_int(ld, g, "exec_timeout", &cfg->interception.exec_timeout,
-	    1, 86400) == -1 ? -1 : 0;
+	    1, 86400) == -1 ||
+	    sg_cfgld_word(ld, g, "container_reuse", &mode, reuse) == -1 ? -1 : 0;
+	cfg->interception.reuse_conversation = mode != NULL &&
+	    strcmp(mode, "conversation") == 0;
+	free(mode);
+	return rc;
 }
 
 int

@@ -6,6 +6,7 @@
 #include "answer.h"
 #include "loop.h"
 #include "rewrite.h"
+#include "session.h"
 #include "stream.h"
 #include "turn.h"
 #include "../lib/util.h"
@@ -25,28 +26,20 @@ struct run {
 	json_t			*client_calls;	/* calls of the client's tools */
 	json_t			*usage;		/* summed over every turn */
 	json_t			*prints;	/* fingerprints of code rounds */
-	char			 sandbox[48];	/* "" until the first call */
+	struct sg_bind		 bind;		/* the sandbox code runs in */
 	struct sg_turn		 last;
 	struct sg_stream	*stream;	/* a streaming client's renderer */
 	int			(*stop)(void *);	/* the provider's, saved */
 	void			*stop_arg;
 };
 
-/* The request's sandbox, created on its first need. */
+/* The request's sandbox, made or found on its first need. */
 static const char *
 ensure_sandbox(void *arg, struct sg_error *err)
 {
 	struct run *r = arg;
-	struct sg_store_sbx row;
 
-	if (r->sandbox[0] == '\0') {
-		if (sg_sbx_create(r->env->sbx, r->req->tenant, NULL, 1, &row,
-		    err) == -1)
-			return NULL;
-		snprintf(r->sandbox, sizeof(r->sandbox), "%s", row.id);
-		sg_store_sbx_clear(&row);
-	}
-	return r->sandbox;
+	return sg_bind_sandbox(r->env->sbx, r->req, &r->bind, err);
 }
 
 /* A code call of this turn: {call_id, arguments}. Both surfaces. */
@@ -145,6 +138,25 @@ call_outputs(const json_t *result, const char *logs)
 	return outs;
 }
 
+/* note (new, or NULL) before text (new): one new string. */
+static char *
+with_note(char *note, char *text)
+{
+	char *both;
+
+	if (note == NULL || text == NULL) {
+		free(note);
+		return text;
+	}
+	if (asprintf(&both, "%s%s", note, text) == -1)
+		both = NULL;
+	free(note);
+	if (both == NULL)
+		return text;
+	free(text);
+	return both;
+}
+
 /* Run one call; its text for the model in *text (new). -1 with err when
  * the sandbox failed (the request then fails). */
 static int
@@ -154,7 +166,7 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 	const char *sid = r->stream != NULL ? sg_stream_item_id(r->stream,
 	    c->id) : NULL;
 	json_t *result = NULL;
-	char *code, *problem, id[48];
+	char *code, *problem, *note = NULL, id[48];
 
 	*item = NULL;
 	/* What runs is what the client was shown streaming, or nothing. */
@@ -174,12 +186,12 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 		}
 		if (r->stream != NULL)
 			sg_stream_code_running(r->stream, c->id, code);
-		if (sg_sbx_run(r->env->sbx, r->req->tenant, r->sandbox, code, 0, 0,
-		    &result, err) == -1) {
+		if (sg_bind_run(r->env->sbx, r->req, &r->bind, code, &result,
+		    &note, err) == -1) {
 			free(code);
 			return -1;
 		}
-		*text = sg_rw_tool_result(result);
+		*text = with_note(note, sg_rw_tool_result(result));
 	}
 	if (sid != NULL)
 		snprintf(id, sizeof(id), "%s", sid);
@@ -189,8 +201,7 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 	 * its logs, and the model reads it. */
 	*item = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o}", "id", id, "type",
 	    "code_interpreter_call", "status", "completed", "code", code,
-	    "container_id", r->sandbox[0] ?
-	    r->sandbox : "", "outputs", r->info.include_outputs ?
+	    "container_id", r->bind.sandbox, "outputs", r->info.include_outputs ?
 	    call_outputs(result, *text) : json_null());
 	if (r->stream != NULL)
 		sg_stream_code_done(r->stream, c->id, *item);
@@ -455,7 +466,7 @@ remember(struct run *r, const json_t *answer)
 		sg_store_resp_put(r->env->sbx->store, json_string_value(
 		    json_object_get(answer, "id")), r->req->tenant, up,
 		    json_string_value(json_object_get(answer, "model")),
-		    r->sandbox[0] != '\0' ? r->sandbox : NULL);
+		    r->bind.sandbox[0] != '\0' ? r->bind.sandbox : NULL);
 }
 
 /* Calls of the client's own functions end the loop: Responses shows them
@@ -526,7 +537,7 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 {
 	struct run r = { .env = env, .m = m, .s = s, .req = req, .out = out,
 	    .tool = env->cfg->interception.tool_name };
-	struct sg_error err, derr;
+	struct sg_error err;
 	json_t *answer = NULL;
 	int rc;
 
@@ -552,7 +563,9 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		env->sbx->prov->stop = stream_stop;
 		env->sbx->prov->stop_arg = &r;
 	}
-	rc = continue_from(&r, &err);
+	rc = sg_bind_init(env->sbx, req, r.work, &r.bind, &err);
+	if (rc == 0)
+		rc = continue_from(&r, &err);
 	if (rc == 0 && s == SG_SURFACE_RESPONSES)
 		replay_calls(&r);
 	if (rc == 0)
@@ -562,9 +575,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		    r.texts, r.client_calls, r.last.finish_reason, r.usage) :
 		    sg_answer_responses(r.last.response, body, r.output, r.usage,
 		    r.stream != NULL ? sg_stream_id(r.stream) : NULL);
-	/* The request's sandbox goes with the request, on every path. */
-	if (r.sandbox[0] != '\0')
-		sg_sbx_delete(env->sbx, req->tenant, r.sandbox, &derr);
+	/* The request's own sandbox goes with the request, on every path. */
+	sg_bind_end(env->sbx, req, &r.bind);
 	if (answer != NULL && s == SG_SURFACE_RESPONSES)
 		remember(&r, answer);
 	if (r.stream != NULL) {

@@ -76,23 +76,88 @@ tool_of(struct sg_sbx_env *env, const char *name, const struct sg_provider_ops
 	return t;
 }
 
+/* Life at the provider: a request's own sandbox outlives the request, a
+ * kept one its idle TTL; both with a minute to spare. */
 static int
-lifetime(const struct sg_cfg *cfg, int ephemeral)
+lifetime(const struct sg_cfg *cfg, int kind)
 {
-	return (ephemeral ? cfg->server.request_timeout : cfg->sessions.ttl) + 60;
+	return (kind == SG_SBX_EPHEMERAL ? cfg->server.request_timeout :
+	    cfg->sessions.ttl) + 60;
+}
+
+static int
+full(const char *tenant_max, struct sg_error *err)
+{
+	return sg_error_set(err, 429, "requests", "rate_limit_exceeded", NULL,
+	    "This key already keeps %s sandboxes alive and every one of them "
+	    "is running code; retry when one finishes, or delete one.",
+	    tenant_max);
+}
+
+/* Whether the process that recorded a row on this host is gone. */
+static int
+owner_dead(const struct sg_store_sbx *row)
+{
+	return row->owner_pid <= 0 || sg_proc_start((int)row->owner_pid) !=
+	    row->owner_start;
+}
+
+/* A sandbox the per-key limit evicted (its row says "deleting"): deleted
+ * at its provider now; when that fails the row stays for the reaper. */
+static void
+evict(struct sg_sbx_env *env, const char *victim)
+{
+	struct sg_error ignored;
+
+	if (victim[0] != '\0' && sg_sbx_delete(env, NULL, victim, &ignored) ==
+	    -1)
+		fprintf(stderr, "sandgate: evicting sandbox %s: %s\n", victim,
+		    ignored.message);
+}
+
+/* The provider's half of a create, for a row already recorded. */
+static int
+provision(struct sg_sbx_env *env, const struct sg_tool *t,
+    const struct sg_provider_ops *ops, const char *id, int kind,
+    struct sg_store_sbx *out, struct sg_error *err)
+{
+	int life = lifetime(env->cfg, kind), rc;
+	struct sg_prov_error pe;
+	json_t *handle = NULL;
+	char *text;
+
+	rc = ops->create(env->prov, t, id, life, &handle, &pe);
+	if (rc != SG_PROV_OK) {
+		/* An answer from the provider means nothing was created; a
+		 * timeout might have, so that row stays for the reaper. */
+		if (rc != SG_PROV_TIMEOUT && rc != SG_PROV_STOPPED)
+			sg_store_sbx_remove(env->store, id);
+		else
+			sg_store_sbx_abandon(env->store, id);
+		return provider_error(t, &pe, id, err);
+	}
+	text = json_dumps(handle, JSON_COMPACT);
+	json_decref(handle);
+	if (text == NULL || sg_store_sbx_ready(env->store, id, text,
+	    (int64_t)time(NULL) + life) != SG_STORE_OK) {
+		free(text);
+		return store_error(env, err);
+	}
+	free(text);
+	if (out != NULL && sg_store_sbx_get(env->store, id, NULL, out) !=
+	    SG_STORE_OK)
+		return store_error(env, err);
+	return 0;
 }
 
 int
 sg_sbx_create(struct sg_sbx_env *env, const char *tenant, const char *tool,
-    int ephemeral, struct sg_store_sbx *out, struct sg_error *err)
+    int kind, struct sg_store_sbx *out, struct sg_error *err)
 {
 	const struct sg_provider_ops *ops;
 	const struct sg_tool *t;
-	struct sg_prov_error pe;
-	json_t *handle = NULL;
-	char id[48], *text;
-	int life = lifetime(env->cfg, ephemeral), rc;
-	int64_t expires = (int64_t)time(NULL) + life;
+	char id[48], victim[48], max[16];
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if ((t = tool_of(env, tool != NULL ? tool :
@@ -102,28 +167,86 @@ sg_sbx_create(struct sg_sbx_env *env, const char *tenant, const char *tool,
 		return sg_error_server(err, 500, "no randomness for an id");
 	/* Record before create: a responder that dies below leaves a row
 	 * (state creating, its pid and start time) to clean up after it. */
-	if (sg_store_sbx_begin(env->store, id, tenant, t->name, getpid(),
-	    sg_proc_start(getpid()), expires) != SG_STORE_OK)
+	rc = sg_store_sbx_begin_kind(env->store, id, tenant, t->name, kind,
+	    getpid(), sg_proc_start(getpid()), (int64_t)time(NULL) +
+	    lifetime(env->cfg, kind), env->cfg->sessions.max_per_key, victim);
+	snprintf(max, sizeof(max), "%d", env->cfg->sessions.max_per_key);
+	if (rc == SG_STORE_FULL)
+		return full(max, err);
+	if (rc != SG_STORE_OK)
 		return store_error(env, err);
-	rc = ops->create(env->prov, t, id, life, &handle, &pe);
-	if (rc != SG_PROV_OK) {
-		/* An answer from the provider means nothing was created; a
-		 * timeout might have, so that row stays for the reaper. */
-		if (rc != SG_PROV_TIMEOUT && rc != SG_PROV_STOPPED)
-			sg_store_sbx_remove(env->store, id);
-		return provider_error(t, &pe, id, err);
-	}
-	text = json_dumps(handle, JSON_COMPACT);
-	json_decref(handle);
-	if (text == NULL || sg_store_sbx_ready(env->store, id, text,
-	    expires) != SG_STORE_OK) {
-		free(text);
-		return store_error(env, err);
-	}
-	free(text);
-	if (sg_store_sbx_get(env->store, id, NULL, out) != SG_STORE_OK)
-		return store_error(env, err);
+	evict(env, victim);
+	return provision(env, t, ops, id, kind, out, err);
+}
+
+/* Wait a little for another responder (creating, running): 0, or -1 with
+ * err once the request's deadline passed or its client left. */
+static int
+pause_for(struct sg_sbx_env *env, const char *what, const char *id,
+    struct sg_error *err)
+{
+	if (env->prov->stop != NULL && env->prov->stop(env->prov->stop_arg))
+		return sg_error_set(err, 499, "server_error", NULL, NULL,
+		    "The client closed the connection.");
+	if (env->prov->deadline_ms > 0 && sg_now_ms() >= env->prov->deadline_ms)
+		return sg_error_server(err, 504, "Container %s: %s did not "
+		    "finish in time.", id, what);
+	usleep(50000);
 	return 0;
+}
+
+int
+sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
+    const char *session_id, char out[48], int *lost, struct sg_error *err)
+{
+	const struct sg_provider_ops *ops;
+	const struct sg_tool *t;
+	struct sg_store_sbx row;
+	char id[48], victim[48], max[16];
+	int rc, created, was_lost;
+
+	*lost = 0;
+	snprintf(max, sizeof(max), "%d", env->cfg->sessions.max_per_key);
+	if ((t = tool_of(env, env->cfg->interception.sandbox_tool, &ops,
+	    err)) == NULL)
+		return -1;
+	for (;;) {
+		if (sg_rand_id(id, sizeof(id), "cntr_", 16) == -1)
+			return sg_error_server(err, 500, "no randomness for an id");
+		rc = sg_store_sess_claim(env->store, tenant, session_id, id,
+		    t->name, getpid(), sg_proc_start(getpid()), (int64_t)time(NULL)
+		    + lifetime(env->cfg, SG_SBX_SESSION),
+		    env->cfg->sessions.max_per_key, out, victim, &created,
+		    &was_lost);
+		if (rc == SG_STORE_FULL)
+			return full(max, err);
+		if (rc != SG_STORE_OK)
+			return store_error(env, err);
+		*lost |= was_lost;
+		evict(env, victim);
+		if (created)
+			return provision(env, t, ops, out, SG_SBX_SESSION, NULL,
+			    err);
+		rc = sg_store_sbx_get(env->store, out, tenant, &row);
+		if (rc == SG_STORE_OK && strcmp(row.state, "ready") == 0) {
+			sg_store_sbx_clear(&row);
+			sg_store_sess_touch(env->store, tenant, session_id);
+			return 0;
+		}
+		/* Another responder creates it: wait. One that died, or a
+		 * sandbox on its way out, gives the session a new one. */
+		if (rc == SG_STORE_OK && (strcmp(row.state, "deleting") == 0 ||
+		    owner_dead(&row))) {
+			sg_store_sess_detach(env->store, tenant, session_id, out);
+			if (strcmp(row.state, "creating") == 0)
+				sg_store_sbx_abandon(env->store, out);
+		} else if (rc != SG_STORE_NOTFOUND && pause_for(env,
+		    "creating it", out, err) == -1) {
+			sg_store_sbx_clear(&row);
+			return -1;
+		}
+		sg_store_sbx_clear(&row);
+	}
 }
 
 /* The tenant's ready sandbox id, its tool and its parsed handle. */
@@ -177,9 +300,10 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 		return -1;
 	}
 	sg_store_sbx_remove(env->store, id);
-	return sg_error_set(err, 404, "invalid_request_error", NULL, "id",
+	sg_error_set(err, 404, "invalid_request_error", NULL, "id",
 	    "Container with id '%s' stopped answering and was deleted; create "
 	    "a new one.", id);
+	return -2;
 }
 
 int
@@ -197,10 +321,17 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	int rc, life;
 
 	*result = NULL;
-	if (open_sandbox(env, tenant, id, &row, &t, &ops, &handle, err) == -1)
-		return -1;
 	if (timeout_s <= 0)
 		timeout_s = env->cfg->interception.exec_timeout;
+	/* One run at a time in a sandbox, whichever responder asks. */
+	while ((rc = sg_store_sbx_run_begin(env->store, id, getpid(),
+	    (int64_t)time(NULL) + timeout_s + 60)) == SG_STORE_EXISTS)
+		if (pause_for(env, "another run", id, err) == -1)
+			return -1;
+	if (open_sandbox(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
+		sg_store_sbx_run_end(env->store, id, getpid());
+		return -1;
+	}
 	/*
 	 * The provider must never end a sandbox during a run, and a kept
 	 * sandbox's life slides with use (at most one keepalive a minute);
@@ -223,13 +354,15 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)
 		rc = sg_prov_fail(&pe, SG_PROV_FAILED, 0, "out of memory");
 	sg_exec_free(&res);
+	sg_store_sbx_run_end(env->store, id, getpid());
 	if (rc == SG_PROV_GONE)
-		rc = unreachable(env, t, ops, handle, id, &pe, err);
+		rc = unreachable(env, t, ops, handle, id, &pe, err) == -2 ?
+		    SG_SBX_GONE : -1;
 	else if (rc != SG_PROV_OK)
-		provider_error(t, &pe, id, err);
+		rc = provider_error(t, &pe, id, err);
 	json_decref(handle);
 	sg_store_sbx_clear(&row);
-	return rc == SG_PROV_OK ? 0 : -1;
+	return rc == SG_PROV_OK ? 0 : rc == SG_SBX_GONE ? SG_SBX_GONE : -1;
 }
 
 int

@@ -21,15 +21,33 @@ struct sg_sbx_env {
 	struct sg_prov		*prov;
 };
 
-/* Create a sandbox of tool (NULL: interception.sandbox_tool) for tenant.
- * ephemeral: it lives request_timeout + 60 s at the provider, else
- * sessions.ttl + 60 s, extended on use. *out filled on success
- * (sg_store_sbx_clear it). */
+/* sg_sbx_run: the sandbox stopped answering and was deleted (err says
+ * so); a session or conversation may go on in a new one. */
+#define SG_SBX_GONE (-2)
+
+/*
+ * Create a sandbox of tool (NULL: interception.sandbox_tool) for tenant,
+ * of kind (enum sg_sbx_kind). An ephemeral one lives request_timeout +
+ * 60 s at the provider; a kept one sessions.ttl + 60 s, extended on use,
+ * and counts against the key's sessions.max_per_key: one too many evicts
+ * the least recently used that runs nothing (429 when all run). *out
+ * filled on success (sg_store_sbx_clear it).
+ */
 int	 sg_sbx_create(struct sg_sbx_env *, const char *tenant, const char *tool,
-	    int ephemeral, struct sg_store_sbx *out, struct sg_error *);
-/* Run code in the tenant's sandbox id. timeout_s 0: exec_timeout. keep:
- * the sandbox lives on (its life slides with use); else it only has to
- * outlast this run. New CodeExecutionResult in *result. */
+	    int kind, struct sg_store_sbx *out, struct sg_error *);
+/*
+ * The sandbox of the tenant's session (metadata.session_id), of
+ * interception.sandbox_tool: the one it has, or a new one made now.
+ * Requests racing on a new session make one, the others wait for it (as
+ * long as their request may); a creator that died is replaced. *lost set
+ * when the session had a sandbox that is gone: its state is lost.
+ */
+int	 sg_sbx_session(struct sg_sbx_env *, const char *tenant,
+	    const char *session_id, char id[48], int *lost, struct sg_error *);
+/* Run code in the tenant's sandbox id, one run at a time across
+ * responders. timeout_s 0: exec_timeout. keep: the sandbox lives on (its
+ * life slides with use); else it only has to outlast this run. New
+ * CodeExecutionResult in *result. 0, -1 with err, or SG_SBX_GONE. */
 int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
 	    const char *code, int timeout_s, int keep, json_t **result,
 	    struct sg_error *);

@@ -197,7 +197,8 @@ create(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 
 	if (opt_string(b, "tool", &tool, err) == -1 ||
 	    may_use(env->cfg, req, tool, err) == -1 ||
-	    sg_sbx_create(env, req->tenant, tool, 0, &row, err) == -1)
+	    sg_sbx_create(env, req->tenant, tool, SG_SBX_EXPLICIT, &row,
+	    err) == -1)
 		return NULL;
 	j = sg_sbx_json(env->cfg, &row);
 	sg_store_sbx_clear(&row);
@@ -214,7 +215,7 @@ run(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 
 	if (code_args(env->cfg, b, &code, &timeout, err) == -1 ||
 	    may_reach(env, req, id, err) == -1 ||
-	    sg_sbx_run(env, req->tenant, id, code, timeout, 1, &result, err) == -1)
+	    sg_sbx_run(env, req->tenant, id, code, timeout, 1, &result, err) < 0)
 		return NULL;
 	return result;
 }
@@ -233,7 +234,8 @@ oneshot(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 	if (code_args(env->cfg, b, &code, &timeout, err) == -1 ||
 	    opt_string(b, "tool", &tool, err) == -1 ||
 	    may_use(env->cfg, req, tool, err) == -1 ||
-	    sg_sbx_create(env, req->tenant, tool, 1, &row, err) == -1)
+	    sg_sbx_create(env, req->tenant, tool, SG_SBX_EPHEMERAL, &row,
+	    err) == -1)
 		return NULL;
 	sg_sbx_run(env, req->tenant, row.id, code, timeout, 0, &result, err);
 	/* A delete that fails leaves the row for the reaper; the run's

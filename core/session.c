@@ -1,0 +1,237 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+#define LOST_NOTE "[sandgate: this conversation's sandbox was lost (it " \
+	"expired or was deleted), so this code ran in a new one: variables, " \
+	"imports and files from earlier runs are gone; re-create what you " \
+	"need.]\n"
+
+/* The container a code_interpreter tool names (a string), or NULL when
+ * it says {"type":"auto"}. Borrowed. */
+static const json_t *
+explicit_container(const json_t *work)
+{
+	const json_t *tools = json_object_get(work, "tools"), *t, *c;
+	size_t i;
+
+	json_array_foreach(tools, i, t) {
+		const char *type = json_string_value(json_object_get(t, "type"));
+
+		c = json_object_get(t, "container");
+		if (type != NULL && strcmp(type, "code_interpreter") == 0 &&
+		    json_is_string(c))
+			return c;
+	}
+	return NULL;
+}
+
+static int
+not_found(struct sg_error *err, const char *id)
+{
+	return sg_error_set(err, 404, "invalid_request_error", NULL, "tools",
+	    "Container with id '%s' not found.", id);
+}
+
+/* The caller's ready container id, as an explicit container. */
+static int
+bind_explicit(struct sg_sbx_env *env, const struct sg_req *req,
+    const json_t *v, struct sg_bind *b, struct sg_error *err)
+{
+	const char *id = json_string_value(v);
+	struct sg_store_sbx row;
+	int rc;
+
+	if (strlen(id) != json_string_length(v) || strlen(id) >= sizeof(b->sandbox))
+		return not_found(err, id);
+	rc = sg_store_sbx_get(env->store, id, req->tenant, &row);
+	if (rc == SG_STORE_ERROR)
+		return sg_error_set(err, 503, "server_error", NULL, NULL,
+		    "The store is unavailable: %s", sg_store_errmsg(env->store));
+	if (rc != SG_STORE_OK || strcmp(row.state, "ready") != 0) {
+		if (rc == SG_STORE_OK)
+			sg_store_sbx_clear(&row);
+		return not_found(err, id);
+	}
+	if (!sg_cfg_key_may_use(req->key, row.tool)) {
+		sg_store_sbx_clear(&row);
+		return sg_error_set(err, 403, "invalid_request_error",
+		    "tool_not_allowed", "tools", "This API key may not use the "
+		    "sandbox tool '%s'.", row.tool);
+	}
+	snprintf(b->sandbox, sizeof(b->sandbox), "%s", id);
+	b->kind = row.kind == SG_SBX_EPHEMERAL ? SG_SBX_EXPLICIT : row.kind;
+	sg_store_sbx_clear(&row);
+	return 0;
+}
+
+/* metadata.session_id, taken out of the body: 1 when there is one. */
+static int
+take_session(json_t *work, struct sg_bind *b, struct sg_error *err)
+{
+	json_t *md = json_object_get(work, "metadata");
+	const json_t *v = json_object_get(md, "session_id");
+	size_t n;
+
+	if (v == NULL)
+		return 0;
+	n = json_string_length(v);
+	if (!json_is_string(v) || n == 0 || n > SG_STORE_SESSION_MAX ||
+	    strlen(json_string_value(v)) != n)
+		return sg_error_invalid(err, "metadata.session_id",
+		    "invalid_value", "Invalid 'metadata.session_id': expected a "
+		    "string of 1 to %d characters.", SG_STORE_SESSION_MAX);
+	snprintf(b->session, sizeof(b->session), "%s", json_string_value(v));
+	json_object_del(md, "session_id");
+	if (json_object_size(md) == 0)
+		json_object_del(work, "metadata");
+	return 1;
+}
+
+/* The container a continuation used: previous_response_id's, else the
+ * last replayed code_interpreter_call's. "" when none. */
+static void
+continued(struct sg_sbx_env *env, const struct sg_req *req,
+    const json_t *work, char id[48])
+{
+	const char *prev = json_string_value(json_object_get(work,
+	    "previous_response_id"));
+	const json_t *input = json_object_get(work, "input"), *it;
+	char up[256];
+	size_t i;
+
+	id[0] = '\0';
+	json_array_foreach(input, i, it) {
+		const char *type = json_string_value(json_object_get(it, "type"));
+		const char *c = json_string_value(json_object_get(it,
+		    "container_id"));
+
+		if (type != NULL && strcmp(type, "code_interpreter_call") == 0 &&
+		    c != NULL && strlen(c) < 48)
+			snprintf(id, 48, "%s", c);
+	}
+	if (id[0] == '\0' && prev != NULL)
+		sg_store_resp_get(env->store, prev, req->tenant, up, sizeof(up),
+		    id, 48);
+}
+
+/* Whether id is the tenant's and alive; its kind in *kind. */
+static int
+alive(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
+    int *kind)
+{
+	struct sg_store_sbx row;
+	int ok;
+
+	if (sg_store_sbx_get(env->store, id, req->tenant, &row) != SG_STORE_OK)
+		return 0;
+	ok = strcmp(row.state, "ready") == 0 && row.kind != SG_SBX_EPHEMERAL;
+	*kind = row.kind;
+	sg_store_sbx_clear(&row);
+	return ok;
+}
+
+int
+sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
+    struct sg_bind *b, struct sg_error *err)
+{
+	const json_t *ex = explicit_container(work);
+	char prev[48];
+	int rc, kind;
+
+	memset(b, 0, sizeof(*b));
+	b->kind = SG_SBX_EPHEMERAL;
+	if ((rc = take_session(work, b, err)) == -1)
+		return -1;
+	if (ex != NULL)
+		return bind_explicit(env, req, ex, b, err);
+	if (rc == 1) {
+		b->kind = SG_SBX_SESSION;
+		return 0;
+	}
+	continued(env, req, work, prev);
+	if (prev[0] != '\0' && alive(env, req, prev, &kind)) {
+		snprintf(b->sandbox, sizeof(b->sandbox), "%s", prev);
+		b->kind = kind;
+		return 0;
+	}
+	if (env->cfg->interception.reuse_conversation) {
+		b->kind = SG_SBX_CONVERSATION;
+		/* Its container went since (expired, evicted, deleted). */
+		b->lost = prev[0] != '\0';
+	}
+	return 0;
+}
+
+const char *
+sg_bind_sandbox(struct sg_sbx_env *env, const struct sg_req *req,
+    struct sg_bind *b, struct sg_error *err)
+{
+	struct sg_store_sbx row;
+	int lost = 0;
+
+	if (b->sandbox[0] != '\0')
+		return b->sandbox;
+	if (b->kind == SG_SBX_SESSION) {
+		if (sg_sbx_session(env, req->tenant, b->session, b->sandbox,
+		    &lost, err) == -1) {
+			b->sandbox[0] = '\0';
+			return NULL;
+		}
+		b->lost |= lost;
+		return b->sandbox;
+	}
+	if (b->kind == SG_SBX_EXPLICIT) {
+		not_found(err, "(gone)");
+		return NULL;
+	}
+	if (sg_sbx_create(env, req->tenant, NULL, b->kind, &row, err) == -1)
+		return NULL;
+	snprintf(b->sandbox, sizeof(b->sandbox), "%s", row.id);
+	sg_store_sbx_clear(&row);
+	return b->sandbox;
+}
+
+int
+sg_bind_run(struct sg_sbx_env *env, const struct sg_req *req,
+    struct sg_bind *b, const char *code, json_t **result, char **note,
+    struct sg_error *err)
+{
+	int rc, tries;
+
+	*note = NULL;
+	for (tries = 0; tries < 2; tries++) {
+		if (sg_bind_sandbox(env, req, b, err) == NULL)
+			return -1;
+		rc = sg_sbx_run(env, req->tenant, b->sandbox, code, 0,
+		    b->kind != SG_SBX_EPHEMERAL, result, err);
+		if (rc != SG_SBX_GONE)
+			break;
+		/* Gone (and deleted): the one the client named cannot be
+		 * replaced; any other can, once. */
+		if (b->kind == SG_SBX_EXPLICIT)
+			return -1;
+		b->sandbox[0] = '\0';
+		b->lost = 1;
+	}
+	if (rc != 0)
+		return -1;
+	if (b->lost)
+		*note = strdup(LOST_NOTE);
+	b->lost = 0;
+	if (b->kind == SG_SBX_SESSION)
+		sg_store_sess_touch(env->store, req->tenant, b->session);
+	return 0;
+}
+
+void
+sg_bind_end(struct sg_sbx_env *env, const struct sg_req *req,
+    struct sg_bind *b)
+{
+	struct sg_error ignored;
+
+	if (b->kind == SG_SBX_EPHEMERAL && b->sandbox[0] != '\0')
+		sg_sbx_delete(env, req->tenant, b->sandbox, &ignored);
+}
