@@ -10,14 +10,14 @@ SG_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -MMD -MP $(CFLAGS)
 LIBS	  = -lfcgi -lcurl -ljansson -lconfig -lsqlite3 -lcrypto -lseccomp
 
 CORE_SRC  = lib/util.c core/answer.c core/auth.c core/codedec.c core/config.c core/config_parts.c core/config_read.c core/error.c core/gateway.c \
-	    core/http.c core/loop.c core/respids.c core/rewrite.c core/router.c core/sandbox.c core/sandbox_api.c core/session.c core/sse.c core/stream.c core/turn.c core/upstream.c store/sandbox.c store/session.c store/store.c \
+	    core/http.c core/loop.c core/respids.c core/rewrite.c core/reap.c core/router.c core/sandbox.c core/sandbox_api.c core/session.c core/sse.c core/stream.c core/turn.c core/upstream.c store/sandbox.c store/session.c store/store.c \
 	    providers/e2b.c providers/http.c providers/opensandbox.c \
 	    providers/local.c providers/provider.c providers/result.c \
 	    providers/sandboxd.c providers/sbxd_cgroup.c providers/sbxd_exec.c \
 	    providers/sbxd_files.c providers/sbxd_net.c providers/sbxd_seccomp.c
 FCGI_SRC  = fcgi/board.c fcgi/listen.c fcgi/log.c fcgi/main.c fcgi/master.c fcgi/privs.c \
 	    fcgi/reaper.c fcgi/responder.c
-CLI_SRC   = cli/sandgate.c
+CLI_SRC   = cli/sandgate.c cli/sessions.c
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
 
 CORE_OBJ  = $(CORE_SRC:%.c=$(B)/obj/%.o)

@@ -1,6 +1,6 @@
 /*
- * sandgate: the command line tool. Keys, config checks; later issues add
- * exec, sessions and reap. Run as root against a store owned by the
+ * sandgate: the command line tool: keys, config checks, exec, reap, and
+ * sessions (cli/sessions.c). Run as root against a store owned by the
  * service user, it becomes that user first: a root-owned -wal or -shm
  * file would leave the store read-only for the gateway.
  */
@@ -18,6 +18,7 @@
 
 #include <curl/curl.h>
 
+#include "cli.h"
 #include "../core/config.h"
 #include "../core/sandbox.h"
 #include "../lib/util.h"
@@ -33,6 +34,10 @@ usage(void)
 	    "  keys revoke NAME    revoke the active key of that name\n"
 	    "  check-config        load the config; unknown keys are errors\n"
 	    "  reap                delete sandboxes whose life has passed\n"
+	    "  sessions list [--key NAME]\n"
+	    "                      sessions and their sandboxes\n"
+	    "  sessions purge --key NAME | --all\n"
+	    "                      delete sessions and their sandboxes\n"
 	    "  exec [--tool NAME] [--sandbox ID] [FILE|-]\n"
 	    "                      run code (a file, or standard input) in a new\n"
 	    "                      sandbox, deleted afterwards, or in sandbox ID\n");
@@ -74,8 +79,8 @@ become_store_owner(const struct sg_cfg *cfg)
 	return 0;
 }
 
-static struct sg_store *
-open_store(const struct sg_cfg *cfg)
+struct sg_store *
+sg_cli_open_store(const struct sg_cfg *cfg)
 {
 	struct sg_store *st;
 	char err[512];
@@ -118,7 +123,7 @@ keys_create(const struct sg_cfg *cfg, const char *name)
 		return 1;
 	}
 	sg_sha256_hex(key, strlen(key), hash);
-	if ((st = open_store(cfg)) == NULL)
+	if ((st = sg_cli_open_store(cfg)) == NULL)
 		return 1;
 	rc = sg_store_key_add(st, name, hash);
 	if (rc == SG_STORE_EXISTS)
@@ -156,7 +161,7 @@ keys_list(const struct sg_cfg *cfg)
 		printf("%-24s %.12s…  from %s\n", cfg->auth.keys[i].name,
 		    cfg->auth.keys[i].sha256[0] != '\0' ?
 		    cfg->auth.keys[i].sha256 : "(unresolved)", cfg->path);
-	if ((st = open_store(cfg)) == NULL)
+	if ((st = sg_cli_open_store(cfg)) == NULL)
 		return 1;
 	rc = sg_store_key_list(st, print_key, NULL);
 	if (rc != SG_STORE_OK)
@@ -171,7 +176,7 @@ keys_revoke(const struct sg_cfg *cfg, const char *name)
 	struct sg_store *st;
 	int rc;
 
-	if ((st = open_store(cfg)) == NULL)
+	if ((st = sg_cli_open_store(cfg)) == NULL)
 		return 1;
 	rc = sg_store_key_revoke(st, name);
 	if (rc == SG_STORE_NOTFOUND)
@@ -280,7 +285,7 @@ exec_code(const struct sg_cfg *cfg, const char *tool, const char *sandbox,
 		return 2;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	sg_prov_init(&prov);
-	if ((env.store = open_store(cfg)) == NULL)
+	if ((env.store = sg_cli_open_store(cfg)) == NULL)
 		goto out;
 	if (sandbox != NULL) {
 		/* The operator may use any key's sandbox. */
@@ -289,13 +294,14 @@ exec_code(const struct sg_cfg *cfg, const char *tool, const char *sandbox,
 			goto out;
 		}
 		if (sg_sbx_run(&env, row.tenant, sandbox, code, 0, 1, &result,
-		    &err) == -1)
+		    &err) < 0)
 			fprintf(stderr, "sandgate: %s\n", err.message);
 		sg_store_sbx_clear(&row);
-	} else if (sg_sbx_create(&env, "cli", tool, 1, &row, &err) == -1)
+	} else if (sg_sbx_create(&env, "cli", tool, SG_SBX_EPHEMERAL, &row,
+	    &err) == -1)
 		fprintf(stderr, "sandgate: %s\n", err.message);
 	else {
-		if (sg_sbx_run(&env, "cli", row.id, code, 0, 0, &result, &err) == -1)
+		if (sg_sbx_run(&env, "cli", row.id, code, 0, 0, &result, &err) < 0)
 			fprintf(stderr, "sandgate: %s\n", err.message);
 		if (sg_sbx_delete(&env, "cli", row.id, &derr) == -1)
 			fprintf(stderr, "sandgate: sandbox %s not deleted: %s\n",
@@ -318,13 +324,16 @@ reap(const struct sg_cfg *cfg)
 {
 	struct sg_prov prov;
 	struct sg_sbx_env env = { cfg, NULL, &prov };
-	int deleted = 0, failed = 0, rc = 1;
+	int deleted = 0, failed = 0, skipped = 0, rc = 1;
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	sg_prov_init(&prov);
-	if ((env.store = open_store(cfg)) != NULL &&
-	    sg_sbx_reap(&env, &deleted, &failed) == 0) {
-		printf("deleted %d, failed %d\n", deleted, failed);
+	if ((env.store = sg_cli_open_store(cfg)) != NULL &&
+	    sg_sbx_reap(&env, NULL, &deleted, &failed, &skipped) == 0) {
+		if (skipped)
+			printf("skipped: another sweep holds the lease\n");
+		else
+			printf("deleted %d, failed %d\n", deleted, failed);
 		rc = failed > 0;
 	}
 	sg_store_close(env.store);
@@ -391,7 +400,13 @@ main(int argc, char *argv[])
 			usage();
 		}
 	}
-	else if (strcmp(cmd, "keys") == 0 && sub != NULL) {
+	else if (strcmp(cmd, "sessions") == 0 && sub != NULL) {
+		if ((rc = sg_cli_sessions(cfg, argc - optind - 1,
+		    argv + optind + 1)) == -1) {
+			sg_cfg_free(cfg);
+			usage();
+		}
+	} else if (strcmp(cmd, "keys") == 0 && sub != NULL) {
 		const char *name = optind + 2 < argc ? argv[optind + 2] : NULL;
 		int nargs = argc - optind;
 

@@ -114,16 +114,57 @@ healthz(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 	json_decref(body);
 }
 
+struct sbx_counts {
+	char	*buf;
+	size_t	 sz, n;
+};
+
+static int
+sbx_count(void *arg, const char *tool, int kind, int64_t count)
+{
+	static const char *const kinds[] = { "ephemeral", "session",
+	    "conversation", "explicit" };
+	struct sbx_counts *c = arg;
+	int w;
+
+	if (kind < 0 || kind > 3 || c->n >= c->sz)
+		return 0;
+	w = snprintf(c->buf + c->n, c->sz - c->n, "sandgate_sandboxes{tool=\"%s\","
+	    "kind=\"%s\"} %lld\n", tool, kinds[kind], (long long)count);
+	if (w > 0 && (size_t)w < c->sz - c->n)
+		c->n += (size_t)w;
+	return 0;
+}
+
+/* The store's live sandboxes by tool and kind: sessions and the
+ * containers kept for conversations among them. */
+static size_t
+sbx_metrics(struct sg_gw *gw, char *buf, size_t sz)
+{
+	struct sbx_counts c = { buf, sz, 0 };
+	int w;
+
+	w = snprintf(buf, sz, "# HELP sandgate_sandboxes Live sandboxes, by tool "
+	    "and kind.\n# TYPE sandgate_sandboxes gauge\n");
+	if (w < 0 || (size_t)w >= sz)
+		return 0;
+	c.n = (size_t)w;
+	sg_store_sbx_counts(gw->store, sbx_count, &c);
+	return c.n;
+}
+
 static void
 metrics(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 {
-	char buf[8192];
-	size_t n = 0;
+	char buf[8192], sbx[4096];
+	size_t n = 0, m;
 
 	if (gw->metrics != NULL)
 		n = gw->metrics(gw->metrics_arg, buf, sizeof(buf));
-	if (sg_http_begin(out, req, 200, "text/plain; version=0.0.4", NULL) == 0)
-		out->write(out, buf, n);
+	m = sbx_metrics(gw, sbx, sizeof(sbx));
+	if (sg_http_begin(out, req, 200, "text/plain; version=0.0.4", NULL) == 0 &&
+	    out->write(out, buf, n) == 0)
+		out->write(out, sbx, m);
 }
 
 static void

@@ -550,6 +550,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	r.usage = json_object();
 	r.prints = json_array();
 	sg_turn_init(&r.last, s);
+	/* Before the rewrite: it reads the client's own tools. */
+	rc = sg_bind_init(env->sbx, req, r.work, &r.bind, &err);
 	sg_rw_first(r.work, s, r.tool, &r.info);
 	if (m->model != NULL)
 		json_object_set_new(r.work, "model", json_string(m->model));
@@ -563,7 +565,6 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		env->sbx->prov->stop = stream_stop;
 		env->sbx->prov->stop_arg = &r;
 	}
-	rc = sg_bind_init(env->sbx, req, r.work, &r.bind, &err);
 	if (rc == 0)
 		rc = continue_from(&r, &err);
 	if (rc == 0 && s == SG_SURFACE_RESPONSES)

@@ -107,12 +107,16 @@ owner_dead(const struct sg_store_sbx *row)
 static void
 evict(struct sg_sbx_env *env, const char *victim)
 {
-	struct sg_error ignored;
+	struct sg_store_sbx row;
+	char why[512];
 
-	if (victim[0] != '\0' && sg_sbx_delete(env, NULL, victim, &ignored) ==
-	    -1)
+	if (victim[0] == '\0' || sg_store_sbx_get(env->store, victim, NULL,
+	    &row) != SG_STORE_OK)
+		return;
+	if (sg_sbx_destroy_row(env, &row, why, sizeof(why)) == -1)
 		fprintf(stderr, "sandgate: evicting sandbox %s: %s\n", victim,
-		    ignored.message);
+		    why);
+	sg_store_sbx_clear(&row);
 }
 
 /* The provider's half of a create, for a row already recorded. */
@@ -325,7 +329,8 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 		timeout_s = env->cfg->interception.exec_timeout;
 	/* One run at a time in a sandbox, whichever responder asks. */
 	while ((rc = sg_store_sbx_run_begin(env->store, id, getpid(),
-	    (int64_t)time(NULL) + timeout_s + 60)) == SG_STORE_EXISTS)
+	    sg_proc_start(getpid()), (int64_t)time(NULL) + timeout_s + 60)) ==
+	    SG_STORE_EXISTS)
 		if (pause_for(env, "another run", id, err) == -1)
 			return -1;
 	if (open_sandbox(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
@@ -406,69 +411,45 @@ sg_sbx_json(const struct sg_cfg *cfg, const struct sg_store_sbx *row)
 	    "expires_at", (json_int_t)row->expires_at);
 }
 
-struct sweep {
-	char	(*ids)[48];
-	size_t	 n, cap;
-	int64_t	 before;
-};
-
-static int
-expired(void *arg, const struct sg_store_sbx *row)
-{
-	struct sweep *w = arg;
-	char (*grown)[48];
-
-	if (row->expires_at >= w->before)
-		return 0;
-	if (w->n == w->cap) {
-		w->cap = w->cap ? w->cap * 2 : 16;
-		if ((grown = realloc(w->ids, w->cap * sizeof(*w->ids))) == NULL)
-			return -1;
-		w->ids = grown;
-	}
-	snprintf(w->ids[w->n++], sizeof(w->ids[0]), "%s", row->id);
-	return 0;
-}
-
 int
-sg_sbx_reap(struct sg_sbx_env *env, int *deleted, int *failed)
+sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
+    char *why, size_t whysz)
 {
-	struct sweep w = { .before = (int64_t)time(NULL) - 60 };
 	const struct sg_provider_ops *ops;
-	const struct sg_tool *t;
-	struct sg_store_sbx row;
+	const struct sg_tool *t = NULL;
 	struct sg_prov_error pe;
 	struct sg_error err;
 	json_t *handle;
-	size_t i;
-	int rc;
+	int rc = SG_PROV_OK;
 
-	*deleted = *failed = 0;
-	/* Collect first: no read transaction is held across a provider call. */
-	if (sg_store_sbx_list(env->store, NULL, expired, &w) != SG_STORE_OK) {
-		free(w.ids);
+	handle = row->handle != NULL ? json_loads(row->handle, 0, NULL) : NULL;
+	if (handle != NULL && (t = tool_of(env, row->tool, &ops, &err)) != NULL)
+		rc = ops->destroy(env->prov, t, handle, &pe);
+	else if (handle != NULL) {
+		snprintf(why, whysz, "%s", err.message);
+		rc = SG_PROV_FAILED;
+	}
+	json_decref(handle);
+	if (rc != SG_PROV_OK && rc != SG_PROV_GONE) {
+		if (handle != NULL && t != NULL)
+			snprintf(why, whysz, "%s", pe.message);
 		return -1;
 	}
-	for (i = 0; i < w.n; i++) {
-		if (sg_store_sbx_get(env->store, w.ids[i], NULL, &row) != 0)
-			continue;
-		rc = SG_PROV_OK;
-		handle = row.handle != NULL ? json_loads(row.handle, 0, NULL) :
-		    NULL;
-		if (handle != NULL && (t = tool_of(env, row.tool, &ops, &err)) !=
-		    NULL)
-			rc = ops->destroy(env->prov, t, handle, &pe);
-		if (rc == SG_PROV_OK || rc == SG_PROV_GONE) {
-			sg_store_sbx_remove(env->store, w.ids[i]);
-			(*deleted)++;
-		} else {
-			fprintf(stderr, "sandgate: reaper: sandbox %s: %s\n",
-			    w.ids[i], pe.message);
-			(*failed)++;
-		}
-		json_decref(handle);
-		sg_store_sbx_clear(&row);
-	}
-	free(w.ids);
-	return 0;
+	return sg_store_sbx_remove(env->store, row->id) == SG_STORE_OK ? 0 :
+	    (snprintf(why, whysz, "%s", sg_store_errmsg(env->store)), -1);
+}
+
+int
+sg_sbx_owner_dead(const struct sg_store_sbx *row)
+{
+	return owner_dead(row);
+}
+
+int
+sg_sbx_running(const struct sg_store_sbx *row)
+{
+	/* A run holds it until its deadline, unless its responder (on
+	 * this host) is gone. */
+	return row->runner_until >= (int64_t)time(NULL) && row->runner_pid > 0 &&
+	    sg_proc_start((int)row->runner_pid) == row->runner_start;
 }

@@ -53,14 +53,30 @@ int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
 int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
+/* Delete a row's sandbox at its provider (a row without a handle has
+ * nothing there) and remove the row. The row's tool must still be
+ * configured. 0, or -1 with why. */
+int	 sg_sbx_destroy_row(struct sg_sbx_env *, const struct sg_store_sbx *,
+	    char *why, size_t whysz);
+/* Whether the process that recorded row, on this host, is gone. */
+int	 sg_sbx_owner_dead(const struct sg_store_sbx *);
+/* Whether a run holds row now (its responder alive, its deadline not
+ * passed). */
+int	 sg_sbx_running(const struct sg_store_sbx *);
+
 /*
- * One sweep: every sandbox whose life at its provider has passed (its
- * expires_at, with a minute's grace) is deleted there (gone counts) and
- * its row removed; a row still "creating" then has nothing left to
- * delete, since every sandbox is made with a bounded life. Counts in
+ * One sweep of the reaper (core/reap.c), under the store's "reaper"
+ * lease so two sweepers never run at once (*skipped then). Deleted at
+ * their provider, rows removed: sandboxes whose life there passed; kept
+ * ones (sessions, conversations, explicit) idle past sessions.ttl and
+ * running nothing; a request's own whose responder is gone; evictions
+ * whose delete failed. Sessions left without a sandbox for a day go.
+ * With only_tool, every sandbox of that tool instead (a tool removed
+ * from the config: env->cfg is the old one, with its settings). Counts in
  * *deleted and *failed. 0, or -1 when the store failed.
  */
-int	 sg_sbx_reap(struct sg_sbx_env *, int *deleted, int *failed);
+int	 sg_sbx_reap(struct sg_sbx_env *, const char *only_tool, int *deleted,
+	    int *failed, int *skipped);
 
 /* The direct sandbox routes (design §3.3): answer one request. The
  * route and its {id} come from the router. */

@@ -108,6 +108,11 @@ void	 sg_responder_run(const struct sg_env *, int slot)
 
 /* reaper.c: sweep expired sandboxes every half minute; never returns. */
 void	 sg_reaper_run(const struct sg_cfg *) __attribute__((noreturn));
+/* reaper.c: delete every sandbox of each tool old has and cfg has not,
+ * with old's settings (the only ones that can reach them); never
+ * returns. */
+void	 sg_reaper_removed(const struct sg_cfg *old, const struct sg_cfg *cfg)
+	    __attribute__((noreturn));
 
 /* privs.c: become cfg's server.user when root. 0, or -1 logged. */
 int	 sg_drop_privileges(const struct sg_cfg *);

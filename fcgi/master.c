@@ -362,6 +362,18 @@ stop(struct master *m)
 		;
 }
 
+/* Whether old has a sandbox tool cfg has not. */
+static int
+removed_tools(const struct sg_cfg *old, const struct sg_cfg *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < old->ntools; i++)
+		if (sg_cfg_tool(cfg, old->tools[i].name) == NULL)
+			return 1;
+	return 0;
+}
+
 /* SIGHUP: a good file replaces the config and rolls every responder; a
  * broken one is refused and the old config stays. */
 static void
@@ -384,6 +396,10 @@ reload(struct master *m)
 		sg_cfg_free(cfg);
 		return;
 	}
+	/* Sandboxes of a tool the new config has not: only the old settings
+	 * can reach them, so a child with the old config deletes them. */
+	if (removed_tools(m->cfg, cfg) && fork_helper(m) == 0)
+		sg_reaper_removed(m->cfg, cfg);
 	sg_cfg_free(m->cfg);
 	m->cfg = cfg;
 	/* The reaper holds the old config too: it comes back with the new. */

@@ -29,24 +29,25 @@ on_stop(int sig)
 }
 
 static void
-sweep(const struct sg_cfg *cfg)
+sweep(const struct sg_cfg *cfg, const char *only_tool)
 {
 	struct sg_prov prov;
 	struct sg_sbx_env env = { cfg, NULL, &prov };
 	char err[512];
-	int deleted, failed;
+	int deleted, failed, skipped;
 
 	if (sg_store_open(cfg->store.path, &env.store, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sandgate: reaper: %s\n", err);
 		return;
 	}
 	sg_prov_init(&prov);
-	if (sg_sbx_reap(&env, &deleted, &failed) == -1)
+	if (sg_sbx_reap(&env, only_tool, &deleted, &failed, &skipped) == -1)
 		fprintf(stderr, "sandgate: reaper: %s\n",
 		    sg_store_errmsg(env.store));
 	else if (deleted + failed > 0)
-		fprintf(stderr, "sandgate: reaper: deleted %d expired "
-		    "sandboxes, %d failed\n", deleted, failed);
+		fprintf(stderr, "sandgate: reaper: deleted %d %s sandboxes, "
+		    "%d failed\n", deleted, only_tool != NULL ? "removed tool's" :
+		    "expired", failed);
 	sg_prov_free(&prov);
 	sg_store_close(env.store);
 }
@@ -62,10 +63,27 @@ sg_reaper_run(const struct sg_cfg *cfg)
 	if (sg_drop_privileges(cfg) == -1)
 		_exit(3);
 	while (!stopping) {
-		sweep(cfg);
+		sweep(cfg, NULL);
 		for (i = 0; i < REAP_EVERY && !stopping; i++)
 			poll(NULL, 0, 1000);
 	}
+	curl_global_cleanup();
+	_exit(0);
+}
+
+void
+sg_reaper_removed(const struct sg_cfg *old, const struct sg_cfg *cfg)
+{
+	size_t i;
+
+	prctl(PR_SET_NAME, "sg-reaper");
+	sg_child_signals(on_stop);
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	if (sg_drop_privileges(old) == -1)
+		_exit(3);
+	for (i = 0; i < old->ntools; i++)
+		if (sg_cfg_tool(cfg, old->tools[i].name) == NULL)
+			sweep(old, old->tools[i].name);
 	curl_global_cleanup();
 	_exit(0);
 }

@@ -96,13 +96,14 @@ sg_store_sbx_begin_kind(struct sg_store *st, const char *id,
 
 int
 sg_store_sbx_run_begin(struct sg_store *st, const char *id, int64_t pid,
-    int64_t until)
+    int64_t start, int64_t until)
 {
 	int changes = 0, rc;
 
 	rc = sg_st_exec_args(st, &changes, "UPDATE sandboxes SET runner_pid = "
-	    "?, runner_until = ? WHERE id = ? AND runner_until < ?", "iisi",
-	    pid, until, id, (int64_t)time(NULL));
+	    "?, runner_start = ?, runner_until = ? WHERE id = ? AND "
+	    "runner_until < ?", "iiisi", pid, start, until, id,
+	    (int64_t)time(NULL));
 	return rc != SG_STORE_OK ? rc : changes > 0 ? SG_STORE_OK :
 	    SG_STORE_EXISTS;
 }
@@ -111,8 +112,8 @@ int
 sg_store_sbx_run_end(struct sg_store *st, const char *id, int64_t pid)
 {
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET runner_pid = "
-	    "NULL, runner_until = 0 WHERE id = ? AND runner_pid = ?", "si", id,
-	    pid);
+	    "NULL, runner_start = NULL, runner_until = 0 WHERE id = ? AND "
+	    "runner_pid = ?", "si", id, pid);
 }
 
 int
@@ -199,6 +200,7 @@ sg_st_sbx_row(sqlite3_stmt *stmt, struct sg_store_sbx *out)
 	out->kind = sqlite3_column_int(stmt, 10);
 	out->runner_pid = sqlite3_column_int64(stmt, 11);
 	out->runner_until = sqlite3_column_int64(stmt, 12);
+	out->runner_start = sqlite3_column_int64(stmt, 13);
 }
 
 

@@ -69,6 +69,7 @@ static const char *const migrations[] = {
 	"ALTER TABLE sandboxes ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE sandboxes SET kind = 3;"
 	"ALTER TABLE sandboxes ADD COLUMN runner_pid INTEGER;"
+	"ALTER TABLE sandboxes ADD COLUMN runner_start INTEGER;"
 	"ALTER TABLE sandboxes ADD COLUMN runner_until INTEGER NOT NULL "
 	"  DEFAULT 0;"
 	"CREATE INDEX sandboxes_kept ON sandboxes(tenant, kind, last_used_at);"

@@ -76,7 +76,7 @@ struct sg_store_sbx {
 	int	 kind;			/* enum sg_sbx_kind */
 	int64_t	 owner_pid, owner_start;
 	int64_t	 created_at, last_used_at, expires_at;	/* unix seconds */
-	int64_t	 runner_pid, runner_until; /* a run under way, else 0 */
+	int64_t	 runner_pid, runner_start, runner_until; /* a run, else 0 */
 };
 
 /* An ephemeral sandbox's row. */
@@ -95,10 +95,11 @@ int	 sg_store_sbx_begin_kind(struct sg_store *, const char *id,
 	    const char *tenant, const char *tool, int kind, int64_t owner_pid,
 	    int64_t owner_start, int64_t expires_at, int max_kept,
 	    char victim[48]);
-/* A run in sandbox id by pid, until the unix second until: OK, or EXISTS
- * while another run (its deadline not passed) holds it. */
+/* A run in sandbox id by process pid (started at start, see
+ * sg_proc_start), until the unix second until: OK, or EXISTS while
+ * another run (its deadline not passed) holds it. */
 int	 sg_store_sbx_run_begin(struct sg_store *, const char *id, int64_t pid,
-	    int64_t until);
+	    int64_t start, int64_t until);
 int	 sg_store_sbx_run_end(struct sg_store *, const char *id, int64_t pid);
 /* Hand a sandbox to the reaper as an ephemeral one of a dead owner. */
 int	 sg_store_sbx_abandon(struct sg_store *, const char *id);

@@ -43,7 +43,7 @@ FINGERPRINT = "fp_fake0a1b2c"
 LISTED_MODELS = ["echo", "gpt-4.1-mini", "slow-2", "slow-0.5", "slowstream-1", "drop-3",
                  "fault-500", "fault-429", "fault-400", "json-error-stream",
                  "ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason",
-                 "ci-clientfn", "ci-badargs", "ci-args"]
+                 "ci-clientfn", "ci-badargs", "ci-args", "ci-turn"]
 
 
 def dumps(obj):
@@ -274,6 +274,8 @@ def responses_frames(req, model, prompt, text):
 #   ci-badargs   n=0: the code tool with arguments '{"source": 1}' (no "code")   else "bad args: <last>"
 #   ci-args      n=0: the code tool with the last user text, verbatim, as its arguments (a test
 #                writes any arguments, malformed or hostile)   else "args result: <last>"
+#   ci-turn      as ci-args, but it calls whenever the newest item of the conversation is a user
+#                message (a follow-up that replays earlier calls and results still runs its code)
 #
 # Code calls carry arguments {"code":"<code>"} (compact JSON). Usage of every turn:
 # prompt/input tokens 10*(n+1), completion/output tokens 5+n (ci-reason on Responses: 2 of them
@@ -281,7 +283,7 @@ def responses_frames(req, model, prompt, text):
 
 CODE_TOOL = "litellm_code_execution"
 SCRIPTED = ("ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason", "ci-clientfn",
-            "ci-badargs", "ci-args")
+            "ci-badargs", "ci-args", "ci-turn")
 
 
 def function_tools(req, chat):
@@ -342,6 +344,12 @@ def script_turn(model, req, chat):
     if model == "ci-args":
         args = last_user(req.get("messages"), ("text",)) if chat else responses_prompt(req)
         return ([(CODE_TOOL, args)], None, n) if n == 0 else say("args result: " + last)
+    if model == "ci-turn":
+        items = req.get("messages") if chat else req.get("input")
+        items = items if isinstance(items, list) else [{"role": "user"}]
+        newest = items[-1] if items and isinstance(items[-1], dict) else {}
+        args = last_user(req.get("messages"), ("text",)) if chat else responses_prompt(req)
+        return ([(CODE_TOOL, args)], None, n) if newest.get("role") == "user" else say("args result: " + last)
     if model == "ci-clientfn" and n == 0:
         calls = [(CODE_TOOL, dumps({"code": "print(1)"}))]
         other = [x for x in names if x != CODE_TOOL]

@@ -109,14 +109,15 @@ models = (
   ${model("slow11", "slow-11", "timeout = 30;")},
   { name = "unreachable"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; },
   { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; },
-  ${["ci-primes", "ci-two", "ci-raise", "ci-repeat", "ci-reason", "ci-clientfn", "ci-badargs", "ci-args"].map((n) => model(n, n)).join(",\n  ")},
+  ${["ci-primes", "ci-two", "ci-raise", "ci-repeat", "ci-reason", "ci-clientfn", "ci-badargs", "ci-args", "ci-turn"].map((n) => model(n, n)).join(",\n  ")},
   ${model("ci-endless", "ci-endless", "max_agentic_loops = 3;")}${extra.models ? "," + extra.models : ""}
 );
 sandbox_tools = (
   { name = "local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; ${localLimits} },
   { name = "local2"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; ${localLimits} }${extra.localTools ? "," + extra.localTools : ""}${extra.sandboxTools ? "," + extra.sandboxTools : ""}
 );
-${extra.sandboxTools ? `interception: { sandbox_tool = "${extra.interceptionTool ?? "e2b"}"; exec_timeout = 20; };` : ""}
+interception: { ${extra.sandboxTools ? `sandbox_tool = "${extra.interceptionTool ?? "e2b"}"; exec_timeout = 20;` : ""} ${extra.interception ?? ""} };
+${extra.sessions ? `sessions: { ${extra.sessions} };` : ""}
 `;
 }
 

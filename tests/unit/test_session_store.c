@@ -238,15 +238,15 @@ limit_evicts_the_least_recently_used_idle_one(void **state)
 	sg_store_sbx_clear(&row);
 	assert_int_equal(sg_store_sbx_remove(fx->st, "cntr_2"), SG_STORE_OK);
 	/* ...unless it runs code: then the next one. */
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 77, now + 60),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 77, 1, now + 60),
 	    SG_STORE_OK);
 	assert_int_equal(kept(fx, "cntr_5", now, 3, victim), SG_STORE_OK);
 	assert_string_equal(victim, "cntr_3");
 	sg_store_sbx_remove(fx->st, "cntr_3");
 	/* Everything running: full, and nothing recorded. */
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_4", 77, now + 60),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_4", 77, 1, now + 60),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_5", 77, now + 60),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_5", 77, 1, now + 60),
 	    SG_STORE_OK);
 	assert_int_equal(kept(fx, "cntr_6", now, 3, victim), SG_STORE_FULL);
 	assert_int_equal(sg_store_sbx_get(fx->st, "cntr_6", A, &row),
@@ -266,9 +266,9 @@ one_run_at_a_time(void **state)
 	int64_t now = time(NULL);
 
 	assert_int_equal(kept(fx, "cntr_1", now, 3, victim), SG_STORE_OK);
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 11, now + 60),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 11, 1, now + 60),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 22, now + 60),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 22, 1, now + 60),
 	    SG_STORE_EXISTS);
 	assert_int_equal(sg_store_sbx_get(fx->st, "cntr_1", A, &row),
 	    SG_STORE_OK);
@@ -277,18 +277,18 @@ one_run_at_a_time(void **state)
 	/* Only its runner ends a run. */
 	assert_int_equal(sg_store_sbx_run_end(fx->st, "cntr_1", 22),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 22, now + 60),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 22, 1, now + 60),
 	    SG_STORE_EXISTS);
 	assert_int_equal(sg_store_sbx_run_end(fx->st, "cntr_1", 11),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 22, now + 60),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 22, 1, now + 60),
 	    SG_STORE_OK);
 	/* A run past its deadline (its responder died) is taken over. */
 	assert_int_equal(sg_store_sbx_run_end(fx->st, "cntr_1", 22),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 33, now - 1),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 33, 1, now - 1),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 44, now + 60),
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, "cntr_1", 44, 1, now + 60),
 	    SG_STORE_OK);
 }
 

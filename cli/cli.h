@@ -1,0 +1,17 @@
+/*
+ * The command line tool's parts (the files of cli/), shared by them alone.
+ */
+#ifndef SG_CLI_H
+#define SG_CLI_H
+
+#include "../core/config.h"
+#include "../store/store.h"
+
+/* The store, migrated, as its owner (see become_store_owner). NULL and a
+ * message on stderr when it cannot be had. */
+struct sg_store *sg_cli_open_store(const struct sg_cfg *);
+/* sessions list [--key NAME] | sessions purge (--key NAME | --all), argv
+ * from "list"/"purge" on: 0, 1 on failure, -1 for a usage error. */
+int	 sg_cli_sessions(const struct sg_cfg *, int argc, char *argv[]);
+
+#endif

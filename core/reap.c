@@ -1,0 +1,122 @@
+/*
+ * The reaper's sweep: what nobody deleted, what a dead responder left,
+ * what sat idle past its time (design §5, "No leaks").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+#define LEASE_SECS	120		/* longer than a sweep takes */
+#define LOST_KEPT	86400		/* sessions without a sandbox: a day */
+
+struct sweep {
+	const struct sg_cfg *cfg;
+	const char	*only_tool;
+	int64_t		 now;
+	char		(*ids)[48];
+	size_t		 n, cap;
+};
+
+/* Whether row is to go now. */
+static int
+due(const struct sweep *w, const struct sg_store_sbx *row)
+{
+	if (w->only_tool != NULL)
+		return strcmp(row->tool, w->only_tool) == 0;
+	/* Its life at the provider passed (a minute's grace): whatever it
+	 * was, there is nothing left to keep. */
+	if (row->expires_at < w->now - 60)
+		return 1;
+	/* Anything still being created is its creator's, until its life
+	 * passes: the provider may be making it. */
+	if (strcmp(row->state, "creating") == 0)
+		return 0;
+	/* Running code holds it, whatever its kind. */
+	if (sg_sbx_running(row))
+		return 0;
+	/* An eviction whose delete failed, tried again. */
+	if (strcmp(row->state, "deleting") == 0)
+		return 1;
+	if (row->kind != SG_SBX_EPHEMERAL)
+		return row->last_used_at + w->cfg->sessions.ttl < w->now;
+	/* A request's own: its request ended without deleting it (the
+	 * responder died, or its delete failed). */
+	return sg_sbx_owner_dead(row);
+}
+
+static int
+collect(void *arg, const struct sg_store_sbx *row)
+{
+	struct sweep *w = arg;
+	char (*grown)[48];
+
+	if (!due(w, row))
+		return 0;
+	if (w->n == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 16;
+		if ((grown = realloc(w->ids, w->cap * sizeof(*w->ids))) == NULL)
+			return -1;
+		w->ids = grown;
+	}
+	snprintf(w->ids[w->n++], sizeof(w->ids[0]), "%s", row->id);
+	return 0;
+}
+
+int
+sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
+    int *failed, int *skipped)
+{
+	struct sweep w = { env->cfg, only_tool, (int64_t)time(NULL), NULL, 0, 0 };
+	struct sg_store_sbx row;
+	char holder[96], host[64], why[512];
+	size_t i;
+	int rc, pruned = 0;
+
+	*deleted = *failed = *skipped = 0;
+	if (gethostname(host, sizeof(host)) == -1)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(holder, sizeof(holder), "%s:%d", host, (int)getpid());
+	/* A tool's own sweep (on reload) deletes only what nobody else may
+	 * use any more: it needs no lease. */
+	rc = only_tool != NULL ? SG_STORE_OK : sg_store_lease(env->store,
+	    "reaper", holder, LEASE_SECS);
+	if (rc == SG_STORE_EXISTS) {
+		*skipped = 1;
+		return 0;
+	}
+	if (rc != SG_STORE_OK)
+		return -1;
+	/* Collect first: no read transaction is held across a provider call. */
+	if (sg_store_sbx_list(env->store, NULL, collect, &w) != SG_STORE_OK) {
+		free(w.ids);
+		sg_store_lease_release(env->store, "reaper", holder);
+		return -1;
+	}
+	for (i = 0; i < w.n; i++) {
+		/* Read again: it may have been used, or deleted, meanwhile. */
+		if (sg_store_sbx_get(env->store, w.ids[i], NULL, &row) != 0)
+			continue;
+		w.now = (int64_t)time(NULL);
+		if (!due(&w, &row))
+			;
+		else if (sg_sbx_destroy_row(env, &row, why, sizeof(why)) == 0)
+			(*deleted)++;
+		else {
+			fprintf(stderr, "sandgate: reaper: sandbox %s: %s\n",
+			    w.ids[i], why);
+			(*failed)++;
+		}
+		sg_store_sbx_clear(&row);
+	}
+	free(w.ids);
+	if (only_tool == NULL) {
+		sg_store_sess_prune(env->store, w.now - LOST_KEPT, &pruned);
+		sg_store_lease_release(env->store, "reaper", holder);
+	}
+	return 0;
+}
