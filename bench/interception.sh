@@ -6,6 +6,8 @@
 #   interception two upstream turns + a sandbox created, one cell run,
 #                the sandbox deleted                  (model ci-primes)
 #   streaming    the same, with stream: true, until the last byte
+#   session      the interception request in a session (metadata.session_id):
+#                its sandbox made in the warm-up, so no run pays a cold start
 # Usage: sh bench/interception.sh [RUNS]   (default 50; loopback only)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +34,7 @@ hyperfine -N --runs "$runs" --warmup 3 --style basic --export-json "$dir/hf.json
     -n passthrough "curl -sf $url -d '{\"model\":\"echo\",\"input\":\"hi\"}'" \
     -n interception "curl -sf $url -d '{\"model\":\"ci-primes\",\"input\":\"hi\",$ci}'" \
     -n streaming "curl -sfN $url -d '{\"model\":\"ci-primes\",\"input\":\"hi\",\"stream\":true,$ci}'" \
+    -n session "curl -sf $url -d '{\"model\":\"ci-primes\",\"input\":\"hi\",\"metadata\":{\"session_id\":\"bench\"},$ci}'" \
     >/dev/null
 python3 - "$dir/hf.json" <<'PY'
 import json, sys
