@@ -61,8 +61,9 @@ bind_explicit(struct sg_sbx_env *env, const struct sg_req *req,
 		    "tool_not_allowed", "tools", "This API key may not use the "
 		    "sandbox tool '%s'.", row.tool);
 	}
+	/* Named by the client: kept, and never replaced by another. */
 	snprintf(b->sandbox, sizeof(b->sandbox), "%s", id);
-	b->kind = row.kind == SG_SBX_EPHEMERAL ? SG_SBX_EXPLICIT : row.kind;
+	b->kind = SG_SBX_EXPLICIT;
 	sg_store_sbx_clear(&row);
 	return 0;
 }
@@ -184,7 +185,8 @@ sg_bind_sandbox(struct sg_sbx_env *env, const struct sg_req *req,
 		return b->sandbox;
 	}
 	if (b->kind == SG_SBX_EXPLICIT) {
-		not_found(err, "(gone)");
+		sg_error_set(err, 404, "invalid_request_error", NULL, "tools",
+		    "The container this request named is gone.");
 		return NULL;
 	}
 	if (sg_sbx_create(env, req->tenant, NULL, b->kind, &row, err) == -1)
