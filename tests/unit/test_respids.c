@@ -29,18 +29,10 @@ static int
 setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
-	char path[128], err[256];
+	char path[128];
 
-	if (fx == NULL || tu_mkdtemp(fx->dir, sizeof(fx->dir)) == -1) {
-		free(fx);
-		return -1;
-	}
-	snprintf(path, sizeof(path), "%s/sandgate.db", fx->dir);
-	if (sg_store_open(path, &fx->st, err, sizeof(err)) != SG_STORE_OK ||
-	    sg_store_migrate(fx->st) != SG_STORE_OK) {
-		print_error("store: %s\n", fx->st ? sg_store_errmsg(fx->st) : err);
-		sg_store_close(fx->st);
-		tu_rmrf(fx->dir);
+	if (fx == NULL || tu_store_fresh(fx->dir, sizeof(fx->dir), path,
+	    sizeof(path), &fx->st) == -1) {
 		free(fx);
 		return -1;
 	}

@@ -47,23 +47,9 @@ static int
 setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
-	char err[256];
 
-	if (fx == NULL || tu_mkdtemp(fx->dir, sizeof(fx->dir)) == -1) {
-		free(fx);
-		return -1;
-	}
-	snprintf(fx->path, sizeof(fx->path), "%s/sandgate.db", fx->dir);
-	if (sg_store_open(fx->path, &fx->st, err, sizeof(err)) != SG_STORE_OK) {
-		print_error("open: %s\n", err);
-		tu_rmrf(fx->dir);
-		free(fx);
-		return -1;
-	}
-	if (sg_store_migrate(fx->st) != SG_STORE_OK) {
-		print_error("migrate: %s\n", sg_store_errmsg(fx->st));
-		sg_store_close(fx->st);
-		tu_rmrf(fx->dir);
+	if (fx == NULL || tu_store_fresh(fx->dir, sizeof(fx->dir), fx->path,
+	    sizeof(fx->path), &fx->st) == -1) {
 		free(fx);
 		return -1;
 	}
