@@ -343,7 +343,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	 * an ephemeral one only has to outlast this run.
 	 */
 	left = row.expires_at - (int64_t)time(NULL);
-	life = keep ? lifetime(env->cfg, 0) : 0;
+	life = keep ? lifetime(env->cfg, SG_SBX_SESSION) : 0;
 	if (life < timeout_s + 60)
 		life = timeout_s + 60;
 	rc = SG_PROV_OK;

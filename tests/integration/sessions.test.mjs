@@ -10,20 +10,11 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { startStack, KEYS, E2B_KEY, serviceUser, sseEvents } from "./harness.mjs";
+import { startStack, waitFor as until, KEYS, E2B_KEY, serviceUser, sseEvents } from "./harness.mjs";
 
 const isRoot = process.getuid() === 0;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const LOST = "[sandgate: this conversation's sandbox was lost";
-
-async function until(fn, what, ms = 15000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn()) return;
-    await sleep(100);
-  }
-  assert.fail(`timed out: ${what}`);
-}
 
 // One code_interpreter request whose model runs code; the text the model
 // read comes back. opts: session, key, chat, stream, container, prev,
@@ -185,6 +176,20 @@ for (const provider of ["local", "e2b"]) {
       await Promise.all(runs);
     });
 
+    test("a kept sandbox near its end at the provider is extended by its ttl, not by a request's life", { skip: provider !== "e2b" && "the e2b fake counts keepalives" }, async () => {
+      await ask(stack, "k = 1", { session: "slide" });
+      const id = containerOf((await ask(stack, "print(k)", { session: "slide" })).response);
+      // 70 s left at the provider: less than ttl (900 s), more than a run needs.
+      const sql = `UPDATE sandboxes SET expires_at = strftime('%s', 'now') + 70 WHERE id = '${id}'`;
+      const asUser = isRoot ? ["setpriv", `--reuid=${serviceUser}`, `--regid=${serviceUser}`, "--init-groups", "sqlite3"] : ["sqlite3"];
+      execFileSync(asUser[0], [...asUser.slice(1), `${stack.dir}/state/store/sandgate.db`, sql]);
+      const before = (await stack.fakeHook("e2b", "stats")).timeouts?.length ?? 0;
+      assert.equal(read((await ask(stack, "print(k)", { session: "slide" })).text), "1\n");
+      const t = (await stack.fakeHook("e2b", "stats")).timeouts ?? [];
+      assert.equal(t.length, before + 1, "one keepalive");
+      assert.equal(t[t.length - 1].timeout, 960, "ttl + 60 s");
+    });
+
     test("20 requests on one new session at once create exactly one sandbox", async () => {
       for (const s of await sandboxes(stack, KEYS.carol)) await stack.call("DELETE", `/v1/sandboxes/${s.id}`, undefined, KEYS.carol);
       const st = provider === "e2b" ? (await stack.fakeHook("e2b", "stats")).creates : 0;
@@ -287,12 +292,8 @@ describe("sessions: what the reaper sweeps after a crash or a reload", () => {
   test("a tool removed on SIGHUP has its sandboxes deleted with its old settings", async () => {
     const c = await stack.call("POST", "/v1/sandboxes", { tool: "local2" });
     assert.equal(c.status, 201, c.text);
-    const conf = `${stack.dir}/sandgate.conf`;
-    const text = fs.readFileSync(conf, "utf8");
-    fs.writeFileSync(conf, text.replace(/,\s*\{ name = "local2";[^}]*\}/, ""));
-    assert.doesNotMatch(fs.readFileSync(conf, "utf8"), /local2/);
-    process.kill(stack.processes().master, "SIGHUP");
-    await until(() => /reloaded/.test(stack.log()), "the reload");
+    await stack.reload((text) => text.replace(/,\s*\{ name = "local2";[^}]*\}/, ""));
+    assert.doesNotMatch(fs.readFileSync(`${stack.dir}/sandgate.conf`, "utf8"), /local2/);
     await until(async () => (await stack.call("GET", `/v1/sandboxes/${c.json.id}`)).status === 404,
       "the removed tool's sandbox deleted");
     assert.match(stack.log(), /deleted 1 removed tool's sandboxes/);
