@@ -271,21 +271,8 @@ test("FCGI_WEB_SERVER_ADDRS, a filter only libfcgi's own accept applied, is refu
   assert.match(r.stderr, /FCGI_WEB_SERVER_ADDRS is not supported/);
 });
 
-// Rewrite the running config and SIGHUP; resolves once every responder
-// runs the new one.
-async function reload(edit) {
-  const cfgPath = `${stack.dir}/sandgate.conf`;
-  fs.writeFileSync(cfgPath, edit(fs.readFileSync(cfgPath, "utf8")));
-  const { master, responders: old } = stack.processes();
-  process.kill(master, "SIGHUP");
-  await until(() => {
-    const now = stack.processes().responders;
-    return now.length >= 2 && now.every((p) => !old.includes(p));
-  }, "every responder replaced");
-}
-
 test("a responder past recycle_mb answers, exits and is replaced", async () => {
-  await reload((c) => c.replace(`read_timeout = ${READ_TIMEOUT};`, `read_timeout = ${READ_TIMEOUT}; recycle_mb = 1;`));
+  await stack.reload((c) => c.replace(`read_timeout = ${READ_TIMEOUT};`, `read_timeout = ${READ_TIMEOUT}; recycle_mb = 1;`));
   try {
     const r = await call("POST", "/v1/chat/completions", { body: chat("grow") });
     assert.equal(r.status, 200, "the request is answered");
@@ -301,7 +288,7 @@ test("a responder past recycle_mb answers, exits and is replaced", async () => {
     const next = await call("POST", "/v1/chat/completions", { body: chat("next") });
     assert.equal(next.status, 200);
   } finally {
-    await reload((c) => c.replace(" recycle_mb = 1;", ""));
+    await stack.reload((c) => c.replace(" recycle_mb = 1;", ""));
   }
 });
 

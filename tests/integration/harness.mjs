@@ -287,6 +287,19 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
       sandboxd: children.find((p) => p.comm === "sg-sandboxd")?.pid };
   }
 
+  // Rewrite the running config with edit and SIGHUP the master; resolves
+  // once every responder runs the new one.
+  async reload(edit) {
+    const cfgPath = `${this.dir}/sandgate.conf`;
+    fs.writeFileSync(cfgPath, edit(fs.readFileSync(cfgPath, "utf8")));
+    const { master, responders: old } = this.processes();
+    process.kill(master, "SIGHUP");
+    await waitFor(() => {
+      const now = this.processes().responders;
+      return now.length >= 2 && now.every((p) => !old.includes(p));
+    }, "every responder replaced");
+  }
+
   log() {
     try {
       return fs.readFileSync(`${this.dir}/sandgate.log`, "utf8");

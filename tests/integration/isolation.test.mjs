@@ -11,7 +11,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { startStack, serviceUser, localLimits, freePort } from "./harness.mjs";
+import { startStack, waitFor as until, serviceUser, localLimits, freePort } from "./harness.mjs";
 
 const isRoot = process.getuid() === 0;
 // Started by root (lighttpd's bin-path as root), sandboxd gives each
@@ -29,15 +29,6 @@ before(async () => {
   stack = await startStack({ env: { OPENAI_API_KEY: CANARY }, localTools: `${small}, ${inet}` });
 });
 after(async () => { await stack?.stop(); });
-
-async function until(fn, what, ms = 15000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn()) return;
-    await sleep(100);
-  }
-  assert.fail(`timed out: ${what}`);
-}
 
 async function create(tool) {
   const r = await stack.call("POST", "/v1/sandboxes", { tool });

@@ -97,13 +97,7 @@ test("SIGHUP with a good config rolls the responders onto it", async () => {
   const cfgPath = `${stack.dir}/sandgate.conf`;
   const good = fs.readFileSync(cfgPath, "utf8");
   await assert.rejects(client.chat.completions.create({ model: "gpt-new", messages: [] }), (e) => e.status === 404);
-  fs.writeFileSync(cfgPath, good.replace('models = (', 'models = (\n  { name = "gpt-new"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; model = "echo"; },'));
-  const { master, responders: old } = stack.processes();
-  process.kill(master, "SIGHUP");
-  await until(() => {
-    const now = stack.processes().responders;
-    return now.length >= 2 && now.every((p) => !old.includes(p));
-  }, "every responder replaced");
+  await stack.reload((c) => c.replace('models = (', 'models = (\n  { name = "gpt-new"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; model = "echo"; },'));
   const r = await fetch(stack.url("/v1/models"), { headers: { authorization: `Bearer ${KEYS.alice}` } });
   const names = (await r.json()).data.map((m) => m.id);
   assert.ok(names.includes("gpt-new"), "new config in force");
