@@ -99,7 +99,6 @@ int	 sg_sbxd_net_start(const struct sg_sbxd_spec *, int info_fd,
 	    int block_fd, pid_t *net_pid, int *net_exit);
 
 /* ---- sbxd_exec.c: one kernel ---- */
-struct sg_sbxd_caps;
 struct sg_sbxd_spec {
 	const char	*id;
 	int		 lfd;		/* the kernel's listening socket */
