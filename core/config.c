@@ -13,7 +13,7 @@
 #define SG_DEFAULT_CONFIG "/etc/sandgate/sandgate.conf"
 
 static const char *const top_keys[] = { "server", "store", "auth", "models",
-	"sandbox_tools", "interception", "sessions", NULL };
+	"sandbox_tools", "interception", "sessions", "responses", NULL };
 
 /* Element i of the list at path: where a duplicate is reported. */
 static const config_setting_t *
@@ -41,6 +41,7 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->interception.exec_timeout = 120;
 	cfg->sessions.max_per_key = 10;
 	cfg->sessions.ttl = 900;
+	cfg->responses.retention = 30 * 86400;
 	cfg->server.mount_prefix = strdup("");
 	cfg->store.path = strdup("/var/lib/sandgate/sandgate.db");
 	cfg->interception.tool_name = strdup("litellm_code_execution");
@@ -169,6 +170,7 @@ load_root(struct sg_cfgld *ld, const config_t *lc)
 		{ "sandbox_tools", sg_cfgld_tools, 0 },
 		{ "interception", sg_cfgld_interception, 1 },
 		{ "sessions", sg_cfgld_sessions, 1 },
+		{ "responses", sg_cfgld_responses, 1 },
 	};
 	config_setting_t *s;
 	size_t i;

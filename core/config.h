@@ -13,6 +13,13 @@
 #include "../providers/provider.h"
 
 
+/* Who keeps a conversation's state for previous_response_id. */
+enum sg_state {
+	SG_STATE_UPSTREAM,	/* the upstream stores its responses */
+	SG_STATE_GATEWAY,	/* sandgate does; the upstream gets store:false
+				 * and the whole history */
+};
+
 struct sg_cfg_model {
 	char	*name;		/* what clients send; "*" matches any */
 	char	*api_base;	/* without trailing slash */
@@ -21,6 +28,7 @@ struct sg_cfg_model {
 	char	*model;		/* upstream id; NULL: the client's name */
 	int	 max_agentic_loops; /* 0: interception's */
 	int	 timeout;	/* seconds the upstream may stay silent */
+	enum sg_state state;	/* default: upstream for OpenAI's own hosts */
 };
 
 struct sg_cfg_key {
@@ -75,6 +83,9 @@ struct sg_cfg {
 		int	 max_per_key;
 		int	 ttl;
 	} sessions;
+	struct {
+		int	 retention;	/* seconds a stored response is kept */
+	} responses;
 	/* "file:line: ..." for unknown keys and unresolved secrets: warnings
 	 * at start, errors for `sandgate check-config`. */
 	char	**warnings;

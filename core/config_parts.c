@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config_int.h"
 #include "../lib/util.h"
@@ -17,7 +18,7 @@ static const char *const auth_keys[] = { "keys", "allow_anonymous",
 static const char *const key_keys[] = { "name", "key", "key_sha256",
 	"max_concurrent", "tools", NULL };
 static const char *const model_keys[] = { "name", "api_base", "api_key",
-	"model", "max_agentic_loops", "timeout", NULL };
+	"model", "max_agentic_loops", "timeout", "state", NULL };
 static const char *const tool_keys[] = { "name", "provider", "api_key",
 	"api_base", "template", "image", "sandbox_url", "isolation",
 	"memory_mb", "disk_mb", "max_procs", "allow_internet_access", "cpu",
@@ -26,6 +27,7 @@ static const char *const icpt_keys[] = { "enabled", "sandbox_tool",
 	"max_agentic_loops", "tool_name", "exec_timeout", "container_reuse",
 	NULL };
 static const char *const sess_keys[] = { "max_per_key", "ttl", NULL };
+static const char *const resp_keys[] = { "retention", NULL };
 
 static int
 load_workers(struct sg_cfgld *ld, const config_setting_t *g)
@@ -184,6 +186,50 @@ sg_cfgld_auth(struct sg_cfgld *ld, const config_setting_t *g)
 	    load_key);
 }
 
+/*
+ * Only OpenAI's own hosts are known to keep every response they answer;
+ * vLLM, llama.cpp, Ollama and most gateways keep none, and state held
+ * here works on any upstream. So the gateway holds it unless told.
+ */
+static enum sg_state
+default_state(const char *api_base)
+{
+	static const char *const keepers[] = { "api.openai.com",
+	    ".openai.azure.com", NULL };
+	const char *host, *end;
+	size_t i, n, k;
+
+	if (api_base == NULL || (host = strstr(api_base, "://")) == NULL)
+		return SG_STATE_GATEWAY;
+	host += 3;
+	end = host + strcspn(host, ":/");
+	n = (size_t)(end - host);
+	for (i = 0; keepers[i] != NULL; i++) {
+		k = strlen(keepers[i]);
+		if (keepers[i][0] == '.' ? n > k && strncasecmp(end - k,
+		    keepers[i], k) == 0 : n == k && strncasecmp(host, keepers[i],
+		    k) == 0)
+			return SG_STATE_UPSTREAM;
+	}
+	return SG_STATE_GATEWAY;
+}
+
+static int
+load_state(struct sg_cfgld *ld, const config_setting_t *e,
+    struct sg_cfg_model *m)
+{
+	static const char *const states[] = { "upstream", "gateway", NULL };
+	char *state = NULL;
+
+	if (sg_cfgld_word(ld, e, "state", &state, states) == -1)
+		return -1;
+	m->state = state == NULL ? default_state(m->api_base) :
+	    strcmp(state, "gateway") == 0 ? SG_STATE_GATEWAY :
+	    SG_STATE_UPSTREAM;
+	free(state);
+	return 0;
+}
+
 static int
 load_model(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 {
@@ -207,7 +253,7 @@ load_model(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 		return sg_cfgld_fail(ld, sg_cfgld_at(e, "api_base"), "model %s: "
 		    "api_base must start with http:// or https://", m->name);
 	sg_cfgld_strip_slashes(m->api_base);
-	return 0;
+	return load_state(ld, e, m);
 }
 
 int
@@ -307,4 +353,12 @@ sg_cfgld_sessions(struct sg_cfgld *ld, const config_setting_t *g)
 	return sg_cfgld_int(ld, g, "max_per_key", &ld->cfg->sessions.max_per_key,
 	    1, 10000) == -1 || sg_cfgld_int(ld, g, "ttl", &ld->cfg->sessions.ttl,
 	    1, 86400 * 30) == -1 ? -1 : 0;
+}
+
+int
+sg_cfgld_responses(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	sg_cfgld_check_keys(ld, g, resp_keys, "responses");
+	return sg_cfgld_int(ld, g, "retention", &ld->cfg->responses.retention,
+	    60, 86400 * 3650);
 }

@@ -5,8 +5,10 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "convo.h"
 #include "gateway.h"
 #include "loop.h"
+#include "resp_api.h"
 #include "rewrite.h"
 #include "router.h"
 #include "sandbox.h"
@@ -237,6 +239,22 @@ model_body(const struct sg_req *req, struct sg_error *err)
 }
 
 static void watch(struct sg_gw *, const struct sg_req *, struct sg_out *);
+
+/*
+ * The loop serves a request whose code tool sandgate runs, and on
+ * /v1/responses one whose state sandgate holds: every one when the gateway
+ * keeps the model's conversations, else one that names sandgate's ids.
+ * A code tool with interception off goes to the upstream as it is.
+ */
+static int
+looped(struct sg_gw *gw, const struct sg_cfg_model *m, enum sg_surface s,
+    const json_t *body, const struct sg_req *req)
+{
+	if (sg_rw_wants_code(body))
+		return gw->cfg->interception.enabled;
+	return s == SG_SURFACE_RESPONSES && (m->state == SG_STATE_GATEWAY ||
+	    sg_conv_needed(gw->store, req, body));
+}
 static void unwatch(struct sg_gw *);
 
 static int
@@ -267,12 +285,12 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		json_decref(body);
 		return -1;
 	}
-	if (gw->cfg->interception.enabled && sg_rw_wants_code(body)) {
+	if (looped(gw, m, surface, body, req)) {
 		const char *tool = gw->cfg->interception.sandbox_tool;
 		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov };
 		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
 
-		if (!sg_cfg_key_may_use(req->key, tool)) {
+		if (sg_rw_wants_code(body) && !sg_cfg_key_may_use(req->key, tool)) {
 			sg_error_set(err, 403, "invalid_request_error",
 			    "tool_not_allowed", "tools", "This API key may not "
 			    "use the sandbox tool '%s'.", tool);
@@ -340,7 +358,8 @@ static int
 route_heavy(enum sg_route route)
 {
 	return route != SG_ROUTE_HEALTHZ && route != SG_ROUTE_METRICS &&
-	    route != SG_ROUTE_MODELS;
+	    route != SG_ROUTE_MODELS && route != SG_ROUTE_RESP_GET &&
+	    route != SG_ROUTE_RESP_DELETE && route != SG_ROUTE_RESP_ITEMS;
 }
 
 void
@@ -399,6 +418,11 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 	case SG_ROUTE_SBX_RUN:
 	case SG_ROUTE_CODE:
 		sandbox_route(gw, route, id, req, out);
+		break;
+	case SG_ROUTE_RESP_GET:
+	case SG_ROUTE_RESP_DELETE:
+	case SG_ROUTE_RESP_ITEMS:
+		sg_resp_api(gw->store, route, id, req, out);
 		break;
 	case SG_ROUTE_NONE:
 		break;

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 #include "http.h"
 
 const char *
@@ -107,4 +109,49 @@ sg_http_error_head(struct sg_out *out, const struct sg_req *req,
 	    head[0] != '\0' ? head : NULL);
 	json_decref(body);
 	return rc;
+}
+
+/* Decode value[0..len) into out[outsz]: 0, or -1 when it cannot. */
+static int
+query_decode(const char *value, size_t len, char *out, size_t outsz)
+{
+	char *plus, *dec;
+	int n = 0;
+
+	if ((plus = strndup(value, len)) == NULL)
+		return -1;
+	/* A form's '+' is a space; libcurl decodes only the %XX. */
+	for (dec = plus; *dec != '\0'; dec++)
+		if (*dec == '+')
+			*dec = ' ';
+	dec = curl_easy_unescape(NULL, plus, 0, &n);
+	free(plus);
+	if (dec == NULL || n < 0 || (size_t)n >= outsz ||
+	    memchr(dec, '\0', (size_t)n) != NULL) {
+		curl_free(dec);
+		return -1;
+	}
+	memcpy(out, dec, (size_t)n);
+	out[n] = '\0';
+	curl_free(dec);
+	return 0;
+}
+
+int
+sg_http_query(const char *uri, const char *name, char *out, size_t outsz)
+{
+	const char *q = uri != NULL ? strchr(uri, '?') : NULL, *p, *eq;
+	size_t nlen = strlen(name), len;
+
+	for (p = q; p != NULL && *p != '\0' && *p != '#'; p += len) {
+		p++;
+		len = strcspn(p, "&#");
+		eq = memchr(p, '=', len);
+		if ((size_t)((eq != NULL ? eq : p + len) - p) == nlen &&
+		    memcmp(p, name, nlen) == 0)
+			return query_decode(eq != NULL ? eq + 1 : p + len,
+			    eq != NULL ? (size_t)(p + len - eq - 1) : 0, out,
+			    outsz) == 0 ? 1 : -1;
+	}
+	return 0;
 }

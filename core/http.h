@@ -44,6 +44,14 @@ struct sg_req {
 	char		 model[128];
 };
 
+/*
+ * The value of query parameter name in uri (percent- and '+'-decoded) into
+ * out[outsz]: 1; 0 when absent; -1 when it does not fit or holds a NUL.
+ * "name[]" is matched by name[] as given.
+ */
+int	 sg_http_query(const char *uri, const char *name, char *out,
+	    size_t outsz);
+
 /* Head of a response; extra is NULL or "Name: value\r\n..." lines. */
 int	 sg_http_begin(struct sg_out *, const struct sg_req *, int status,
 	    const char *content_type, const char *extra);

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "answer.h"
+#include "convo.h"
 #include "loop.h"
 #include "rewrite.h"
 #include "session.h"
@@ -18,7 +19,8 @@ struct run {
 	enum sg_surface		 s;
 	const struct sg_req	*req;
 	struct sg_out		*out;
-	const char		*tool;		/* the function tool's name */
+	const char		*tool;		/* the function tool's name; ""
+						 * when the client has no code tool */
 	struct sg_rw_info	 info;
 	json_t			*work;		/* the body sent upstream */
 	json_t			*output;	/* Responses: items for the client */
@@ -27,6 +29,7 @@ struct run {
 	json_t			*usage;		/* summed over every turn */
 	json_t			*prints;	/* fingerprints of code rounds */
 	struct sg_bind		 bind;		/* the sandbox code runs in */
+	struct sg_conv		 conv;		/* Responses: its state */
 	struct sg_turn		 last;
 	struct sg_stream	*stream;	/* a streaming client's renderer */
 	int			(*stop)(void *);	/* the provider's, saved */
@@ -65,7 +68,8 @@ collect_calls(struct run *r, struct sg_turn *t, struct call *calls, int max)
 			    "function_call") != 0)
 				continue;
 			name = json_string_value(json_object_get(it, "name"));
-			if (name != NULL && strcmp(name, r->tool) == 0 && n < max) {
+			if (name != NULL && r->tool[0] != '\0' &&
+			    strcmp(name, r->tool) == 0 && n < max) {
 				calls[n].id = json_string_value(json_object_get(it,
 				    "call_id"));
 				calls[n].args = json_string_value(json_object_get(it,
@@ -81,7 +85,8 @@ collect_calls(struct run *r, struct sg_turn *t, struct call *calls, int max)
 	json_array_foreach(t->tool_calls, i, it) {
 		fn = json_object_get(it, "function");
 		name = json_string_value(json_object_get(fn, "name"));
-		if (name != NULL && strcmp(name, r->tool) == 0 && n < max) {
+		if (name != NULL && r->tool[0] != '\0' &&
+		    strcmp(name, r->tool) == 0 && n < max) {
 			calls[n].id = json_string_value(json_object_get(it, "id"));
 			calls[n].args = json_string_value(json_object_get(fn,
 			    "arguments"));
@@ -210,10 +215,11 @@ run_call(struct run *r, const struct call *c, char **text, json_t **item,
 	return 0;
 }
 
-/* The follow-up carries this turn as it came, then the tool results. */
+/* The follow-up carries this turn as it came, then the tool results
+ * (Responses: outs, the function_call_output items). */
 static void
 append_followup(struct run *r, struct sg_turn *t, struct call *calls, int n,
-    char **texts)
+    char **texts, const json_t *outs)
 {
 	const char *key = r->s == SG_SURFACE_CHAT ? "messages" : "input";
 	json_t *list = json_object_get(r->work, key), *tcs, *msg;
@@ -231,11 +237,8 @@ append_followup(struct run *r, struct sg_turn *t, struct call *calls, int n,
 		json_t *it;
 
 		json_array_foreach(t->items, i, it)
-			json_array_append(list, it);
-		for (k = 0; k < n; k++)
-			json_array_append_new(list, json_pack("{s:s,s:s,s:s}",
-			    "type", "function_call_output", "call_id",
-			    calls[k].id ? calls[k].id : "", "output", texts[k]));
+			json_array_append_new(list, sg_conv_upitem(&r->conv, it));
+		json_array_extend(list, (json_t *)outs);
 		return;
 	}
 	tcs = json_array();
@@ -269,8 +272,10 @@ keep_visible(struct run *r, struct sg_turn *t)
 	json_array_foreach(t->items, i, it) {
 		const char *type = json_string_value(json_object_get(it, "type"));
 
-		if (type != NULL && strcmp(type, "function_call") != 0)
+		if (type != NULL && strcmp(type, "function_call") != 0) {
 			json_array_append(r->output, (json_t *)it);
+			sg_conv_output(&r->conv, json_pack("[O]", it));
+		}
 	}
 }
 
@@ -360,115 +365,6 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 	return rc;
 }
 
-/*
- * previous_response_id names one of sandgate's responses (the upstream
- * knows the conversation by its own last response id instead), or an
- * upstream response relayed to this key on the passthrough, which goes
- * on as it is. Anything else, another key's included, is not found.
- */
-static int
-continue_from(struct run *r, struct sg_error *err)
-{
-	const json_t *v = json_object_get(r->work, "previous_response_id");
-	const char *prev = json_string_value(v);
-	struct sg_store *st = r->env->sbx->store;
-	char up[256];
-	int rc, whole;
-
-	if (prev == NULL || r->s != SG_SURFACE_RESPONSES)
-		return 0;
-	/* A NUL would cut the id short in the store's lookups. */
-	whole = strlen(prev) == json_string_length(v);
-	rc = whole ? sg_store_resp_get(st, prev, r->req->tenant, up,
-	    sizeof(up), NULL, 0) : SG_STORE_NOTFOUND;
-	if (rc == SG_STORE_OK) {
-		json_object_set_new(r->work, "previous_response_id",
-		    json_string(up));
-		return 0;
-	}
-	if (rc == SG_STORE_NOTFOUND && whole)
-		rc = sg_store_relayed_has(st, prev, r->req->tenant,
-		    r->m->api_base);
-	if (rc == SG_STORE_NOTFOUND)
-		return sg_error_invalid(err, "previous_response_id",
-		    "previous_response_not_found", "Previous response with id "
-		    "'%s' not found.", prev);
-	if (rc != SG_STORE_OK)
-		return sg_error_set(err, 503, "server_error", NULL, NULL, "The "
-		    "store is unavailable: %s", sg_store_errmsg(st));
-	return 0;
-}
-
-/* The text a replayed call's outputs gave the model, as near as the
- * client kept it. New reference. */
-static json_t *
-replayed_output(const json_t *item)
-{
-	const json_t *outs = json_object_get(item, "outputs"), *o;
-	json_t *text = NULL;
-	size_t i;
-
-	json_array_foreach(outs, i, o)
-		if (text == NULL && json_is_string(json_object_get(o, "logs")))
-			text = json_copy(json_object_get(o, "logs"));
-	return text != NULL ? text : json_string(json_is_array(outs) ?
-	    "(no output)" : "(output not kept)");
-}
-
-/*
- * A client that replays earlier output as input sends code_interpreter_call
- * items the upstream never saw: they become the function call and output
- * pair it expects.
- */
-static void
-replay_calls(struct run *r)
-{
-	json_t *in = json_object_get(r->work, "input"), *fixed, *it, *args;
-	size_t i;
-	char *a;
-
-	if (!json_is_array(in))
-		return;
-	fixed = json_array();
-	json_array_foreach(in, i, it) {
-		const char *type = json_string_value(json_object_get(it, "type"));
-		const char *id = json_string_value(json_object_get(it, "id"));
-
-		if (type == NULL || strcmp(type, "code_interpreter_call") != 0 ||
-		    id == NULL) {
-			json_array_append(fixed, it);
-			continue;
-		}
-		args = json_pack("{s:o}", "code", json_is_string(json_object_get(it,
-		    "code")) ? json_copy(json_object_get(it, "code")) :
-		    json_string(""));
-		a = json_dumps(args, JSON_COMPACT);
-		json_decref(args);
-		json_array_append_new(fixed, json_pack("{s:s,s:s,s:s,s:s}", "type",
-		    "function_call", "call_id", id, "name", r->tool, "arguments",
-		    a != NULL ? a : "{}"));
-		json_array_append_new(fixed, json_pack("{s:s,s:s,s:o}", "type",
-		    "function_call_output", "call_id", id, "output",
-		    replayed_output(it)));
-		free(a);
-	}
-	json_object_set_new(r->work, "input", fixed);
-}
-
-/* Keep the answer's id with the upstream's last response id. */
-static void
-remember(struct run *r, const json_t *answer)
-{
-	const char *up = json_string_value(json_object_get(r->last.response,
-	    "id"));
-
-	if (up != NULL)
-		sg_store_resp_put(r->env->sbx->store, json_string_value(
-		    json_object_get(answer, "id")), r->req->tenant, up,
-		    json_string_value(json_object_get(answer, "model")),
-		    r->bind.sandbox[0] != '\0' ? r->bind.sandbox : NULL);
-}
-
 /* Calls of the client's own functions end the loop: Responses shows them
  * as output items (Chat as the message's tool_calls, in chat_answer). */
 static void
@@ -478,8 +374,30 @@ client_calls_out(struct run *r)
 	size_t i;
 
 	if (r->s == SG_SURFACE_RESPONSES)
-		json_array_foreach(r->client_calls, i, c)
+		json_array_foreach(r->client_calls, i, c) {
 			json_array_append(r->output, c);
+			sg_conv_output(&r->conv, json_pack("[O]", c));
+		}
+}
+
+/* New reference: the function_call_output items of a round (Responses),
+ * and what the upstream saw of each call kept for the client's item. */
+static json_t *
+round_outputs(struct run *r, struct call *calls, int n, char **texts)
+{
+	json_t *outs = json_array(), *o;
+	int k;
+
+	if (r->s != SG_SURFACE_RESPONSES)
+		return outs;
+	for (k = 0; k < n; k++) {
+		o = json_pack("{s:s,s:s,s:s}", "type", "function_call_output",
+		    "call_id", calls[k].id ? calls[k].id : "", "output",
+		    texts[k]);
+		json_array_append(outs, o);
+		sg_conv_output(&r->conv, json_pack("[O,o]", calls[k].raw, o));
+	}
+	return outs;
 }
 
 static int
@@ -489,7 +407,7 @@ loop(struct run *r, struct sg_error *err)
 	    r->env->cfg->interception.max_agentic_loops;
 	struct call calls[32];
 	char *texts[32];
-	json_t *item;
+	json_t *item, *outs;
 	int rounds = 0, n, k, final = 0, rc;
 
 	for (;;) {
@@ -513,17 +431,24 @@ loop(struct run *r, struct sg_error *err)
 			else
 				json_decref(item);
 		}
-		if (rc == 0 && json_array_size(r->client_calls) == 0)
-			append_followup(r, &r->last, calls, n, texts);
+		if (rc == -1) {
+			for (k = 0; k < n; k++)
+				free(texts[k]);
+			return -1;
+		}
+		outs = round_outputs(r, calls, n, texts);
+		if (json_array_size(r->client_calls) == 0)
+			append_followup(r, &r->last, calls, n, texts, outs);
 		for (k = 0; k < n; k++)
 			free(texts[k]);
-		if (rc == -1)
-			return -1;
-		/* A client function call: the client continues from here. */
+		/* A client function call: the client continues from here, and
+		 * the upstream still waits for the code calls' outputs. */
 		if (json_array_size(r->client_calls) > 0) {
+			sg_conv_pending(&r->conv, outs);
 			client_calls_out(r);
 			return 0;
 		}
+		json_decref(outs);
 		rounds++;
 		final = rounds >= max || repeated(r, calls, n);
 		sg_rw_followup(r->work, r->s, r->tool, final);
@@ -536,7 +461,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
     struct sg_out *out)
 {
 	struct run r = { .env = env, .m = m, .s = s, .req = req, .out = out,
-	    .tool = env->cfg->interception.tool_name };
+	    .tool = sg_rw_wants_code(body) ? env->cfg->interception.tool_name :
+	    "" };
 	struct sg_error err;
 	json_t *answer = NULL;
 	int rc;
@@ -552,6 +478,11 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	sg_turn_init(&r.last, s);
 	/* Before the rewrite: it reads the client's own tools. */
 	rc = sg_bind_init(env->sbx, req, r.work, &r.bind, &err);
+	/* Before the rewrite too: it asks for reasoning's encrypted form
+	 * when the upstream is to keep nothing. */
+	if (rc == 0 && s == SG_SURFACE_RESPONSES)
+		rc = sg_conv_begin(&r.conv, env->sbx->store, m, req, r.work,
+		    env->cfg->interception.tool_name, &err);
 	sg_rw_first(r.work, s, r.tool, &r.info);
 	if (m->model != NULL)
 		json_object_set_new(r.work, "model", json_string(m->model));
@@ -566,10 +497,6 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		env->sbx->prov->stop_arg = &r;
 	}
 	if (rc == 0)
-		rc = continue_from(&r, &err);
-	if (rc == 0 && s == SG_SURFACE_RESPONSES)
-		replay_calls(&r);
-	if (rc == 0)
 		rc = loop(&r, &err);
 	if (rc == 0)
 		answer = s == SG_SURFACE_CHAT ? sg_answer_chat(r.last.head, body,
@@ -579,7 +506,9 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	/* The request's own sandbox goes with the request, on every path. */
 	sg_bind_end(env->sbx, req, &r.bind);
 	if (answer != NULL && s == SG_SURFACE_RESPONSES)
-		remember(&r, answer);
+		sg_conv_save(&r.conv, answer, json_string_value(json_object_get(
+		    r.last.response, "id")), r.bind.sandbox[0] != '\0' ?
+		    r.bind.sandbox : NULL);
 	if (r.stream != NULL) {
 		env->sbx->prov->stop = r.stop;
 		env->sbx->prov->stop_arg = r.stop_arg;
@@ -602,4 +531,5 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	json_decref(r.client_calls);
 	json_decref(r.usage);
 	json_decref(r.prints);
+	sg_conv_free(&r.conv);
 }

@@ -12,6 +12,8 @@
 
 #define LEASE_SECS	120		/* longer than a sweep takes */
 #define LOST_KEPT	86400		/* sessions without a sandbox: a day */
+#define RESP_PRUNE_BATCH 500
+#define RESP_PRUNE_ROUNDS 20
 
 struct sweep {
 	const struct sg_cfg *cfg;
@@ -66,6 +68,20 @@ collect(void *arg, const struct sg_store_sbx *row)
 	return 0;
 }
 
+/* Stored responses past responses.retention, a bounded batch per sweep:
+ * the reaper's round stays short however many expired at once. */
+static void
+prune_responses(struct sg_sbx_env *env)
+{
+	int64_t before = (int64_t)time(NULL) - env->cfg->responses.retention;
+	int removed, rounds;
+
+	for (rounds = 0; rounds < RESP_PRUNE_ROUNDS; rounds++)
+		if (sg_store_resp_prune(env->store, before, RESP_PRUNE_BATCH,
+		    &removed) != SG_STORE_OK || removed < RESP_PRUNE_BATCH)
+			break;
+}
+
 int
 sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
     int *failed, int *skipped)
@@ -116,6 +132,7 @@ sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
 	free(w.ids);
 	if (only_tool == NULL) {
 		sg_store_sess_prune(env->store, w.now - LOST_KEPT, &pruned);
+		prune_responses(env);
 		sg_store_lease_release(env->store, "reaper", holder);
 	}
 	return 0;

@@ -19,6 +19,9 @@ static const struct {
 	{ "DELETE", "/v1/sandboxes/{id}", SG_ROUTE_SBX_DELETE, 1 },
 	{ "POST", "/v1/sandboxes/{id}/code", SG_ROUTE_SBX_RUN, 1 },
 	{ "POST", "/v1/code", SG_ROUTE_CODE, 1 },
+	{ "GET", "/v1/responses/{id}", SG_ROUTE_RESP_GET, 1 },
+	{ "DELETE", "/v1/responses/{id}", SG_ROUTE_RESP_DELETE, 1 },
+	{ "GET", "/v1/responses/{id}/input_items", SG_ROUTE_RESP_ITEMS, 1 },
 };
 
 /* Whether path matches pattern, where "{id}" stands for one non-empty

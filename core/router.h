@@ -21,6 +21,9 @@ enum sg_route {
 	SG_ROUTE_SBX_DELETE,	/* DELETE /v1/sandboxes/{id} */
 	SG_ROUTE_SBX_RUN,	/* POST /v1/sandboxes/{id}/code */
 	SG_ROUTE_CODE,		/* POST /v1/code */
+	SG_ROUTE_RESP_GET,	/* GET /v1/responses/{id} */
+	SG_ROUTE_RESP_DELETE,	/* DELETE /v1/responses/{id} */
+	SG_ROUTE_RESP_ITEMS,	/* GET /v1/responses/{id}/input_items */
 };
 
 /* The route path of uri under prefix into out[outsz]: 0, or -1 when uri

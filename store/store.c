@@ -87,6 +87,25 @@ static const char *const migrations[] = {
 	"  name TEXT PRIMARY KEY,"
 	"  holder TEXT NOT NULL,"
 	"  until INTEGER NOT NULL);",
+	/* 3 -> 4: stored responses as OpenAI keeps them: the answer (body,
+	 * without its output), the response it continued, the outputs the
+	 * upstream still waits for, and every input and output item as the
+	 * client saw it with what the upstream saw for it. Rows from before
+	 * have no body: they continue, but cannot be retrieved. */
+	"ALTER TABLE responses ADD COLUMN prev TEXT;"
+	"ALTER TABLE responses ADD COLUMN body TEXT;"
+	"ALTER TABLE responses ADD COLUMN pending TEXT;"
+	"CREATE INDEX responses_created ON responses(created_at);"
+	"CREATE TABLE response_items ("
+	"  response_id TEXT NOT NULL REFERENCES responses(id) ON DELETE CASCADE,"
+	"  tenant TEXT NOT NULL,"
+	"  output INTEGER NOT NULL,"		/* 0 input, 1 output */
+	"  seq INTEGER NOT NULL,"
+	"  item_id TEXT,"			/* the id the client knows */
+	"  item TEXT NOT NULL,"			/* JSON, as the client saw it */
+	"  upstream TEXT NOT NULL,"		/* JSON array the upstream saw */
+	"  PRIMARY KEY (response_id, output, seq));"
+	"CREATE INDEX response_items_id ON response_items(item_id);",
 };
 
 /* Relayed ids are kept this long (OpenAI keeps responses 30 days). */
@@ -393,41 +412,6 @@ sg_store_key_list(struct sg_store *st,
 	return SG_STORE_OK;
 }
 
-
-int
-sg_store_resp_put(struct sg_store *st, const char *id, const char *tenant,
-    const char *upstream_id, const char *model, const char *sandbox_id)
-{
-	return sg_st_exec_args(st, NULL, "INSERT INTO responses (id, tenant, "
-	    "upstream_id, model, sandbox_id, created_at) VALUES (?, ?, ?, ?, ?, "
-	    "?)", "sssssi", id, tenant, upstream_id, model, sandbox_id,
-	    (int64_t)time(NULL));
-}
-
-int
-sg_store_resp_get(struct sg_store *st, const char *id, const char *tenant,
-    char *upstream_id, size_t sz, char *sandbox_id, size_t sbxsz)
-{
-	sqlite3_stmt *stmt;
-	const unsigned char *sbx;
-	int rc;
-
-	rc = sg_st_run(st, &stmt, "SELECT upstream_id, sandbox_id FROM "
-	    "responses WHERE id = ? AND tenant = ?", "ss", id, tenant);
-	if (rc < 0)
-		return rc;
-	if (rc == SQLITE_ROW) {
-		snprintf(upstream_id, sz, "%s", sqlite3_column_text(stmt, 0));
-		sbx = sqlite3_column_text(stmt, 1);
-		if (sandbox_id != NULL)
-			snprintf(sandbox_id, sbxsz, "%s", sbx != NULL ?
-			    (const char *)sbx : "");
-		rc = SG_STORE_OK;
-	} else
-		rc = SG_STORE_NOTFOUND;
-	sqlite3_finalize(stmt);
-	return rc;
-}
 
 int
 sg_store_relayed_put(struct sg_store *st, const char *upstream_id,

@@ -16,9 +16,10 @@ enum sg_store_rc {
 	SG_STORE_NOTFOUND = -2,
 	SG_STORE_EXISTS = -3,
 	SG_STORE_FULL = -4,	/* a key's kept sandboxes are all running */
+	SG_STORE_THEIRS = -5,	/* it exists, but another tenant's */
 };
 
-#define SG_STORE_SCHEMA_VERSION 3
+#define SG_STORE_SCHEMA_VERSION 4
 
 struct sg_store;
 
@@ -121,15 +122,67 @@ void	 sg_store_sbx_clear(struct sg_store_sbx *);
 int	 sg_store_sbx_list(struct sg_store *, const char *tenant,
 	    int (*fn)(void *, const struct sg_store_sbx *), void *arg);
 
-/* sandgate's resp_ ids, the upstream's last response id behind each (so
- * previous_response_id works through the loop) and the container its
- * code ran in (NULL: none). Per tenant. */
+/*
+ * Stored responses (responses.c): sandgate's resp_ ids, per tenant, with
+ * the upstream's last response id behind each (so previous_response_id
+ * works through the loop), the container its code ran in, and, for the
+ * answers kept as OpenAI keeps them, the answer and its items.
+ */
+struct sg_store_item {
+	const char	*id;		/* the id the client knows; NULL: none */
+	const char	*item;		/* JSON text, as the client saw it */
+	const char	*upstream;	/* JSON array text: what the upstream
+					 * saw for it */
+};
+struct sg_store_resp {
+	const char	*id, *tenant, *model;
+	const char	*upstream_id;	/* "" when none came */
+	const char	*sandbox_id;	/* NULL: no code ran */
+	const char	*prev;		/* the response it continued, or NULL */
+	const char	*body;		/* the answer without its output (JSON
+					 * text); NULL: not retrievable */
+	const char	*pending;	/* JSON array: outputs the upstream
+					 * waits for, or NULL */
+};
+/* Record a response and its items in one transaction. */
+int	 sg_store_resp_save(struct sg_store *, const struct sg_store_resp *,
+	    const struct sg_store_item *in, size_t nin,
+	    const struct sg_store_item *out, size_t nout);
+/* What the old callers keep: no body, no items. */
 int	 sg_store_resp_put(struct sg_store *, const char *id, const char *tenant,
 	    const char *upstream_id, const char *model, const char *sandbox_id);
 /* OK and the upstream id copied (and the container, "" when none, when
  * sandbox_id is not NULL), or NOTFOUND (another tenant's too). */
 int	 sg_store_resp_get(struct sg_store *, const char *id, const char *tenant,
 	    char *upstream_id, size_t sz, char *sandbox_id, size_t sbxsz);
+/* A stored response read back; every string new (NULL when the column
+ * is), freed by sg_store_resp_clear. */
+struct sg_store_resp_row {
+	char		*id, *model, *upstream_id, *sandbox_id, *prev, *body,
+			*pending;
+	int64_t		 created_at;
+};
+/* OK, or NOTFOUND (another tenant's too). */
+int	 sg_store_resp_load(struct sg_store *, const char *id,
+	    const char *tenant, struct sg_store_resp_row *out);
+void	 sg_store_resp_clear(struct sg_store_resp_row *);
+/* Each input (output 0) or output (1) item of a response, in order; fn
+ * returns -1 to stop. The strings are borrowed for the call. */
+int	 sg_store_resp_items(struct sg_store *, const char *id, int output,
+	    int (*fn)(void *, const struct sg_store_item *), void *arg);
+/*
+ * The newest item the client knows as item_id: OK with *item and
+ * *upstream (new strings) when it is tenant's; THEIRS when only another
+ * tenant has one; NOTFOUND when nobody does.
+ */
+int	 sg_store_item_find(struct sg_store *, const char *item_id,
+	    const char *tenant, char **item, char **upstream);
+/* OK, or NOTFOUND (another tenant's too). Its items go with it. */
+int	 sg_store_resp_delete(struct sg_store *, const char *id,
+	    const char *tenant);
+/* Remove at most limit responses created before (unix seconds). */
+int	 sg_store_resp_prune(struct sg_store *, int64_t before, int limit,
+	    int *removed);
 
 /* A session: a tenant's metadata.session_id and its sandbox. */
 #define SG_STORE_SESSION_MAX 256	/* bytes of a session id */

@@ -74,8 +74,10 @@ export const localLimits = isRoot ? "" : 'limits = "process";';
 // is raw settings for it) and extra.keys into auth.keys.
 export function gatewayConfig(dir, fakePort, extra = {}) {
   const up = `http://127.0.0.1:${fakePort}/v1`;
+  // The fake keeps state as OpenAI does: these models leave it to it
+  // unless more says otherwise (a loopback upstream defaults to "gateway").
   const model = (name, upstream, more = "") =>
-    `{ name = "${name}"; api_base = "${up}"; api_key = "${UPSTREAM_KEY}"; model = "${upstream}"; ${more} }`;
+    `{ name = "${name}"; api_base = "${up}"; api_key = "${UPSTREAM_KEY}"; model = "${upstream}"; ${/state\s*=/.test(more) ? "" : 'state = "upstream";'} ${more} }`;
   return `
 server: {
   workers = [2, 8];
@@ -110,7 +112,7 @@ models = (
   { name = "unreachable"; api_base = "http://127.0.0.1:1/v1"; api_key = "x"; },
   { name = "nokey"; api_base = "${up}"; api_key = "env:SG_TEST_NEVER_SET"; },
   ${["ci-primes", "ci-two", "ci-raise", "ci-repeat", "ci-reason", "ci-clientfn", "ci-badargs", "ci-args", "ci-turn"].map((n) => model(n, n)).join(",\n  ")},
-  ${model("ci-endless", "ci-endless", "max_agentic_loops = 3;")}${extra.models ? "," + extra.models : ""}
+  ${model("ci-endless", "ci-endless", "max_agentic_loops = 3;")}${extra.models ? "," + (typeof extra.models === "function" ? extra.models(model) : extra.models) : ""}
 );
 sandbox_tools = (
   { name = "local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; ${localLimits} },

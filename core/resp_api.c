@@ -1,0 +1,218 @@
+/*
+ * Stored responses over HTTP: GET and DELETE /v1/responses/{id}, and GET
+ * /v1/responses/{id}/input_items, in OpenAI's shapes. A response belongs
+ * to the key that made it; another key's is not found.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resp_api.h"
+
+#define ITEMS_LIMIT_MAX	100
+#define ITEMS_LIMIT	20
+
+static int
+not_found(struct sg_error *err, const char *id)
+{
+	return sg_error_set(err, 404, "invalid_request_error", NULL, NULL,
+	    "Response with id '%s' not found.", id);
+}
+
+static int
+store_down(struct sg_store *st, struct sg_error *err)
+{
+	return sg_error_set(err, 503, "server_error", NULL, NULL, "The store is "
+	    "unavailable: %s", sg_store_errmsg(st));
+}
+
+/* sg_store_resp_items callback: each item as the client saw it. */
+static int
+collect(void *arg, const struct sg_store_item *it)
+{
+	json_t *into = arg, *item = json_loads(it->item, JSON_DECODE_ANY, NULL);
+
+	if (item != NULL)
+		json_array_append_new(into, item);
+	return 0;
+}
+
+/* New reference: tenant's stored response id as it was answered, or NULL
+ * with err. */
+static json_t *
+load(struct sg_store *st, const char *id, const struct sg_req *req,
+    struct sg_error *err)
+{
+	struct sg_store_resp_row row;
+	json_t *resp = NULL, *output;
+	int rc;
+
+	rc = sg_store_resp_load(st, id, req->tenant, &row);
+	if (rc == SG_STORE_ERROR) {
+		store_down(st, err);
+		return NULL;
+	}
+	/* A row from before responses were kept whole only continues. */
+	if (rc == SG_STORE_OK && row.body != NULL)
+		resp = json_loads(row.body, 0, NULL);
+	sg_store_resp_clear(&row);
+	if (!json_is_object(resp)) {
+		json_decref(resp);
+		not_found(err, id);
+		return NULL;
+	}
+	output = json_array();
+	if (sg_store_resp_items(st, id, 1, collect, output) != SG_STORE_OK) {
+		json_decref(output);
+		json_decref(resp);
+		store_down(st, err);
+		return NULL;
+	}
+	json_object_set_new(resp, "output", output);
+	return resp;
+}
+
+static int
+get(struct sg_store *st, const char *id, const struct sg_req *req,
+    struct sg_out *out, struct sg_error *err)
+{
+	char v[16];
+	json_t *resp;
+
+	/* Replaying a stored response as events is not offered: say so
+	 * rather than answer JSON to a client that parses a stream. */
+	if (sg_http_query(req->uri, "stream", v, sizeof(v)) != 0 &&
+	    strcmp(v, "false") != 0)
+		return sg_error_invalid(err, "stream", "unsupported_value",
+		    "This gateway does not replay a stored response as a "
+		    "stream; retrieve it without 'stream'.");
+	if ((resp = load(st, id, req, err)) == NULL)
+		return -1;
+	sg_http_json(out, req, 200, resp);
+	json_decref(resp);
+	return 0;
+}
+
+static int
+delete(struct sg_store *st, const char *id, const struct sg_req *req,
+    struct sg_out *out, struct sg_error *err)
+{
+	json_t *done;
+	int rc;
+
+	rc = sg_store_resp_delete(st, id, req->tenant);
+	if (rc == SG_STORE_NOTFOUND)
+		return not_found(err, id);
+	if (rc != SG_STORE_OK)
+		return store_down(st, err);
+	done = json_pack("{s:s,s:s,s:b}", "id", id, "object", "response",
+	    "deleted", 1);
+	sg_http_json(out, req, 200, done);
+	json_decref(done);
+	return 0;
+}
+
+/* limit, order and after from the query, checked as OpenAI does. */
+static int
+page_args(const struct sg_req *req, long *limit, int *desc, char *after,
+    size_t aftersz, struct sg_error *err)
+{
+	char v[32], *end;
+	int rc;
+
+	*limit = ITEMS_LIMIT;
+	*desc = 1;
+	after[0] = '\0';
+	if ((rc = sg_http_query(req->uri, "limit", v, sizeof(v))) != 0) {
+		*limit = rc == 1 ? strtol(v, &end, 10) : 0;
+		if (rc == -1 || *end != '\0' || v[0] == '\0' || *limit < 1 ||
+		    *limit > ITEMS_LIMIT_MAX)
+			return sg_error_invalid(err, "limit", "integer_out_of_"
+			    "range", "Invalid 'limit': expected an integer "
+			    "between 1 and %d.", ITEMS_LIMIT_MAX);
+	}
+	if ((rc = sg_http_query(req->uri, "order", v, sizeof(v))) != 0) {
+		if (rc == -1 || (strcmp(v, "asc") != 0 && strcmp(v, "desc") != 0))
+			return sg_error_invalid(err, "order", "invalid_value",
+			    "Invalid 'order': expected one of 'asc' or 'desc'.");
+		*desc = strcmp(v, "desc") == 0;
+	}
+	if (sg_http_query(req->uri, "after", after, aftersz) == -1)
+		return sg_error_invalid(err, "after", "invalid_value",
+		    "Invalid 'after': no such item.");
+	return 0;
+}
+
+/* New reference: a page of items (the whole list, borrowed). */
+static json_t *
+page(const json_t *all, long limit, int desc, const char *after, int *more)
+{
+	json_t *data = json_array();
+	size_t n = json_array_size(all), i, k, start = 0;
+	const json_t *it;
+
+	if (after[0] != '\0')
+		for (k = 0; k < n; k++) {
+			it = json_array_get(all, desc ? n - 1 - k : k);
+			if (strcmp(json_string_value(json_object_get(it, "id")) ?
+			    json_string_value(json_object_get(it, "id")) : "",
+			    after) == 0)
+				start = k + 1;
+		}
+	for (k = start; k < n && (long)json_array_size(data) < limit; k++) {
+		i = desc ? n - 1 - k : k;
+		json_array_append(data, json_array_get(all, i));
+	}
+	*more = k < n;
+	return data;
+}
+
+static int
+input_items(struct sg_store *st, const char *id, const struct sg_req *req,
+    struct sg_out *out, struct sg_error *err)
+{
+	char after[256];
+	json_t *resp, *all, *data, *list;
+	long limit;
+	int desc, more;
+
+	if (page_args(req, &limit, &desc, after, sizeof(after), err) == -1 ||
+	    (resp = load(st, id, req, err)) == NULL)
+		return -1;
+	json_decref(resp);
+	all = json_array();
+	if (sg_store_resp_items(st, id, 0, collect, all) != SG_STORE_OK) {
+		json_decref(all);
+		return store_down(st, err);
+	}
+	data = page(all, limit, desc, after, &more);
+	list = json_pack("{s:s,s:o,s:O,s:O,s:b}", "object", "list", "data", data,
+	    "first_id", json_object_get(json_array_get(data, 0), "id") ?
+	    json_object_get(json_array_get(data, 0), "id") : json_null(),
+	    "last_id", json_object_get(json_array_get(data,
+	    json_array_size(data) - 1), "id") ? json_object_get(
+	    json_array_get(data, json_array_size(data) - 1), "id") :
+	    json_null(), "has_more", more);
+	sg_http_json(out, req, 200, list);
+	json_decref(list);
+	json_decref(all);
+	return 0;
+}
+
+void
+sg_resp_api(struct sg_store *st, enum sg_route route, const char *id,
+    const struct sg_req *req, struct sg_out *out)
+{
+	struct sg_error err;
+	int rc = -1;
+
+	sg_error_server(&err, 500, "The stored responses failed.");
+	if (route == SG_ROUTE_RESP_GET)
+		rc = get(st, id, req, out, &err);
+	else if (route == SG_ROUTE_RESP_DELETE)
+		rc = delete(st, id, req, out, &err);
+	else if (route == SG_ROUTE_RESP_ITEMS)
+		rc = input_items(st, id, req, out, &err);
+	if (rc == -1 && !out->started)
+		sg_http_error(out, req, &err);
+}

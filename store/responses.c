@@ -1,0 +1,213 @@
+/*
+ * Stored responses and their items (store.h). The JSON is opaque text
+ * here: the store keeps what core hands it and gives it back.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+static int
+put_items(struct sg_store *st, const struct sg_store_resp *r, int output,
+    const struct sg_store_item *items, size_t n)
+{
+	size_t i;
+	int rc = SG_STORE_OK;
+
+	for (i = 0; i < n && rc == SG_STORE_OK; i++)
+		rc = sg_st_exec_args(st, NULL, "INSERT INTO response_items "
+		    "(response_id, tenant, output, seq, item_id, item, upstream) "
+		    "VALUES (?, ?, ?, ?, ?, ?, ?)", "ssiisss", r->id, r->tenant,
+		    (int64_t)output, (int64_t)i, items[i].id, items[i].item,
+		    items[i].upstream);
+	return rc;
+}
+
+int
+sg_store_resp_save(struct sg_store *st, const struct sg_store_resp *r,
+    const struct sg_store_item *in, size_t nin,
+    const struct sg_store_item *out, size_t nout)
+{
+	int rc;
+
+	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
+		return rc;
+	rc = sg_st_exec_args(st, NULL, "INSERT INTO responses (id, tenant, "
+	    "upstream_id, model, sandbox_id, prev, body, pending, created_at) "
+	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", "ssssssssi", r->id, r->tenant,
+	    r->upstream_id != NULL ? r->upstream_id : "", r->model,
+	    r->sandbox_id, r->prev, r->body, r->pending, (int64_t)time(NULL));
+	if (rc == SG_STORE_OK)
+		rc = put_items(st, r, 0, in, nin);
+	if (rc == SG_STORE_OK)
+		rc = put_items(st, r, 1, out, nout);
+	return sg_st_end(st, rc);
+}
+
+int
+sg_store_resp_put(struct sg_store *st, const char *id, const char *tenant,
+    const char *upstream_id, const char *model, const char *sandbox_id)
+{
+	struct sg_store_resp r = { .id = id, .tenant = tenant, .model = model,
+	    .upstream_id = upstream_id, .sandbox_id = sandbox_id };
+
+	return sg_store_resp_save(st, &r, NULL, 0, NULL, 0);
+}
+
+int
+sg_store_resp_get(struct sg_store *st, const char *id, const char *tenant,
+    char *upstream_id, size_t sz, char *sandbox_id, size_t sbxsz)
+{
+	struct sg_store_resp_row row;
+	int rc;
+
+	if ((rc = sg_store_resp_load(st, id, tenant, &row)) != SG_STORE_OK)
+		return rc;
+	snprintf(upstream_id, sz, "%s", row.upstream_id != NULL ?
+	    row.upstream_id : "");
+	if (sandbox_id != NULL)
+		snprintf(sandbox_id, sbxsz, "%s", row.sandbox_id != NULL ?
+		    row.sandbox_id : "");
+	sg_store_resp_clear(&row);
+	return SG_STORE_OK;
+}
+
+/* New copy of column i, or NULL when it is NULL. */
+static char *
+column(sqlite3_stmt *stmt, int i)
+{
+	const unsigned char *v = sqlite3_column_text(stmt, i);
+
+	return v != NULL ? strdup((const char *)v) : NULL;
+}
+
+int
+sg_store_resp_load(struct sg_store *st, const char *id, const char *tenant,
+    struct sg_store_resp_row *out)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = sg_st_run(st, &stmt, "SELECT id, model, upstream_id, sandbox_id, "
+	    "prev, body, pending, created_at FROM responses WHERE id = ? AND "
+	    "tenant = ?", "ss", id, tenant);
+	if (rc < 0)
+		return rc;
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(stmt);
+		return SG_STORE_NOTFOUND;
+	}
+	out->id = column(stmt, 0);
+	out->model = column(stmt, 1);
+	out->upstream_id = column(stmt, 2);
+	out->sandbox_id = column(stmt, 3);
+	out->prev = column(stmt, 4);
+	out->body = column(stmt, 5);
+	out->pending = column(stmt, 6);
+	out->created_at = sqlite3_column_int64(stmt, 7);
+	sqlite3_finalize(stmt);
+	if (out->id == NULL) {
+		sg_store_resp_clear(out);
+		return sg_st_err(st, "load response: out of memory");
+	}
+	return SG_STORE_OK;
+}
+
+void
+sg_store_resp_clear(struct sg_store_resp_row *r)
+{
+	free(r->id);
+	free(r->model);
+	free(r->upstream_id);
+	free(r->sandbox_id);
+	free(r->prev);
+	free(r->body);
+	free(r->pending);
+	memset(r, 0, sizeof(*r));
+}
+
+int
+sg_store_resp_items(struct sg_store *st, const char *id, int output,
+    int (*fn)(void *, const struct sg_store_item *), void *arg)
+{
+	struct sg_store_item it;
+	sqlite3_stmt *stmt;
+	int rc;
+
+	for (rc = sg_st_run(st, &stmt, "SELECT item_id, item, upstream FROM "
+	    "response_items WHERE response_id = ? AND output = ? ORDER BY seq",
+	    "si", id, (int64_t)output); rc == SQLITE_ROW;
+	    rc = sqlite3_step(stmt)) {
+		it.id = (const char *)sqlite3_column_text(stmt, 0);
+		it.item = (const char *)sqlite3_column_text(stmt, 1);
+		it.upstream = (const char *)sqlite3_column_text(stmt, 2);
+		if (fn(arg, &it) == -1) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	if (rc < 0)
+		return rc;
+	if (rc != SQLITE_DONE)
+		sg_st_dberr(st, "response items");
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE ? SG_STORE_OK : SG_STORE_ERROR;
+}
+
+int
+sg_store_item_find(struct sg_store *st, const char *item_id,
+    const char *tenant, char **item, char **upstream)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	*item = *upstream = NULL;
+	/* The tenant's own first, then the newest. */
+	rc = sg_st_run(st, &stmt, "SELECT tenant = ?, item, upstream FROM "
+	    "response_items WHERE item_id = ? ORDER BY tenant = ? DESC, "
+	    "rowid DESC LIMIT 1", "sss", tenant, item_id, tenant);
+	if (rc < 0)
+		return rc;
+	if (rc != SQLITE_ROW)
+		rc = SG_STORE_NOTFOUND;
+	else if (sqlite3_column_int(stmt, 0) == 0)
+		rc = SG_STORE_THEIRS;
+	else {
+		*item = column(stmt, 1);
+		*upstream = column(stmt, 2);
+		rc = *item != NULL && *upstream != NULL ? SG_STORE_OK :
+		    sg_st_err(st, "find item: out of memory");
+	}
+	sqlite3_finalize(stmt);
+	if (rc == SG_STORE_ERROR) {
+		free(*item);
+		free(*upstream);
+		*item = *upstream = NULL;
+	}
+	return rc;
+}
+
+int
+sg_store_resp_delete(struct sg_store *st, const char *id, const char *tenant)
+{
+	int changes = 0, rc;
+
+	rc = sg_st_exec_args(st, &changes, "DELETE FROM responses WHERE id = ? "
+	    "AND tenant = ?", "ss", id, tenant);
+	if (rc != SG_STORE_OK)
+		return rc;
+	return changes > 0 ? SG_STORE_OK : SG_STORE_NOTFOUND;
+}
+
+int
+sg_store_resp_prune(struct sg_store *st, int64_t before, int limit,
+    int *removed)
+{
+	*removed = 0;
+	return sg_st_exec_args(st, removed, "DELETE FROM responses WHERE rowid "
+	    "IN (SELECT rowid FROM responses WHERE created_at < ? LIMIT ?)",
+	    "ii", before, (int64_t)limit);
+}
