@@ -179,10 +179,13 @@ for (const tool of ["e2b", "local"]) {
       assert.ok(!first.input.some((i) => i.type === "code_interpreter_call"), "no native item upstream");
       const ci = r1.output.find((o) => o.type === "code_interpreter_call");
       const fc = first.input.find((i) => i.type === "function_call");
-      assert.equal(fc.call_id, ci.id);
+      // sandgate holds the call: the upstream gets the pair it saw, with
+      // its own call id, never sandgate's item id.
+      assert.notEqual(fc.call_id, ci.id);
+      assert.match(fc.call_id, /^call_/);
       assert.deepEqual(JSON.parse(fc.arguments), { code: "print(2*3*5*7*11*13)" });
       const fo = first.input.find((i) => i.type === "function_call_output");
-      assert.equal(fo.call_id, ci.id);
+      assert.equal(fo.call_id, fc.call_id);
       assert.equal(fo.output, "30030\n");
     });
 

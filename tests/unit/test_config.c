@@ -927,6 +927,38 @@ socket_mode_empty_refused(void **state)
 	    "socket_mode");
 }
 
+/* Who keeps conversations: OpenAI's hosts keep their own; anything else
+ * is assumed to keep none unless the model says. */
+static void
+model_state(void **state)
+{
+	struct fx *fx = *state;
+
+	load_ok(fx, "models = (\n"
+	    "  { name = \"a\"; api_base = \"https://api.openai.com/v1\"; },\n"
+	    "  { name = \"b\"; api_base = \"https://x.openai.azure.com/openai\"; },\n"
+	    "  { name = \"c\"; api_base = \"http://127.0.0.1:8000/v1\"; },\n"
+	    "  { name = \"d\"; api_base = \"https://api.openai.com.evil/v1\"; },\n"
+	    "  { name = \"e\"; api_base = \"https://api.openai.com/v1\";\n"
+	    "    state = \"gateway\"; },\n"
+	    "  { name = \"f\"; api_base = \"http://vllm:8000/v1\";\n"
+	    "    state = \"upstream\"; }\n"
+	    ");\n");
+	assert_int_equal(fx->cfg->models[0].state, SG_STATE_UPSTREAM);
+	assert_int_equal(fx->cfg->models[1].state, SG_STATE_UPSTREAM);
+	assert_int_equal(fx->cfg->models[2].state, SG_STATE_GATEWAY);
+	assert_int_equal(fx->cfg->models[3].state, SG_STATE_GATEWAY);
+	assert_int_equal(fx->cfg->models[4].state, SG_STATE_GATEWAY);
+	assert_int_equal(fx->cfg->models[5].state, SG_STATE_UPSTREAM);
+	assert_int_equal(fx->cfg->responses.retention, 30 * 86400);
+	load_fails_at(fx, "models = ( { name = \"a\"; api_base = \"http://h/v1\";\n"
+	    "  state = \"both\"; " HERE "\n} );\n", "state");
+	load_ok(fx, "responses: { retention = 3600; };\n");
+	assert_int_equal(fx->cfg->responses.retention, 3600);
+	load_fails_at(fx, "responses: {\n  retention = 0; " HERE "\n};\n",
+	    "retention");
+}
+
 /* ---- lookups ---- */
 
 static void
@@ -1159,6 +1191,7 @@ main(void)
 		T(unknown_keys_warn),
 		T(key_sha256_upper_case_normalised),
 		T(mount_prefix_trailing_slash),
+		T(model_state),
 		T(socket_mode_octal),
 		T(socket_mode_not_octal),
 		T(socket_mode_empty_refused),

@@ -1,0 +1,288 @@
+/*
+ * core/convo: what the upstream gets for previous_response_id (its own
+ * id and the outputs it waits for, or the whole history), item_references
+ * and replayed code calls, per key; what is stored, and when.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/convo.h"
+#include "testutil.h"
+
+struct fx {
+	char			 dir[64];
+	char			 path[128];
+	struct sg_store		*st;
+	struct sg_cfg_model	 up, gw;
+	struct sg_req		 alice, bob;
+};
+
+static int
+setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL || tu_store_fresh(fx->dir, sizeof(fx->dir), fx->path,
+	    sizeof(fx->path), &fx->st) == -1) {
+		free(fx);
+		return -1;
+	}
+	fx->up.api_base = fx->gw.api_base = "http://127.0.0.1:9/v1";
+	fx->up.state = SG_STATE_UPSTREAM;
+	fx->gw.state = SG_STATE_GATEWAY;
+	snprintf(fx->alice.tenant, sizeof(fx->alice.tenant), "aaaa");
+	snprintf(fx->bob.tenant, sizeof(fx->bob.tenant), "bbbb");
+	snprintf(fx->alice.id, sizeof(fx->alice.id), "req_a");
+	snprintf(fx->bob.id, sizeof(fx->bob.id), "req_b");
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	sg_store_close(fx->st);
+	tu_rmrf(fx->dir);
+	free(fx);
+	return 0;
+}
+
+/* Parse JSON text of a test (it is right). */
+static json_t *
+js(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, 0, &e);
+
+	if (j == NULL)
+		fail_msg("bad test JSON: %s: %s", e.text, text);
+	return j;
+}
+
+/* The body's input after sg_conv_begin, as compact text. */
+static char *
+begin(struct fx *fx, const struct sg_cfg_model *m, struct sg_req *req,
+    const char *body, int expect, json_t **work_out)
+{
+	struct sg_conv c;
+	struct sg_error err;
+	json_t *work = js(body);
+	char *text;
+	int rc;
+
+	rc = sg_conv_begin(&c, fx->st, m, req, work, "run_code", &err);
+	assert_int_equal(rc, expect);
+	text = rc == 0 ? json_dumps(work, JSON_COMPACT | JSON_SORT_KEYS) :
+	    strdup(err.message);
+	sg_conv_free(&c);
+	if (work_out != NULL)
+		*work_out = work;
+	else
+		json_decref(work);
+	return text;
+}
+
+/*
+ * A first turn of alice: "hi", the model ran code (call c1, output "2")
+ * and said "two". In upstream mode the upstream kept it as resp_up1.
+ */
+static void
+first_turn(struct fx *fx, const struct sg_cfg_model *m, int store,
+    const char *pending)
+{
+	struct sg_conv c;
+	struct sg_error err;
+	json_t *work = js(store ? "{\"input\":\"hi\"}" :
+	    "{\"input\":\"hi\",\"store\":false}"), *answer;
+
+	assert_int_equal(sg_conv_begin(&c, fx->st, m, &fx->alice, work,
+	    "run_code", &err), 0);
+	sg_conv_output(&c, js("[{\"id\":\"fc_1\",\"type\":\"function_call\","
+	    "\"call_id\":\"c1\",\"name\":\"run_code\",\"arguments\":\"{}\"},"
+	    "{\"type\":\"function_call_output\",\"call_id\":\"c1\","
+	    "\"output\":\"2\"}]"));
+	sg_conv_output(&c, js("[{\"id\":\"msg_up\",\"type\":\"message\","
+	    "\"role\":\"assistant\",\"content\":\"two\"}]"));
+	if (pending != NULL)
+		sg_conv_pending(&c, js(pending));
+	answer = js("{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"m\","
+	    "\"output\":[{\"id\":\"ci_1\",\"type\":\"code_interpreter_call\","
+	    "\"code\":\"1+1\"},{\"id\":\"msg_up\",\"type\":\"message\","
+	    "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
+	    "\"text\":\"two\"}]}],\"store\":true}");
+	sg_conv_save(&c, answer, "resp_up1", "cntr_1");
+	json_decref(answer);
+	json_decref(work);
+	sg_conv_free(&c);
+}
+
+static void
+gateway_expands_history(void **state)
+{
+	struct fx *fx = *state;
+	char *in;
+
+	first_turn(fx, &fx->gw, 1, NULL);
+	in = begin(fx, &fx->gw, &fx->alice, "{\"previous_response_id\":"
+	    "\"resp_1\",\"input\":\"more\",\"store\":true}", 0, NULL);
+	/* The upstream keeps nothing: no id of its items, store false. */
+	assert_string_equal(in, "{\"input\":[{\"content\":\"hi\",\"role\":"
+	    "\"user\"},{\"arguments\":\"{}\",\"call_id\":\"c1\",\"name\":"
+	    "\"run_code\",\"type\":\"function_call\"},{\"call_id\":\"c1\","
+	    "\"output\":\"2\",\"type\":\"function_call_output\"},{\"content\":"
+	    "\"two\",\"role\":\"assistant\",\"type\":\"message\"},{\"content\":"
+	    "\"more\",\"role\":\"user\"}],\"store\":false}");
+	free(in);
+}
+
+static void
+upstream_continues_with_pending(void **state)
+{
+	struct fx *fx = *state;
+	char *in;
+
+	first_turn(fx, &fx->up, 1, "[{\"type\":\"function_call_output\","
+	    "\"call_id\":\"c9\",\"output\":\"ran\"}]");
+	in = begin(fx, &fx->up, &fx->alice, "{\"previous_response_id\":"
+	    "\"resp_1\",\"input\":[{\"type\":\"function_call_output\","
+	    "\"call_id\":\"w1\",\"output\":\"sunny\"}]}", 0, NULL);
+	assert_string_equal(in, "{\"input\":[{\"call_id\":\"c9\",\"output\":"
+	    "\"ran\",\"type\":\"function_call_output\"},{\"call_id\":\"w1\","
+	    "\"output\":\"sunny\",\"type\":\"function_call_output\"}],"
+	    "\"previous_response_id\":\"resp_up1\"}");
+	free(in);
+}
+
+static void
+previous_of_another_key(void **state)
+{
+	struct fx *fx = *state;
+	char *msg;
+
+	first_turn(fx, &fx->gw, 1, NULL);
+	msg = begin(fx, &fx->gw, &fx->bob, "{\"previous_response_id\":"
+	    "\"resp_1\",\"input\":\"x\"}", -1, NULL);
+	assert_string_equal(msg, "Previous response with id 'resp_1' not "
+	    "found.");
+	free(msg);
+}
+
+static void
+references_resolve_per_key(void **state)
+{
+	struct fx *fx = *state;
+	char *in;
+
+	first_turn(fx, &fx->up, 1, NULL);
+	in = begin(fx, &fx->up, &fx->alice, "{\"input\":[{\"type\":"
+	    "\"item_reference\",\"id\":\"ci_1\"},{\"type\":\"item_reference\","
+	    "\"id\":\"msg_up\"},{\"type\":\"item_reference\",\"id\":"
+	    "\"msg_theirs\"}]}", 0, NULL);
+	/* Upstream mode, the upstream stores: its own ids stay; an id
+	 * sandgate never saw is the upstream's to resolve. */
+	assert_string_equal(in, "{\"input\":[{\"arguments\":\"{}\",\"call_id\":"
+	    "\"c1\",\"id\":\"fc_1\",\"name\":\"run_code\",\"type\":"
+	    "\"function_call\"},{\"call_id\":\"c1\",\"output\":\"2\",\"type\":"
+	    "\"function_call_output\"},{\"content\":\"two\",\"id\":\"msg_up\","
+	    "\"role\":\"assistant\",\"type\":\"message\"},{\"id\":"
+	    "\"msg_theirs\",\"type\":\"item_reference\"}]}");
+	free(in);
+	in = begin(fx, &fx->up, &fx->bob, "{\"input\":[{\"type\":"
+	    "\"item_reference\",\"id\":\"msg_up\"}]}", -1, NULL);
+	assert_string_equal(in, "Item with id 'msg_up' not found.");
+	free(in);
+	/* A code call id sandgate no longer holds was never the upstream's. */
+	in = begin(fx, &fx->up, &fx->alice, "{\"input\":[{\"type\":"
+	    "\"item_reference\",\"id\":\"ci_gone\"}]}", -1, NULL);
+	assert_string_equal(in, "Item with id 'ci_gone' not found.");
+	free(in);
+}
+
+static void
+replayed_code_calls(void **state)
+{
+	struct fx *fx = *state;
+	char *in;
+
+	first_turn(fx, &fx->gw, 1, NULL);
+	/* Held: the exact pair the upstream saw (ids dropped: it keeps
+	 * nothing). Not held: made from what the client kept. */
+	in = begin(fx, &fx->gw, &fx->alice, "{\"input\":[{\"type\":"
+	    "\"code_interpreter_call\",\"id\":\"ci_1\",\"code\":\"1+1\"},"
+	    "{\"type\":\"code_interpreter_call\",\"id\":\"ci_abc\",\"code\":"
+	    "\"x\",\"outputs\":[{\"type\":\"logs\",\"logs\":\"7\"}]}]}", 0,
+	    NULL);
+	assert_string_equal(in, "{\"input\":[{\"arguments\":\"{}\",\"call_id\":"
+	    "\"c1\",\"name\":\"run_code\",\"type\":\"function_call\"},"
+	    "{\"call_id\":\"c1\",\"output\":\"2\",\"type\":"
+	    "\"function_call_output\"},{\"arguments\":\"{\\\"code\\\":"
+	    "\\\"x\\\"}\",\"call_id\":\"call_abc\",\"name\":\"run_code\","
+	    "\"type\":\"function_call\"},{\"call_id\":\"call_abc\",\"output\":"
+	    "\"7\",\"type\":\"function_call_output\"}],\"store\":false}");
+	free(in);
+}
+
+static void
+store_false_not_kept(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_store_resp_row row;
+
+	first_turn(fx, &fx->gw, 0, NULL);
+	assert_int_equal(sg_store_resp_load(fx->st, "resp_1", "aaaa", &row),
+	    SG_STORE_NOTFOUND);
+}
+
+static void
+upitem_keeps_encrypted_reasoning(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_conv c;
+	struct sg_error err;
+	json_t *work = js("{\"input\":[],\"store\":false}"), *it, *got;
+
+	(void)fx;
+	assert_int_equal(sg_conv_begin(&c, fx->st, &fx->up, &fx->alice, work,
+	    "run_code", &err), 0);
+	it = js("{\"id\":\"rs_1\",\"type\":\"reasoning\","
+	    "\"encrypted_content\":\"e\"}");
+	got = sg_conv_upitem(&c, it);
+	assert_string_equal(json_string_value(json_object_get(got, "id")),
+	    "rs_1");
+	json_decref(got);
+	json_decref(it);
+	it = js("{\"id\":\"rs_2\",\"type\":\"reasoning\"}");
+	got = sg_conv_upitem(&c, it);
+	assert_null(json_object_get(got, "id"));
+	assert_non_null(json_object_get(it, "id"));
+	json_decref(got);
+	json_decref(it);
+	sg_conv_free(&c);
+	json_decref(work);
+}
+
+int
+main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(gateway_expands_history),
+		T(upstream_continues_with_pending),
+		T(previous_of_another_key),
+		T(references_resolve_per_key),
+		T(replayed_code_calls),
+		T(store_false_not_kept),
+		T(upitem_keeps_encrypted_reasoning),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
