@@ -221,8 +221,10 @@ load_state(struct sg_cfgld *ld, const config_setting_t *e,
 	static const char *const states[] = { "upstream", "gateway", NULL };
 	char *state = NULL;
 
-	if (sg_cfgld_word(ld, e, "state", &state, states) == -1)
+	if (sg_cfgld_word(ld, e, "state", &state, states) == -1) {
+		free(state);
 		return -1;
+	}
 	m->state = state == NULL ? default_state(m->api_base) :
 	    strcmp(state, "gateway") == 0 ? SG_STATE_GATEWAY :
 	    SG_STATE_UPSTREAM;

@@ -211,9 +211,11 @@ take_input(struct sg_conv *c, const json_t *in, const char *tool,
 	size_t i;
 
 	if (json_is_string(in)) {
-		add_input(c, client_form(json_pack("{s:s,s:O}", "role", "user",
-		    "content", in)), json_pack("[{s:s,s:O}]", "role", "user",
-		    "content", in));
+		json_t *msg = json_pack("{s:s,s:O}", "role", "user", "content",
+		    in);
+
+		add_input(c, client_form(msg), json_pack("[O]", msg));
+		json_decref(msg);
 		return 0;
 	}
 	json_array_foreach(in, i, it) {
