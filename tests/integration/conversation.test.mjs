@@ -7,7 +7,7 @@
 // runs print('turn U') after each user message (U: user messages in the
 // whole conversation) and, asked about the weather, calls get_weather in
 // the same turn; once every call is answered it says
-// "turn U: <outputs> seen users=U outputs=C" — what it saw of the history.
+// "turn U: <outputs>; seen users=U outputs=C" — what it saw of the history.
 import { test, describe, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -42,18 +42,24 @@ after(async () => {
   if (stack) await noForeignIds();
   await stack?.stop();
 });
-beforeEach(async () => { await stack.resetFake?.(); });
+beforeEach(async () => { await reset(); });
+
+// Forget what the fake saw so far, once its ids are noted as issued.
+async function reset() {
+  await harvest();
+  await stack.resetFake();
+}
 
 // Ids the fake issued (in anything it answered) and every id a forwarded
 // request carries: each of the latter must be among the former.
 const issued = new Set();
-async function noForeignIds() {
+async function harvest() {
   const reqs = await stack.fakeRequests();
-  for (const q of reqs) {
-    for (const m of (q.response_body ?? "").matchAll(/"id":"([^"]+)"/g)) issued.add(m[1]);
-  }
+  for (const q of reqs) for (const m of (q.response_body ?? "").matchAll(/"id":"([^"]+)"/g)) issued.add(m[1]);
   for (const q of reqs) checkIds(q.body);
+  return reqs;
 }
+const noForeignIds = harvest;
 function checkIds(body) {
   if (!body || typeof body !== "object") return;
   if (typeof body.previous_response_id === "string") {
@@ -67,10 +73,7 @@ function checkIds(body) {
 }
 
 async function upstreamBodies() {
-  const reqs = await stack.fakeRequests();
-  for (const q of reqs) for (const m of (q.response_body ?? "").matchAll(/"id":"([^"]+)"/g)) issued.add(m[1]);
-  for (const q of reqs) checkIds(q.body);
-  return reqs.filter((q) => q.path.endsWith("/responses")).map((q) => q.body);
+  return (await harvest()).filter((q) => q.path.endsWith("/responses")).map((q) => q.body);
 }
 
 const codeCall = (r) => r.output.find((o) => o.type === "code_interpreter_call");
@@ -80,13 +83,13 @@ for (const [mode, model] of MODES) {
   describe(`state held by the ${mode}`, () => {
     test("references to a code call and a message resolve", async () => {
       const r1 = await alice.responses.create({ model, input: "hello", tools: TOOLS });
-      assert.equal(r1.output_text, "turn 1: turn 1 seen users=1 outputs=1");
+      assert.equal(r1.output_text, "turn 1: turn 1; seen users=1 outputs=1");
       const ci = codeCall(r1), msg = r1.output.find((o) => o.type === "message");
-      await stack.resetFake();
+      await reset();
       const r2 = await alice.responses.create({ model, tools: TOOLS, input: [
         { role: "user", content: "hello" }, { type: "item_reference", id: ci.id },
         { type: "item_reference", id: msg.id }, { role: "user", content: "more" }] });
-      assert.equal(r2.output_text, "turn 2: turn 2 seen users=2 outputs=2");
+      assert.equal(r2.output_text, "turn 2: turn 2; seen users=2 outputs=2");
       const first = (await upstreamBodies())[0];
       const types = first.input.map((i) => i.type ?? "message");
       assert.deepEqual(types, ["message", "function_call", "function_call_output", "message", "message"]);
@@ -102,16 +105,16 @@ for (const [mode, model] of MODES) {
       const r2 = await alice.responses.create({ model, tools: TOOLS, input: [
         { role: "user", content: "what is the weather" }, { type: "item_reference", id: codeCall(r1).id },
         { type: "item_reference", id: fc.id }, { type: "function_call_output", call_id: fc.call_id, output: "sunny" }] });
-      assert.equal(r2.output_text, "turn 1: turn 1 | sunny seen users=1 outputs=2");
+      assert.equal(r2.output_text, "turn 1: turn 1 | sunny; seen users=1 outputs=2");
     });
 
     test("a mixed turn continues with previous_response_id and only the client's output", async () => {
       const r1 = await alice.responses.create({ model, input: "what is the weather", tools: TOOLS });
       const fc = fnCall(r1);
-      await stack.resetFake();
+      await reset();
       const r2 = await alice.responses.create({ model, tools: TOOLS, previous_response_id: r1.id,
         input: [{ type: "function_call_output", call_id: fc.call_id, output: "sunny" }] });
-      assert.equal(r2.output_text, "turn 1: turn 1 | sunny seen users=1 outputs=2");
+      assert.equal(r2.output_text, "turn 1: turn 1 | sunny; seen users=1 outputs=2");
       assert.equal(r2.previous_response_id, r1.id, "the client's own id is echoed");
       const first = (await upstreamBodies())[0];
       if (mode === "upstream") {
@@ -133,7 +136,7 @@ for (const [mode, model] of MODES) {
         for await (const ev of stream) if (ev.type === "response.completed") done = ev.response;
         assert.ok(done, "the stream completes");
         const text = done.output.filter((o) => o.type === "message").flatMap((o) => o.content).map((c) => c.text).join("");
-        assert.equal(text, `turn ${i + 1}: turn ${i + 1} seen users=${i + 1} outputs=${i + 1}`);
+        assert.equal(text, `turn ${i + 1}: turn ${i + 1}; seen users=${i + 1} outputs=${i + 1}`);
         // The streamed answer is the one stored.
         const got = await alice.responses.retrieve(done.id);
         assert.equal(got.output_text, text);
@@ -151,7 +154,7 @@ test("a chain of three turns on a stateless upstream: it receives the whole hist
     prev = r.id;
   }
   const last = await alice.responses.retrieve(prev);
-  assert.equal(last.output_text, "turn 3: turn 3 seen users=3 outputs=3");
+  assert.equal(last.output_text, "turn 3: turn 3; seen users=3 outputs=3");
   const bodies = await upstreamBodies();
   const final = bodies[bodies.length - 1];
   const users = final.input.filter((i) => i.role === "user").map((i) => i.content);
@@ -170,7 +173,7 @@ test("another key's response or item is not found", async () => {
   await assert.rejects(bob.responses.create({ model: "convo-gw", previous_response_id: r1.id, input: "x" }),
     (e) => e.status === 400 && e.code === "previous_response_not_found" && e.param === "previous_response_id");
   await assert.rejects(bob.responses.create({ model: "convo-up", input: [{ type: "item_reference", id: ci.id }] }),
-    (e) => e.status === 400 && e.param === "input" && e.message === `Item with id '${ci.id}' not found.`);
+    (e) => e.status === 400 && e.param === "input" && e.error?.message === `Item with id '${ci.id}' not found.`);
   await assert.rejects(bob.responses.retrieve(r1.id), (e) => e.status === 404);
   await assert.rejects(bob.responses.inputItems.list(r1.id), (e) => e.status === 404);
   await assert.rejects(bob.responses.delete(r1.id), (e) => e.status === 404);
@@ -206,12 +209,13 @@ test("retrieve, input items with pagination, delete", async () => {
   assert.equal(bad.status, 400);
   assert.equal(bad.json.error.param, "limit");
 
-  const del = await alice.responses.delete(r.id);
-  assert.equal(del, undefined, "the SDK returns nothing for a delete");
+  const del = await stack.call("DELETE", `/v1/responses/${r.id}`);
+  assert.equal(del.status, 200);
+  assert.deepEqual(del.json, { id: r.id, object: "response", deleted: true });
   const raw = await stack.call("DELETE", `/v1/responses/${r.id}`);
   assert.equal(raw.status, 404);
   await assert.rejects(alice.responses.retrieve(r.id), (e) => e.status === 404 &&
-    e.message === `Response with id '${r.id}' not found.`);
+    e.error?.message === `Response with id '${r.id}' not found.`);
   await assert.rejects(alice.responses.create({ model: "echo-gw", previous_response_id: r.id, input: "x" }),
     (e) => e.status === 400 && e.code === "previous_response_not_found");
 });
@@ -228,7 +232,7 @@ test("store: false is not kept", async () => {
   // reaches the model as its function call and output.
   const r2 = await alice.responses.create({ model: "convo-gw", tools: TOOLS, store: false,
     input: [{ role: "user", content: "hello" }, ...r.output, { role: "user", content: "more" }] });
-  assert.equal(r2.output_text, "turn 2: turn 2 seen users=2 outputs=2");
+  assert.equal(r2.output_text, "turn 2: turn 2; seen users=2 outputs=2");
 });
 
 // A command as the gateway's user (the store is its file).
