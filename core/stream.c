@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "answer.h"
 #include "codedec.h"
 #include "stream.h"
 #include "../lib/util.h"
@@ -40,6 +41,9 @@ struct sg_stream {
 	int			 ncalls;
 	char			 id[64];		/* resp_ or chatcmpl- */
 	int64_t			 created;
+	/* Responses: each finished item the client was shown, at its
+	 * output index (null where none finished): response.failed's. */
+	json_t			*done;
 	int64_t			 started;		/* sg_now_ms() at new */
 	/* Chat */
 	int			 role_sent, turn_text, any_text;
@@ -68,6 +72,10 @@ sg_stream_new(enum sg_surface surface, const struct sg_req *req,
 	s->started = sg_now_ms();
 	sg_rand_id(s->id, sizeof(s->id), surface == SG_SURFACE_CHAT ?
 	    "chatcmpl-sg" : "resp_", surface == SG_SURFACE_CHAT ? 12 : 24);
+	if ((s->done = json_array()) == NULL) {
+		free(s);
+		return NULL;
+	}
 	sg_stream_next_turn(s);
 	s->any_text = 0;
 	return s;
@@ -82,6 +90,7 @@ sg_stream_free(struct sg_stream *s)
 		return;
 	for (i = 0; i < s->ncalls; i++)
 		free(s->calls[i].shown.p);
+	json_decref(s->done);
 	free(s);
 }
 
@@ -107,41 +116,44 @@ send(struct sg_stream *s, const char *event, json_t *data)
 	return rc;
 }
 
-/* A Responses event: type and sequence_number set here. data is stolen. */
+/* Keep a finished item the client is shown, at its output index. */
+static void
+keep_done(struct sg_stream *s, const json_t *data)
+{
+	json_int_t idx = json_integer_value(json_object_get(data,
+	    "output_index"));
+	json_t *item = json_object_get(data, "item");
+
+	/* The index is ours (renumbered): bounded by what was shown. */
+	if (item == NULL || idx < 0)
+		return;
+	while (json_array_size(s->done) <= (size_t)idx)
+		if (json_array_append_new(s->done, json_null()) == -1)
+			return;
+	json_array_set(s->done, (size_t)idx, item);
+}
+
+/* A Responses event: type and sequence_number set here, first, as
+ * OpenAI orders them. data is stolen. */
 static void
 emit(struct sg_stream *s, const char *type, json_t *data)
 {
-	json_object_set_new(data, "type", json_string(type));
-	json_object_set_new(data, "sequence_number", json_integer(s->seq++));
-	send(s, type, data);
+	json_t *ev = json_pack("{s:s,s:I}", "type", type, "sequence_number",
+	    (json_int_t)s->seq++);
+
+	if (strcmp(type, "response.output_item.done") == 0)
+		keep_done(s, data);
+	/* A relayed upstream event brings its own: ours replace them. */
+	json_object_del(data, "type");
+	json_object_del(data, "sequence_number");
+	/* Without data (out of memory) send fails and ends the stream. */
+	if (ev != NULL && (data == NULL || json_object_update(ev, data) == -1)) {
+		json_decref(ev);
+		ev = NULL;
+	}
+	send(s, type, ev);
+	json_decref(ev);
 	json_decref(data);
-}
-
-/* The response as it stands while in progress (the SDKs need every
- * required field, and the same id throughout). New reference. */
-static json_t *
-snapshot(struct sg_stream *s, const char *status)
-{
-	const json_t *b = s->body, *v;
-	json_t *r = json_pack("{s:s,s:s,s:I,s:s,s:n,s:n,s:O,s:[],s:b,s:o,s:O,"
-	    "s:o}", "id", s->id, "object", "response", "created_at",
-	    (json_int_t)s->created, "status", status, "error",
-	    "incomplete_details", "model", json_object_get(b, "model"),
-	    "output", "parallel_tool_calls", !json_is_false(json_object_get(b,
-	    "parallel_tool_calls")), "metadata", json_is_object(json_object_get(b,
-	    "metadata")) ? json_incref(json_object_get(b, "metadata")) :
-	    json_object(), "tools", json_object_get(b, "tools"), "tool_choice",
-	    json_object_get(b, "tool_choice") ? json_incref(json_object_get(b,
-	    "tool_choice")) : json_string("auto"));
-
-	/* The client's values are shared, not copied: nothing changes them. */
-	json_object_set_new(r, "instructions", (v = json_object_get(b,
-	    "instructions")) ? json_incref((json_t *)v) : json_null());
-	json_object_set_new(r, "temperature", (v = json_object_get(b,
-	    "temperature")) ? json_incref((json_t *)v) : json_integer(1));
-	json_object_set_new(r, "top_p", (v = json_object_get(b, "top_p")) ?
-	    json_incref((json_t *)v) : json_integer(1));
-	return r;
 }
 
 static int
@@ -156,10 +168,13 @@ begin(struct sg_stream *s)
 		return -1;
 	}
 	if (s->surface == SG_SURFACE_RESPONSES) {
-		emit(s, "response.created", json_pack("{s:o}", "response",
-		    snapshot(s, "in_progress")));
-		emit(s, "response.in_progress", json_pack("{s:o}", "response",
-		    snapshot(s, "in_progress")));
+		/* Both events show the same snapshot; the SDKs need every
+		 * field, and the same id to the end. */
+		json_t *r = sg_answer_head(s->body, s->id, (json_int_t)s->created,
+		    "in_progress");
+
+		emit(s, "response.created", json_pack("{s:O}", "response", r));
+		emit(s, "response.in_progress", json_pack("{s:o}", "response", r));
 	}
 	return s->dead ? -1 : 0;
 }
@@ -491,15 +506,21 @@ void
 sg_stream_finish(struct sg_stream *s, const json_t *answer)
 {
 	const json_t *choice, *msg;
+	const char *status;
 	json_t *done;
 
 	if (begin(s) == -1)
 		return;
 	if (s->surface == SG_SURFACE_RESPONSES) {
-		/* Shallow: the outputs (images too) are not copied. */
+		/* Shallow: the outputs (images too) are not copied. The id and
+		 * created_at of the opening snapshot, in their places. */
 		done = json_copy((json_t *)answer);
 		json_object_set_new(done, "id", json_string(s->id));
-		emit(s, "response.completed", json_pack("{s:o}", "response", done));
+		json_object_set_new(done, "created_at", json_integer(s->created));
+		status = json_string_value(json_object_get(done, "status"));
+		emit(s, status != NULL && strcmp(status, "incomplete") == 0 ?
+		    "response.incomplete" : "response.completed", json_pack(
+		    "{s:o}", "response", done));
 		return;
 	}
 	choice = json_array_get(json_object_get(answer, "choices"), 0);
@@ -525,11 +546,28 @@ sg_stream_finish(struct sg_stream *s, const json_t *answer)
 		s->dead = 1;
 }
 
+/*
+ * New reference: response.failed's output, every item the client saw
+ * finished, in output order. OpenAI's failed response keeps the output
+ * made so far; an item left unfinished has no final form to show.
+ */
+static json_t *
+shown_done(const struct sg_stream *s)
+{
+	json_t *out = json_array(), *item;
+	size_t i;
+
+	json_array_foreach(s->done, i, item)
+		if (!json_is_null(item))
+			json_array_append(out, item);
+	return out;
+}
+
 void
 sg_stream_fail(struct sg_stream *s, const struct sg_error *err)
 {
 	json_t *e = sg_error_json(err), *inner = json_object_get(e, "error");
-	json_t *failed;
+	json_t *failed, *output;
 
 	if (begin(s) == -1) {
 		json_decref(e);
@@ -545,9 +583,11 @@ sg_stream_fail(struct sg_stream *s, const struct sg_error *err)
 	    json_object_get(inner, "code") ? json_object_get(inner, "code") :
 	    json_object_get(inner, "type"), "message", json_object_get(inner,
 	    "message"), "param", json_object_get(inner, "param"), "error", inner));
-	failed = snapshot(s, "failed");
-	json_object_set_new(failed, "error", json_pack("{s:s,s:O}", "code",
-	    "server_error", "message", json_object_get(inner, "message")));
+	output = shown_done(s);
+	failed = sg_answer_failed(s->body, s->id, (json_int_t)s->created,
+	    err->code, json_string_value(json_object_get(inner, "message")),
+	    output);
+	json_decref(output);
 	emit(s, "response.failed", json_pack("{s:o}", "response", failed));
 	json_decref(e);
 }

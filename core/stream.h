@@ -53,9 +53,14 @@ void	 sg_stream_code_done(struct sg_stream *, const char *call_id,
 	    const json_t *item);
 /* Time passes: a ": keepalive" comment after 10 s of silence. */
 void	 sg_stream_tick(struct sg_stream *);
-/* The end: the final answer (borrowed) as the last events. */
+/* The end: the final answer (borrowed, sg_answer_responses's or
+ * sg_answer_chat's) as the last events. Responses: response.completed,
+ * or response.incomplete when the answer's status is "incomplete", with
+ * the id and created_at of the opening snapshot. */
 void	 sg_stream_finish(struct sg_stream *, const json_t *answer);
-/* An error after the first byte: the error events, then the end. */
+/* An error after the first byte: the error events, then the end.
+ * Responses: the nested error event, then response.failed, whose output
+ * is every item the client saw finished. */
 void	 sg_stream_fail(struct sg_stream *, const struct sg_error *);
 
 #endif

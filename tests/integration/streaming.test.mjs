@@ -7,6 +7,17 @@ import { startStack, KEYS, sseEvents } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
+// OpenAI's response keys in order (the reference's §5.4 transcript). The
+// spec types usage and user as non-nullable where OpenAI sends null, so a
+// response carries usage once it is known and user when the client gave one.
+const RESPONSE_KEYS = ["id", "object", "created_at", "status", "background", "completed_at", "error",
+  "incomplete_details", "instructions", "max_output_tokens", "max_tool_calls", "model", "output",
+  "parallel_tool_calls", "previous_response_id", "prompt_cache_key", "reasoning", "safety_identifier",
+  "service_tier", "store", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p",
+  "truncation", "usage", "user", "metadata"];
+const keysWithout = (...gone) => RESPONSE_KEYS.filter((k) => !gone.includes(k));
+const LIFECYCLE = ["response.created", "response.in_progress", "response.completed", "response.incomplete",
+  "response.failed"];
 let stack, client;
 
 before(async () => {
@@ -160,4 +171,112 @@ test("a silent upstream gets the stream opened and kept alive with comments", as
   assert.ok(k > text.indexOf("response.in_progress") && k < text.indexOf("response.output_item.added"), text.slice(0, 400));
   const events = sseEvents(text).filter((e) => e.event);
   assert.equal(events.at(-1).event, "response.completed");
+});
+
+// The `response` of every lifecycle event, parsed, in order; each event's
+// keys start with type and sequence_number, as OpenAI's do.
+function lifecycle(raw) {
+  return raw.filter((e) => LIFECYCLE.includes(e.event)).map((e) => {
+    const data = JSON.parse(e.data);
+    assert.deepEqual(Object.keys(data), ["type", "sequence_number", "response"]);
+    assert.equal(data.type, e.event);
+    return { type: e.event, r: data.response };
+  });
+}
+
+// One response object: the spec's Response, OpenAI's keys in OpenAI's order.
+function assertOpenAIShape(r, keys, what) {
+  validate("Response", r);
+  assert.deepEqual(Object.keys(r), keys, `${what}: OpenAI's keys in order`);
+}
+
+test("every response of an intercepted stream, and the JSON answer, has OpenAI's fields in order", async () => {
+  const body = { model: "ci-primes", input: "go", tools: CI, include: ["code_interpreter_call.outputs"] };
+  const t0 = Math.floor(Date.now() / 1000);
+  const life = lifecycle(await rawStream("/v1/responses", body));
+  assert.deepEqual(life.map((e) => e.type), ["response.created", "response.in_progress", "response.completed"]);
+  const [created, progress, done] = life.map((e) => e.r);
+  for (const r of [created, progress]) {
+    assertOpenAIShape(r, keysWithout("usage", "user"), "in progress");
+    assert.equal(r.status, "in_progress");
+    assert.equal(r.completed_at, null);
+    assert.equal(r.service_tier, "auto");
+    assert.deepEqual(r.output, []);
+  }
+  assert.deepEqual(progress, created, "both opening events show the same snapshot");
+  assertOpenAIShape(done, keysWithout("user"), "completed");
+  assert.equal(done.status, "completed");
+  assert.equal(done.id, created.id);
+  assert.equal(done.created_at, created.created_at, "one created_at throughout");
+  assert.ok(created.created_at >= t0 - 1 && Number.isInteger(done.completed_at) &&
+    done.completed_at >= done.created_at, "completed_at: unix seconds, not before created_at");
+  assert.equal(done.service_tier, "default", "the upstream's tier at completion");
+  assert.deepEqual(done.output.map((o) => o.type), ["code_interpreter_call", "message"]);
+  assert.ok(done.usage.total_tokens > 0);
+  // The request's echo: the client's, with OpenAI's defaults.
+  for (const r of [created, done]) {
+    assert.equal(r.model, "ci-primes");
+    assert.deepEqual(r.tools, CI);
+    assert.equal(r.tool_choice, "auto");
+    assert.equal(r.store, true);
+    assert.equal(r.background, false);
+    assert.deepEqual(r.reasoning, { effort: null, summary: null });
+    assert.deepEqual(r.text, { format: { type: "text" } });
+    assert.equal(r.truncation, "disabled");
+    assert.equal(r.top_logprobs, 0);
+    assert.deepEqual(r.metadata, {});
+  }
+  const plain = await stack.call("POST", "/v1/responses", body);
+  assert.equal(plain.status, 200);
+  assertOpenAIShape(plain.json, keysWithout("user"), "JSON answer");
+  assert.equal(plain.json.status, "completed");
+  assert.ok(plain.json.completed_at >= plain.json.created_at);
+  // Everything but the ids, times and the run's own items is the same.
+  const fixed = (r) => Object.fromEntries(Object.entries(r).filter(([k]) =>
+    !["id", "created_at", "completed_at", "output"].includes(k)));
+  assert.deepEqual(fixed(plain.json), fixed(done));
+});
+
+test("the response echoes the client's request, never what the gateway sent upstream", async () => {
+  const echo = {
+    instructions: "Be brief.", max_output_tokens: 500, max_tool_calls: 4, parallel_tool_calls: false,
+    prompt_cache_key: "pck", safety_identifier: "sid", temperature: 0.5, top_p: 0.9, user: "u-1",
+    metadata: { k: "v" }, reasoning: { effort: "low" }, text: { format: { type: "text" }, verbosity: "low" },
+  };
+  const first = (await stack.call("POST", "/v1/responses", { model: "ci-primes", input: "go", tools: CI, ...echo })).json;
+  assertOpenAIShape(first, RESPONSE_KEYS, "JSON answer with user");
+  // A follow-up: the gateway sends the upstream its own previous id.
+  const body = { model: "ci-two", input: "again", tools: CI, previous_response_id: first.id, ...echo };
+  const life = lifecycle(await rawStream("/v1/responses", body));
+  const plain = (await stack.call("POST", "/v1/responses", body)).json;
+  const ups = (await stack.fakeRequests()).filter((q) => q.body?.model === "ci-two").map((q) => q.body);
+  assert.ok(ups.length > 0 && ups.every((b) => b.previous_response_id !== first.id), "upstream got its own id");
+  for (const [what, r] of [...life.map((e) => [e.type, e.r]), ["JSON answer", plain]]) {
+    const done = r.status === "completed";
+    assertOpenAIShape(r, done ? RESPONSE_KEYS : keysWithout("usage"), what);
+    for (const [k, v] of Object.entries(echo)) {
+      if (k !== "reasoning") assert.deepEqual(r[k], v, `${what}: ${k}`);
+    }
+    assert.deepEqual(r.reasoning, { effort: "low", summary: null }, `${what}: reasoning`);
+    assert.equal(r.previous_response_id, first.id, `${what}: the client's previous_response_id`);
+    assert.equal(r.model, "ci-two");
+    assert.deepEqual(r.tools, CI);
+    assert.equal(r.store, true, `${what}: store as the client left it`);
+  }
+  const off = await stack.call("POST", "/v1/responses", { model: "ci-primes", input: "go", tools: CI, store: false });
+  assert.equal(off.json.store, false, "the client's store:false");
+});
+
+test("response.failed is OpenAI's failed response: error, no usage, the same id", async () => {
+  const life = lifecycle(await rawStream("/v1/responses", { model: "drop", input: "a b c d e f", tools: CI }));
+  assert.deepEqual(life.map((e) => e.type), ["response.created", "response.in_progress", "response.failed"]);
+  const [created, , failed] = life.map((e) => e.r);
+  assertOpenAIShape(failed, keysWithout("usage", "user"), "failed");
+  assert.equal(failed.status, "failed");
+  assert.equal(failed.id, created.id);
+  assert.equal(failed.created_at, created.created_at);
+  assert.equal(failed.completed_at, null);
+  assert.equal(failed.error.code, "server_error");
+  assert.match(failed.error.message, /broke its stream|mid-stream/);
+  assert.equal(failed.model, "drop", "the client's model name, not the upstream's");
 });
