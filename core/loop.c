@@ -463,6 +463,7 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	struct run r = { .env = env, .m = m, .s = s, .req = req, .out = out,
 	    .tool = sg_rw_wants_code(body) ? env->cfg->interception.tool_name :
 	    "" };
+	json_int_t created = (json_int_t)time(NULL);
 	struct sg_error err;
 	json_t *answer = NULL;
 	int rc;
@@ -503,6 +504,10 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		    r.texts, r.client_calls, r.last.finish_reason, r.usage) :
 		    sg_answer_responses(r.last.response, body, r.output, r.usage,
 		    r.stream != NULL ? sg_stream_id(r.stream) : NULL);
+	/* OpenAI's created_at is when the request came, not the last turn
+	 * (a stream's answer carries its own, from the same moment). */
+	if (answer != NULL && s == SG_SURFACE_RESPONSES && r.stream == NULL)
+		json_object_set_new(answer, "created_at", json_integer(created));
 	/* The request's own sandbox goes with the request, on every path. */
 	sg_bind_end(env->sbx, req, &r.bind);
 	if (answer != NULL && s == SG_SURFACE_RESPONSES)
