@@ -30,8 +30,22 @@ if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" = 600 ] &&
     [ "$(id -u)" -eq 0 ]; then
 	chmod 0666 /dev/net/tun
 fi
-# The integration tests' npm packages (openai, ajv), pinned by the lockfile.
+# The integration tests' npm packages (openai, ajv, the AI SDK, the Agents
+# SDK, zod), pinned by the lockfile: npm ci when any package.json
+# dependency is missing from node_modules or is not at its pinned version.
 dir=$(cd "$(dirname "$0")/integration" && pwd)
-if [ -f "$dir/package-lock.json" ] && [ ! -d "$dir/node_modules/openai" ]; then
+if [ -f "$dir/package-lock.json" ] && ! node -e '
+const fs = require("fs"), dir = process.argv[1];
+const deps = JSON.parse(fs.readFileSync(dir + "/package.json", "utf8")).dependencies || {};
+for (const [name, want] of Object.entries(deps)) {
+	let got = null;
+	try {
+		got = JSON.parse(fs.readFileSync(`${dir}/node_modules/${name}/package.json`, "utf8")).version;
+	} catch (e) { /* missing */ }
+	if (got !== want) {
+		console.log(`install-deps: npm package ${name} is ${got ?? "missing"}, pinned ${want}`);
+		process.exit(1);
+	}
+}' "$dir"; then
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

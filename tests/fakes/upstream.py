@@ -9,18 +9,45 @@ OpenAPI spec), and injects faults chosen by the request's `model`:
   slow-N             sleep N s, then answer                json-error-stream  400 JSON even if streaming
   slowstream-N       stream with N s between events        drop-N  cut the stream after N events
   ci-*               scripted tool-calling models: see SCRIPTED below
+  nostate-<model>    <model>, as a stateless upstream (vLLM, llama.cpp, Ollama): see STATE below
 
 The ci-* models play the model side of the code_interpreter emulation loop: they call the
 request's `litellm_code_execution` function tool (or answer in text) depending on how many tool
 results the conversation already holds (Responses: `function_call_output` input items; Chat:
 `role: "tool"` messages), on both endpoints, streaming or not.
 
+STATE (POST /v1/responses only; as OpenAI keeps it, but in memory, per fake process, and only the
+newest --max-responses responses):
+  1. Every answer whose request has `store` other than false is persisted: its response id ->
+     the full (expanded, see 2) input items and the output items; every output item id -> item.
+  2. `previous_response_id` must name a persisted response, else 400 (param
+     previous_response_id, code previous_response_not_found). The model then sees the expanded
+     input: that response's full input + its output + this request's input (`instructions` are
+     not carried over). A string `input` is one user message.
+  3. `{"type":"item_reference","id":...}` is replaced by the persisted item; unknown -> 400
+     "Item with id '<id>' not found." (param input, code null).
+  4. An input item of an output type that carries an `id` (an assistant `message`,
+     `function_call`, `reasoning`, `code_interpreter_call` -- which this fake never issues, so
+     one with an id is always refused) must be one this fake persisted, else 400 "Item with id
+     '<id>' not found. Items are not persisted when `store` is set to false. ..." (param input).
+     As OpenAI, a `reasoning` item carrying `encrypted_content` is accepted anyway.
+  5. In the expanded input, every `function_call` needs a `function_call_output` with its
+     `call_id` later on, else 400 "No tool output found for function call <call_id>."; an output
+     with no earlier call -> 400 "No tool call found for function call output with call_id
+     <call_id>." (both param input, code null).
+  6. `nostate-<model>` behaves as <model> but persists nothing: `previous_response_id` and
+     `item_reference` always get the not-found 400s of 2 and 3; item ids are ignored (rule 4
+     off); rule 5 still holds. (On /v1/chat/completions the prefix is simply dropped.)
+  All scripted models (and the echo) script on the EXPANDED input, never on the body as sent.
+  The recorder keeps the body exactly as received.
+
 Every /v1 exchange is recorded; GET /__requests returns {"requests": [{"method", "path",
 "headers" (lower-cased), "body" (parsed JSON or null), "raw_body", "response_status",
 "response_body" (body text as sent; for SSE the event stream without HTTP chunk framing)}]}
-and POST /__reset clears the record.
+and POST /__reset clears the record (not the persisted responses and items).
 
 Usage: upstream.py [--host 127.0.0.1] [--port 0] [--port-file PATH] [--api-key KEY] [--quiet]
+                   [--max-records N] [--max-responses N]
 """
 import argparse
 import collections
@@ -43,7 +70,7 @@ FINGERPRINT = "fp_fake0a1b2c"
 LISTED_MODELS = ["echo", "gpt-4.1-mini", "slow-2", "slow-0.5", "slowstream-1", "drop-3",
                  "fault-500", "fault-429", "fault-400", "json-error-stream",
                  "ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason",
-                 "ci-clientfn", "ci-badargs", "ci-args", "ci-turn"]
+                 "ci-clientfn", "ci-badargs", "ci-args", "ci-turn", "ci-convo", "nostate-ci-convo"]
 
 
 def dumps(obj):
@@ -226,16 +253,16 @@ def message_item(mid, text, done):
             "role": "assistant", "content": [text_part(text)] if done else []}
 
 
-def response_full(req, model, prompt, text):
-    item = message_item(rand_id("msg_"), text, True)
-    return response_obj(req, model, rand_id("resp_"), int(time.time()), [item],
+def response_full(req, model, prompt, text, rid, mid):
+    item = message_item(mid, text, True)
+    return response_obj(req, model, rid, int(time.time()), [item],
                         responses_usage(prompt, split_text(text)))
 
 
-def responses_frames(req, model, prompt, text):
+def responses_frames(req, model, prompt, text, rid, mid):
     """SSE frames (`event:` + `data:`, §5.1) of the official text-answer sequence (§5.2),
     generated lazily as they are sent."""
-    rid, mid, created = rand_id("resp_"), rand_id("msg_"), int(time.time())
+    created = int(time.time())
     pieces = split_text(text)
     snapshot = response_obj(req, model, rid, created, [])
     loc = {"item_id": mid, "output_index": 0, "content_index": 0}
@@ -276,6 +303,14 @@ def responses_frames(req, model, prompt, text):
 #                writes any arguments, malformed or hostile)   else "args result: <last>"
 #   ci-turn      as ci-args, but it calls whenever the newest item of the conversation is a user
 #                message (a follow-up that replays earlier calls and results still runs its code)
+#   ci-convo     a multi-turn conversation (Responses; Chat alike with its messages). U = user
+#                messages in the whole (expanded) input, C = its function_call_output items;
+#                looking only at the items after the last user message:
+#                  no tool output there yet -> the code tool with code "print('turn U')"; and if
+#                    another function tool is declared and the last user text has the word
+#                    "weather", also the first such function with {"city":"Paris"} (a mixed turn)
+#                  else -> "turn U: <those outputs, in order, each stripped, joined by ' | '>;
+#                    seen users=U outputs=C"
 #
 # Code calls carry arguments {"code":"<code>"} (compact JSON). Usage of every turn:
 # prompt/input tokens 10*(n+1), completion/output tokens 5+n (ci-reason on Responses: 2 of them
@@ -283,7 +318,7 @@ def responses_frames(req, model, prompt, text):
 
 CODE_TOOL = "litellm_code_execution"
 SCRIPTED = ("ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason", "ci-clientfn",
-            "ci-badargs", "ci-args", "ci-turn")
+            "ci-badargs", "ci-args", "ci-turn", "ci-convo")
 
 
 def function_tools(req, chat):
@@ -350,6 +385,8 @@ def script_turn(model, req, chat):
         newest = items[-1] if items and isinstance(items[-1], dict) else {}
         args = last_user(req.get("messages"), ("text",)) if chat else responses_prompt(req)
         return ([(CODE_TOOL, args)], None, n) if newest.get("role") == "user" else say("args result: " + last)
+    if model == "ci-convo":
+        return convo_turn(req, chat, names, n)
     if model == "ci-clientfn" and n == 0:
         calls = [(CODE_TOOL, dumps({"code": "print(1)"}))]
         other = [x for x in names if x != CODE_TOOL]
@@ -359,6 +396,31 @@ def script_turn(model, req, chat):
     # ci-primes, ci-reason, ci-clientfn with results
     return code("print(2*3*5*7*11*13)") if n == 0 else say(
         "The product of the first six primes is " + last.strip())
+
+
+def convo_turn(req, chat, names, n):
+    """ci-convo: see SCRIPTED above."""
+    items = req.get("messages") if chat else req.get("input")
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    items = [m for m in (items if isinstance(items, list) else []) if isinstance(m, dict)]
+    users = [i for i, m in enumerate(items) if m.get("role") == "user" and m.get("type", "message") == "message"]
+    u = len(users)
+    tail = items[users[-1] + 1:] if users else items
+    if chat:
+        outs = [parts_text(m.get("content"), ("text",)) for m in tail if m.get("role") == "tool"]
+    else:
+        outs = [parts_text(m.get("output"), ("input_text", "output_text", "text")) for m in tail
+                if m.get("type") == "function_call_output"]
+    if outs:
+        return None, "turn %d: %s; seen users=%d outputs=%d" % (
+            u, " | ".join(o.strip() for o in outs), u, n), n
+    calls = [(CODE_TOOL, dumps({"code": "print('turn %d')" % u}))]
+    kinds = ("text",) if chat else ("input_text", "text")
+    other = [x for x in names if x != CODE_TOOL]
+    if other and re.search(r"\bweather\b", last_user(items, kinds), re.IGNORECASE):
+        calls.append((other[0], dumps({"city": "Paris"})))
+    return calls, None, n
 
 
 def split_args(args, size=5):
@@ -489,8 +551,8 @@ def item_events(index, item):
     return ev
 
 
-def responses_turn_frames(req, model, items, usage):
-    rid, created = rand_id("resp_"), int(time.time())
+def responses_turn_frames(req, model, rid, items, usage):
+    created = int(time.time())
     snapshot = response_obj(req, model, rid, created, [])
     events = [("response.created", {"response": snapshot}), ("response.in_progress", {"response": snapshot})]
     for index, item in enumerate(items):
@@ -502,22 +564,143 @@ def responses_turn_frames(req, model, items, usage):
         yield "event: %s\ndata: %s\n\n" % (etype, dumps(dict({"type": etype, "sequence_number": seq}, **fields)))
 
 
-def scripted(model, req, chat, stream):
-    """(frames, None) for a stream, or (None, full object)."""
+def scripted(model, req, chat, stream, keep=None, shown=None):
+    """(frames, None) for a stream, or (None, full object). Responses: keep(rid, output items)
+    is called first (to persist the answer). `shown` is the model name answered (default model)."""
     calls, text, n = script_turn(model, req, chat)
+    name = shown or model
     if chat:
         usage = scripted_chat_usage(n)
         if calls is None:
-            return (chat_frames(req, model, "", text, usage), None) if stream else (
-                None, chat_completion(model, "", text, usage))
-        return (chat_calls_frames(req, model, calls, usage), None) if stream else (
-            None, chat_calls_completion(model, calls, usage))
+            return (chat_frames(req, name, "", text, usage), None) if stream else (
+                None, chat_completion(name, "", text, usage))
+        return (chat_calls_frames(req, name, calls, usage), None) if stream else (
+            None, chat_calls_completion(name, calls, usage))
     req = echo_tools(req)
     usage = scripted_responses_usage(n, model == "ci-reason")
     items = responses_turn_items(model, req, calls, text)
+    rid = rand_id("resp_")
+    if keep is not None:
+        keep(rid, items)
     if stream:
-        return responses_turn_frames(req, model, items, usage), None
-    return None, response_obj(req, model, rand_id("resp_"), int(time.time()), items, usage)
+        return responses_turn_frames(req, name, rid, items, usage), None
+    return None, response_obj(req, name, rid, int(time.time()), items, usage)
+
+
+# ---------------------------------------------------------------- Conversation state (STATE above)
+
+class Refused(Exception):
+    """A request OpenAI would refuse with a 400: its error body."""
+
+    def __init__(self, message, param, code=None):
+        super().__init__(message)
+        self.body = err(message, param=param, code=code)
+
+
+class State:
+    """Persisted responses and output items, shared by all handler threads. Only the newest
+    `limit` responses (and their items) are kept, so a benchmark's memory stays bounded."""
+
+    def __init__(self, limit):
+        self.lock = threading.Lock()
+        self.limit = limit
+        self.responses = collections.OrderedDict()  # id -> {"input": [...], "output": [...]}
+        self.items = {}                              # output item id -> item
+
+    def response(self, rid):
+        with self.lock:
+            r = self.responses.get(rid)
+            return None if r is None else json.loads(dumps(r))  # a deep copy
+
+    def item(self, iid):
+        with self.lock:
+            it = self.items.get(iid)
+            return None if it is None else json.loads(dumps(it))
+
+    def persist(self, rid, inp, output):
+        copy = json.loads(dumps({"input": inp, "output": output}))
+        with self.lock:
+            self.responses[rid] = copy
+            for it in copy["output"]:
+                if isinstance(it, dict) and isinstance(it.get("id"), str):
+                    self.items[it["id"]] = it
+            while self.limit and len(self.responses) > self.limit:
+                _, old = self.responses.popitem(last=False)
+                for it in old["output"]:
+                    if isinstance(it, dict) and self.items.get(it.get("id")) is it:
+                        del self.items[it["id"]]
+
+
+STATELESS = "nostate-"
+NOT_PERSISTED = ("Item with id '%s' not found. Items are not persisted when `store` is set to false. "
+                 "Try again with `store` set to true, or remove this item from your input.")
+
+
+def must_be_persisted(item):
+    """An input item of an output type whose id must name a persisted item (rule 4)."""
+    kind = item.get("type")
+    if kind == "reasoning":
+        return not (isinstance(item.get("encrypted_content"), str) and item["encrypted_content"])
+    if kind == "message" or (kind is None and "role" in item):
+        return item.get("role") == "assistant"
+    return kind in ("function_call", "code_interpreter_call")
+
+
+def check_calls(items):
+    """Rule 5: calls and their outputs pair up, each output after its call."""
+    called, answered = [], set()
+    for it in items:
+        if not isinstance(it, dict):
+            continue
+        if it.get("type") == "function_call":
+            called.append(it.get("call_id"))
+        elif it.get("type") == "function_call_output":
+            cid = it.get("call_id")
+            if cid not in called:
+                raise Refused("No tool call found for function call output with call_id %s." % cid, "input")
+            answered.add(cid)
+    for cid in called:
+        if cid not in answered:
+            raise Refused("No tool output found for function call %s." % cid, "input")
+
+
+def expand(state, body, stateless):
+    """(the request as the model sees it, the full input to persist) for a /v1/responses body;
+    Refused when OpenAI would refuse it. The body itself is never changed (the recorder has it)."""
+    inp, prev = body.get("input"), body.get("previous_response_id")
+    if isinstance(inp, str):
+        items = [{"role": "user", "content": inp}]
+    elif isinstance(inp, list):
+        items = inp
+    elif inp is None:
+        items = []
+    else:
+        return body, []  # not an input at all: the model scripts cope with it as before
+    history = []
+    if prev is not None:
+        stored = state.response(prev) if isinstance(prev, str) and not stateless else None
+        if stored is None:
+            raise Refused("Previous response with id '%s' not found." % prev, "previous_response_id",
+                          "previous_response_not_found")
+        history = stored["input"] + stored["output"]
+    given = []
+    for it in items:
+        if isinstance(it, dict) and it.get("type") == "item_reference":
+            iid = it.get("id")
+            found = state.item(iid) if isinstance(iid, str) and not stateless else None
+            if found is None:
+                raise Refused("Item with id '%s' not found." % iid, "input")
+            given.append(found)
+            continue
+        if (isinstance(it, dict) and not stateless and isinstance(it.get("id"), str)
+                and must_be_persisted(it) and state.item(it["id"]) is None):
+            raise Refused(NOT_PERSISTED % it["id"], "input")
+        given.append(it)
+    full = history + given
+    check_calls(full)
+    if prev is None and given == items and isinstance(inp, str):
+        return body, full  # a plain string input: the model sees it as it came
+    return dict(body, input=full), full
 
 
 # ---------------------------------------------------------------- HTTP plumbing
@@ -717,13 +900,25 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(model, str):
             return self.send_json(400, err("Invalid type for 'model': expected a string, but got %s instead."
                                            % type(model).__name__, param="model", code="invalid_type"))
+        chat = path == "/v1/chat/completions"
+        stateless = model.startswith(STATELESS)
+        shown, model = model, model[len(STATELESS):] if stateless else model
+        keep = None
+        if not chat:
+            try:
+                body, full = expand(self.server.state, body, stateless)
+            except Refused as e:
+                return self.send_json(400, e.body)
+            if body.get("store") is not False and not stateless:
+                def keep(rid, output):
+                    self.server.state.persist(rid, full, output)
         if model in FAULTS:
             status, payload, extra = FAULTS[model]
             return self.send_json(status, payload, extra)
 
         stream = body.get("stream") is True
         if model in SCRIPTED:
-            frames, obj = scripted(model, body, path == "/v1/chat/completions", stream)
+            frames, obj = scripted(model, body, chat, stream, keep, shown)
             return self.send_stream(frames) if stream else self.send_json(200, obj)
         slow, gap = model_arg(model, "slow-"), model_arg(model, "slowstream-")
         drop = model_arg(model, "drop-")
@@ -731,13 +926,16 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(slow if slow is not None else gap)
             gap = None
 
-        chat = path == "/v1/chat/completions"
         prompt = last_user(body.get("messages"), ("text",)) if chat else responses_prompt(body)
         answer = "echo: " + prompt
+        rid, mid = rand_id("resp_"), rand_id("msg_")
+        if keep is not None:
+            keep(rid, [message_item(mid, answer, True)])
         if stream:
-            frames = (chat_frames if chat else responses_frames)(body, model, prompt, answer)
+            frames = (chat_frames(body, shown, prompt, answer) if chat else
+                      responses_frames(body, shown, prompt, answer, rid, mid))
             return self.send_stream(frames, gap or 0.0, None if drop is None else int(drop))
-        obj = (chat_completion(model, prompt, answer) if chat else response_full(body, model, prompt, answer))
+        obj = (chat_completion(shown, prompt, answer) if chat else response_full(body, shown, prompt, answer, rid, mid))
         if drop is not None:
             return self.send_truncated(obj)
         return self.send_json(200, obj)
@@ -761,6 +959,8 @@ def main():
     ap.add_argument("--quiet", action="store_true", help="no per-request log lines")
     ap.add_argument("--max-records", type=int, default=10000,
                     help="keep only the newest N recorded requests (0 = unlimited)")
+    ap.add_argument("--max-responses", type=int, default=10000,
+                    help="persist only the newest N responses, with their items (0 = unlimited)")
     args = ap.parse_args()
 
     host = "127.0.0.1" if args.host == "localhost" else args.host
@@ -776,6 +976,7 @@ def main():
     server = Server((host, args.port), Handler)
     server.quiet, server.api_key = args.quiet, args.api_key
     server.recorder = Recorder(max(0, args.max_records))
+    server.state = State(max(0, args.max_responses))
     port = server.server_address[1]
     if args.port_file:
         tmp = args.port_file + ".tmp"
