@@ -17,8 +17,7 @@
 #include "testutil.h"
 
 struct fx {
-	char			 dir[64];
-	char			 path[128];
+	struct tu_store_fx	*sfx;
 	struct sg_store		*st;
 	struct sg_cfg_model	 up, gw;
 	struct sg_req		 alice, bob;
@@ -27,13 +26,15 @@ struct fx {
 static int
 setup(void **state)
 {
+	struct tu_store_fx *sfx;
 	struct fx *fx = calloc(1, sizeof(*fx));
 
-	if (fx == NULL || tu_store_fresh(fx->dir, sizeof(fx->dir), fx->path,
-	    sizeof(fx->path), &fx->st) == -1) {
+	if (fx == NULL || tu_store_setup((void **)&sfx) == -1) {
 		free(fx);
 		return -1;
 	}
+	fx->st = sfx->st;
+	fx->sfx = sfx;
 	fx->up.api_base = fx->gw.api_base = "http://127.0.0.1:9/v1";
 	fx->up.state = SG_STATE_UPSTREAM;
 	fx->gw.state = SG_STATE_GATEWAY;
@@ -50,8 +51,7 @@ teardown(void **state)
 {
 	struct fx *fx = *state;
 
-	sg_store_close(fx->st);
-	tu_rmrf(fx->dir);
+	tu_store_teardown((void **)&fx->sfx);
 	free(fx);
 	return 0;
 }

@@ -22,37 +22,6 @@
 #define A "aaaa"
 #define B "bbbb"
 
-struct fx {
-	char		 dir[64];
-	char		 path[128];
-	struct sg_store	*st;
-};
-
-static int
-setup(void **state)
-{
-	struct fx *fx = calloc(1, sizeof(*fx));
-
-	if (fx == NULL || tu_store_fresh(fx->dir, sizeof(fx->dir), fx->path,
-	    sizeof(fx->path), &fx->st) == -1) {
-		free(fx);
-		return -1;
-	}
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fx *fx = *state;
-
-	sg_store_close(fx->st);
-	tu_rmrf(fx->dir);
-	free(fx);
-	return 0;
-}
-
 static int
 save(struct sg_store *st, const char *id, const char *tenant,
     const char *prev, const char *ci)
@@ -92,7 +61,7 @@ note(void *arg, const struct sg_store_item *it)
 static void
 test_save_load_items(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_resp_row row;
 	struct seen s = { "", 0 };
 	char up[64], sbx[64];
@@ -126,7 +95,7 @@ test_save_load_items(void **state)
 static void
 test_item_find(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	char *item, *up;
 
 	assert_int_equal(save(fx->st, "resp_1", A, NULL, "ci_a"), SG_STORE_OK);
@@ -158,7 +127,7 @@ test_item_find(void **state)
 static void
 test_delete_and_prune(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	char *item, *up;
 	int removed;
 
@@ -186,7 +155,7 @@ test_delete_and_prune(void **state)
 static void
 test_duplicate_id_refused(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	char *item, *up;
 
 	assert_int_equal(save(fx->st, "resp_1", A, NULL, "ci_a"), SG_STORE_OK);
@@ -200,14 +169,13 @@ test_duplicate_id_refused(void **state)
 int
 main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_store_setup, \
+	tu_store_teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_save_load_items, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_item_find, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_delete_and_prune, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_duplicate_id_refused, setup,
-		    teardown),
+		T(test_save_load_items),
+		T(test_item_find),
+		T(test_delete_and_prune),
+		T(test_duplicate_id_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,40 +26,9 @@
 #define A "aaaa"
 #define B "bbbb"
 
-struct fx {
-	char		 dir[64];
-	char		 path[128];
-	struct sg_store	*st;
-};
-
-static int
-setup(void **state)
-{
-	struct fx *fx = calloc(1, sizeof(*fx));
-
-	if (fx == NULL || tu_store_fresh(fx->dir, sizeof(fx->dir), fx->path,
-	    sizeof(fx->path), &fx->st) == -1) {
-		free(fx);
-		return -1;
-	}
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fx *fx = *state;
-
-	sg_store_close(fx->st);
-	tu_rmrf(fx->dir);
-	free(fx);
-	return 0;
-}
-
 /* Claim tenant's session for new_id; returns the id got. */
 static const char *
-claim(struct fx *fx, const char *tenant, const char *session,
+claim(struct tu_store_fx *fx, const char *tenant, const char *session,
     const char *new_id, int *created, int *lost)
 {
 	static char sbx[48];
@@ -73,7 +42,7 @@ claim(struct fx *fx, const char *tenant, const char *session,
 }
 
 static void
-ready(struct fx *fx, const char *id)
+ready(struct tu_store_fx *fx, const char *id)
 {
 	assert_int_equal(sg_store_sbx_ready(fx->st, id, "{}", time(NULL) + 600),
 	    SG_STORE_OK);
@@ -81,7 +50,7 @@ ready(struct fx *fx, const char *id)
 
 /* Set a row's last use, as time passing would. */
 static void
-used_at(struct fx *fx, const char *id, int64_t t)
+used_at(struct tu_store_fx *fx, const char *id, int64_t t)
 {
 	sqlite3 *db;
 	char sql[160];
@@ -97,7 +66,7 @@ used_at(struct fx *fx, const char *id, int64_t t)
 static void
 session_claimed_once_per_tenant(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	int created, lost;
 
@@ -125,7 +94,7 @@ session_claimed_once_per_tenant(void **state)
 static void
 session_knows_its_sandbox_was_lost(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	int created, lost;
 
 	claim(fx, A, "s1", "cntr_a1", &created, &lost);
@@ -171,7 +140,7 @@ one(void *arg, const struct sg_store_sess *s)
 static void
 sessions_listed_per_tenant(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct listing l;
 	int created, lost;
 	char longid[SG_STORE_SESSION_MAX + 2], sbx[48], victim[48];
@@ -202,7 +171,7 @@ sessions_listed_per_tenant(void **state)
 
 /* Begin a kept (explicit) row made ready, used at t. */
 static int
-kept(struct fx *fx, const char *id, int64_t t, int max, char victim[48])
+kept(struct tu_store_fx *fx, const char *id, int64_t t, int max, char victim[48])
 {
 	int rc = sg_store_sbx_begin_kind(fx->st, id, A, "local",
 	    SG_SBX_EXPLICIT, 1, 1, time(NULL) + 600, max, victim);
@@ -217,7 +186,7 @@ kept(struct fx *fx, const char *id, int64_t t, int max, char victim[48])
 static void
 limit_evicts_the_least_recently_used_idle_one(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	char victim[48];
 	int64_t now = time(NULL);
@@ -260,7 +229,7 @@ limit_evicts_the_least_recently_used_idle_one(void **state)
 static void
 one_run_at_a_time(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	char victim[48];
 	int64_t now = time(NULL);
@@ -295,7 +264,7 @@ one_run_at_a_time(void **state)
 static void
 lease_held_by_one(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	sqlite3 *db;
 
 	assert_int_equal(sg_store_lease(fx->st, "reaper", "h1", 60),
@@ -334,7 +303,7 @@ count_one(void *arg, const char *tool, int kind, int64_t n)
 static void
 counts_per_tool_and_kind(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	int64_t counts[4] = { 0, 0, 0, 0 };
 	char victim[48];
 	int created, lost;
@@ -356,7 +325,7 @@ counts_per_tool_and_kind(void **state)
 static void
 racing_processes_on_one_store_file(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct listing l;
 	int64_t counts[4] = { 0, 0, 0, 0 };
 	int i, status, created_total = 0, pipefd[2];
@@ -422,7 +391,7 @@ racing_processes_on_one_store_file(void **state)
 	assert_true(counts[SG_SBX_EXPLICIT] <= 3);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_store_setup, tu_store_teardown)
 
 int
 main(void)

@@ -64,6 +64,39 @@ tu_store_fresh(char *dir, size_t dirsz, char *path, size_t pathsz,
 	}
 	return 0;
 }
+
+/* The fixture of the store's tests: a fresh store per test. Use as a
+ * cmocka setup/teardown pair; *state is the struct tu_store_fx. */
+struct tu_store_fx {
+	char		 dir[64];
+	char		 path[128];
+	struct sg_store	*st;
+};
+
+static inline int
+tu_store_setup(void **state)
+{
+	struct tu_store_fx *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL || tu_store_fresh(fx->dir, sizeof(fx->dir), fx->path,
+	    sizeof(fx->path), &fx->st) == -1) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	return 0;
+}
+
+static inline int
+tu_store_teardown(void **state)
+{
+	struct tu_store_fx *fx = *state;
+
+	sg_store_close(fx->st);
+	tu_rmrf(fx->dir);
+	free(fx);
+	return 0;
+}
 #endif
 
 /* Write len bytes (or strlen(text) when len is -1) to path; 0 or -1. */
