@@ -28,8 +28,7 @@ whole(const json_t *v)
 static int
 store_down(struct sg_conv *c, struct sg_error *err)
 {
-	return sg_error_set(err, 503, "server_error", NULL, NULL, "The store is "
-	    "unavailable: %s", sg_store_errmsg(c->store));
+	return sg_error_store(err, sg_store_errmsg(c->store));
 }
 
 int

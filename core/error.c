@@ -78,3 +78,10 @@ sg_error_json(const struct sg_error *err)
 	json_object_set_new(inner, "code", str_or_null(err->code));
 	return json_pack("{s:o}", "error", inner);
 }
+
+int
+sg_error_store(struct sg_error *err, const char *detail)
+{
+	return sg_error_set(err, 503, "server_error", NULL, NULL, "The store is "
+	    "unavailable: %s", detail);
+}

@@ -22,8 +22,7 @@ not_found(struct sg_error *err, const char *id)
 static int
 store_down(struct sg_store *st, struct sg_error *err)
 {
-	return sg_error_set(err, 503, "server_error", NULL, NULL, "The store is "
-	    "unavailable: %s", sg_store_errmsg(st));
+	return sg_error_store(err, sg_store_errmsg(st));
 }
 
 /* sg_store_resp_items callback: each item as the client saw it. */

@@ -205,8 +205,7 @@ sg_respids_check(struct sg_store *st, const char *api_base,
 			    "previous_response_not_found", "Previous response "
 			    "with id '%s' not found.", json_string_value(id));
 		else if (rc != SG_STORE_OK)
-			sg_error_set(err, 503, "server_error", NULL, NULL, "The "
-			    "store is unavailable: %s", sg_store_errmsg(st));
+			sg_error_store(err, sg_store_errmsg(st));
 		json_decref(id);
 		if (rc != SG_STORE_OK)
 			return -1;

@@ -17,8 +17,7 @@ not_found(struct sg_error *err, const char *id)
 static int
 store_error(struct sg_sbx_env *env, struct sg_error *err)
 {
-	return sg_error_set(err, 503, "server_error", NULL, NULL,
-	    "The store is unavailable: %s", sg_store_errmsg(env->store));
+	return sg_error_store(err, sg_store_errmsg(env->store));
 }
 
 /* A provider failure as the error a client gets. Credentials are never

@@ -111,8 +111,7 @@ reach(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 		return sg_error_set(err, 404, "invalid_request_error", NULL, "id",
 		    "Container with id '%s' not found.", id);
 	if (rc != SG_STORE_OK)
-		return sg_error_set(err, 503, "server_error", NULL, NULL, "The "
-		    "store is unavailable: %s", sg_store_errmsg(env->store));
+		return sg_error_store(err, sg_store_errmsg(env->store));
 	if (may_use(env->cfg, req, row->tool, err) == -1) {
 		sg_store_sbx_clear(row);
 		return -1;
@@ -161,8 +160,7 @@ list(struct sg_sbx_env *env, const struct sg_req *req, struct sg_error *err)
 	if (sg_store_sbx_list(env->store, req->tenant, list_one, &l) !=
 	    SG_STORE_OK) {
 		json_decref(l.data);
-		sg_error_set(err, 503, "server_error", NULL, NULL, "The store is "
-		    "unavailable: %s", sg_store_errmsg(env->store));
+		sg_error_store(err, sg_store_errmsg(env->store));
 		return NULL;
 	}
 	n = json_array_size(l.data);

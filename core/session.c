@@ -48,8 +48,7 @@ bind_explicit(struct sg_sbx_env *env, const struct sg_req *req,
 		return not_found(err, id);
 	rc = sg_store_sbx_get(env->store, id, req->tenant, &row);
 	if (rc == SG_STORE_ERROR)
-		return sg_error_set(err, 503, "server_error", NULL, NULL,
-		    "The store is unavailable: %s", sg_store_errmsg(env->store));
+		return sg_error_store(err, sg_store_errmsg(env->store));
 	if (rc != SG_STORE_OK || strcmp(row.state, "ready") != 0) {
 		if (rc == SG_STORE_OK)
 			sg_store_sbx_clear(&row);
