@@ -328,7 +328,7 @@ racing_processes_on_one_store_file(void **state)
 	struct tu_store_fx *fx = *state;
 	struct listing l;
 	int64_t counts[4] = { 0, 0, 0, 0 };
-	int i, status, created_total = 0, pipefd[2];
+	int i, status, created_total = 0, pipefd[2], made = 0;
 	char line[64];
 
 	assert_int_equal(pipe(pipefd), 0);
@@ -349,7 +349,9 @@ racing_processes_on_one_store_file(void **state)
 			if (rc != SG_STORE_OK || write(pipefd[1], line,
 			    strlen(line)) < 0)
 				_exit(3);
-			/* Kept sandboxes of B, limit 3: each evicts. */
+			/* Kept sandboxes of B, limit 3: each evicts an idle
+			 * one, or, when the others are all still being made
+			 * (slow children, valgrind), is refused: FULL, exit 5. */
 			snprintf(id, sizeof(id), "cntr_k%d", i);
 			rc = sg_store_sbx_begin_kind(st, id, B, "local",
 			    SG_SBX_EXPLICIT, 1, 1, time(NULL) + 600, 3, victim);
@@ -358,15 +360,18 @@ racing_processes_on_one_store_file(void **state)
 			if (rc == SG_STORE_OK && victim[0] != '\0')
 				sg_store_sbx_remove(st, victim);
 			sg_store_close(st);
-			_exit(rc == SG_STORE_OK ? 0 : 4);
+			_exit(rc == SG_STORE_OK ? 0 : rc == SG_STORE_FULL ? 5 : 4);
 		}
 	}
 	close(pipefd[1]);
 	for (i = 0; i < 8; i++) {
 		assert_true(wait(&status) > 0);
 		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
+		assert_true(WEXITSTATUS(status) == 0 ||
+		    WEXITSTATUS(status) == 5);
+		made += WEXITSTATUS(status) == 0;
 	}
+	assert_true(made >= 3);
 	{
 		FILE *f = fdopen(pipefd[0], "r");
 		char first[48] = "", id[48];
