@@ -246,6 +246,7 @@ free_tool(struct sg_tool *t)
 	free(t->image);
 	free(t->sandbox_url);
 	free(t->isolation);
+	free(t->kernel);
 	free(t->local_dir);
 }
 

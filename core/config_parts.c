@@ -22,7 +22,7 @@ static const char *const model_keys[] = { "name", "api_base", "api_key",
 static const char *const tool_keys[] = { "name", "provider", "api_key",
 	"api_base", "template", "image", "sandbox_url", "isolation",
 	"memory_mb", "disk_mb", "max_procs", "allow_internet_access", "cpu",
-	"limits", NULL };
+	"limits", "kernel", NULL };
 static const char *const icpt_keys[] = { "enabled", "sandbox_tool",
 	"max_agentic_loops", "tool_name", "exec_timeout", "container_reuse",
 	NULL };
@@ -271,6 +271,8 @@ load_tool(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 {
 	static const char *const isolations[] = { "bubblewrap", "none", NULL };
 	static const char *const limits[] = { "cgroup", "process", NULL };
+	static const char *const kernels[] = { "auto", "ipython", "python",
+	    NULL };
 	struct sg_tool *t = item;
 	char *prov = NULL, *lim = NULL;
 	int rc;
@@ -295,6 +297,7 @@ load_tool(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 	    sg_cfgld_str(ld, e, "sandbox_url", &t->sandbox_url, 0) == -1 ||
 	    sg_cfgld_word(ld, e, "isolation", &t->isolation, isolations) == -1 ||
 	    sg_cfgld_word(ld, e, "limits", &lim, limits) == -1 ||
+	    sg_cfgld_word(ld, e, "kernel", &t->kernel, kernels) == -1 ||
 	    sg_cfgld_int(ld, e, "memory_mb", &t->memory_mb, 16, 1 << 20) == -1 ||
 	    sg_cfgld_int(ld, e, "disk_mb", &t->disk_mb, 1, 1 << 20) == -1 ||
 	    sg_cfgld_int(ld, e, "max_procs", &t->max_procs, 1, 65536) == -1 ||

@@ -98,12 +98,13 @@ local_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 
 	(void)p;
 	*handle = NULL;
-	req = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:b,s:s}", "op",
+	req = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:b,s:s,s:s}", "op",
 	    "create", "id", sbx_id, "lifetime", lifetime_s, "memory_mb",
 	    t->memory_mb, "disk_mb", t->disk_mb, "max_procs", t->max_procs,
 	    "cpu", t->cpu > 0 ? t->cpu : 1, "limits", t->limits_process ?
 	    "process" : "cgroup", "net", t->allow_internet_access, "isolation",
-	    t->isolation != NULL ? t->isolation : "bubblewrap");
+	    t->isolation != NULL ? t->isolation : "bubblewrap", "kernel",
+	    t->kernel != NULL ? t->kernel : "auto");
 	resp = supervisor(t, req, err);
 	json_decref(req);
 	if (resp == NULL)

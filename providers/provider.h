@@ -32,6 +32,7 @@ struct sg_tool {
 	int	 cpu;		/* CPUs it may use; 0: the default (local: 1,
 				 * opensandbox: the provider's) */
 	int	 limits_process; /* local: limits = "process" (no cgroup) */
+	char	*kernel;	/* local: "auto" (NULL), "ipython" or "python" */
 	char	*local_dir;	/* local: sandboxd's runtime dir (beside the
 				 * store), filled by the config loader */
 };

@@ -4,7 +4,7 @@
  * asked for them. Responders talk to it over a Unix socket in the
  * gateway's private runtime directory, one JSON line each way:
  *   {"op":"create","id","lifetime","memory_mb","disk_mb","max_procs",
- *    "cpu","limits","net","isolation"}
+ *    "cpu","limits","net","isolation","kernel"}
  *                        → {"ok":true,"socket":PATH} | {"ok":false,"error"}
  *   {"op":"delete","id"} → {"ok":true,"gone":bool}
  * For each sandbox it binds the kernel's socket itself and passes the
@@ -210,6 +210,20 @@ int_of(const json_t *req, const char *key, int dflt)
 	return v > 0 && v < (1 << 24) ? (int)v : dflt;
 }
 
+/* Which kernel the sandbox runs: a word kernel.py knows, never the
+ * request's own bytes. */
+static const char *
+kernel_of(const json_t *req)
+{
+	const char *k = json_string_value(json_object_get(req, "kernel"));
+
+	if (k != NULL && strcmp(k, "ipython") == 0)
+		return "ipython";
+	if (k != NULL && strcmp(k, "python") == 0)
+		return "python";
+	return "auto";
+}
+
 /* The settings of a create request; NULL, or a refusal. */
 static json_t *
 read_spec(const json_t *req, struct sg_sbxd_spec *s)
@@ -232,6 +246,7 @@ read_spec(const json_t *req, struct sg_sbxd_spec *s)
 	s->files = &files;
 	s->seccomp = &seccomp;
 	s->kernel_src = conf->kernel_src;
+	s->kernel = kernel_of(req);
 	if (s->bwrap && !bwrap_ok)
 		return refuse("config", bwrap_why);
 	if (s->bwrap && want_cg && !s->cgroup) {

@@ -112,6 +112,7 @@ struct sg_sbxd_spec {
 	const struct sg_sbxd_files *files;
 	const struct sg_buf	   *seccomp;
 	const char		   *kernel_src;	/* isolation "none" */
+	const char		   *kernel;	/* auto, ipython or python */
 };
 /* In a forked child: limits, cgroup, fds, user, then bubblewrap (or the
  * bare kernel) with an empty environment. Never returns. */

@@ -273,6 +273,7 @@ sg_sbxd_exec(const struct sg_sbxd_spec *s)
 	if ((s->bwrap ? bwrap_args(s, &a) : bare_args(s, &a)) == -1)
 		_exit(120);
 	arg(&a, "--lifetime"); arg(&a, num(&a, s->lifetime));
+	arg(&a, "--kernel"); arg(&a, s->kernel);
 	/* With a cgroup, the sandbox as a whole gets memory_mb; one process
 	 * gets a little less, so a single huge allocation is a MemoryError
 	 * the kernel survives, not an OOM kill of the kernel. */

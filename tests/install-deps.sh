@@ -5,7 +5,8 @@
 set -eu
 pkgs="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
 libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev libseccomp-dev lighttpd
-bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib curl
+bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib
+python3-ipython python3-pandas curl
 valgrind sqlite3 procps"
 missing=""
 for p in $pkgs; do
