@@ -15,7 +15,8 @@ between runs), Jupyter-like cells (last expression -> `result`), stdout/stderr s
 NDJSON lines exactly as the real server frames them, `keepalive` after --keepalive s of silence.
 A PNG result comes from `display_png(b64)` or a `__png__` variable holding base64 text; `display(obj)`
 and `display_data({mime: value})` emit other display results. A client leaving mid-run interrupts
-the worker (SIGINT, then a kill after --interrupt-grace s).
+the worker (SIGINT, then a kill after --interrupt-grace s); a run sent within --abort-window s of
+that is aborted and only ever gets keepalives, as on the real server (its "aborted" quirk).
 
 Test hooks (not authenticated): GET /__stats, POST /__reset, GET|POST /__faults, GET /__requests.
 Faults (POST /__faults, each with "count", default 1, -1 = forever; {} clears all):
@@ -630,6 +631,7 @@ class Context:
         self.count = 0
         self.env_loaded = False
         self.deleted = False
+        self.abort_until = 0.0          # the real server's "aborted" window, see Execution.aborted
 
     def ensure_worker(self):
         with self.mu:
@@ -874,6 +876,9 @@ class Execution:
 
     def execute(self):
         ctx, sb = self.ctx, self.sb
+        if time.monotonic() < ctx.abort_until:
+            ctx.abort_until = 0.0
+            return self.aborted()
         try:
             w = ctx.ensure_worker()
         except (OSError, RuntimeError):
@@ -935,6 +940,15 @@ class Execution:
         self.ctx.drop_worker(w)
         self.restarted()
 
+    def aborted(self):
+        """The real server frees the context before the interrupt of a run whose client left
+        reaches the kernel; a run sent in that window is aborted by the kernel (execute_reply
+        status "aborted", no execute_input). The server only checks for "abort", so the client
+        gets no number_of_executions, no end line: keepalives until it gives up."""
+        while True:
+            time.sleep(0.05)
+            self.tick()
+
     def restarted(self):
         self.line(json.dumps({"type": "error", "name": "ContextRestarting", "value": "Context was restarted",
                               "traceback": ""}))
@@ -944,7 +958,9 @@ class Execution:
         """The client left mid-run: interrupt the cell (like Jupyter's interrupt), so the context
         stays usable; a worker that ignores SIGINT is killed and restarts fresh on next use."""
         w.interrupt()
-        deadline = time.monotonic() + self.h.server.state.args.interrupt_grace
+        args = self.h.server.state.args
+        self.ctx.abort_until = time.monotonic() + args.abort_window
+        deadline = time.monotonic() + args.interrupt_grace
         while time.monotonic() < deadline:
             m = w.get(0.1)
             if m is None:
@@ -1643,6 +1659,9 @@ def main():
     ap.add_argument("--template", action="append", help="one more code-interpreter template alias")
     ap.add_argument("--interrupt-grace", type=float, default=3.0,
                     help="seconds an interrupted cell gets to stop before its worker is killed")
+    ap.add_argument("--abort-window", type=float, default=0.5,
+                    help="seconds after a client left mid-run in which the next run is aborted "
+                         "by the kernel and never answered (the real server's quirk; 0 = off)")
     args = ap.parse_args()
 
     host = "127.0.0.1" if args.host == "localhost" else args.host
