@@ -37,8 +37,12 @@ provider_error(const struct sg_tool *t, const struct sg_prov_error *pe,
 		    NULL, "Sandbox tool %s is rate limited by its provider: %s",
 		    t->name, pe->message);
 	case SG_PROV_TIMEOUT:
-		return sg_error_server(err, 504, "Sandbox tool %s: %s", t->name,
+		/* A run that started is a result (TimeoutError): this one
+		 * never answered, and asking again would wait as long again. */
+		sg_error_server(err, 504, "Sandbox tool %s: %s", t->name,
 		    pe->message);
+		err->no_retry = 1;
+		return -1;
 	case SG_PROV_GONE:
 		return not_found(err, id);
 	case SG_PROV_CAP:
@@ -191,9 +195,12 @@ pause_for(struct sg_sbx_env *env, const char *what, const char *id,
 	if (env->prov->stop != NULL && env->prov->stop(env->prov->stop_arg))
 		return sg_error_set(err, 499, "server_error", NULL, NULL,
 		    "The client closed the connection.");
-	if (env->prov->deadline_ms > 0 && sg_now_ms() >= env->prov->deadline_ms)
-		return sg_error_server(err, 504, "Container %s: %s did not "
-		    "finish in time.", id, what);
+	if (env->prov->deadline_ms > 0 && sg_now_ms() >= env->prov->deadline_ms) {
+		sg_error_server(err, 504, "Container %s: %s did not finish in "
+		    "time.", id, what);
+		err->no_retry = 1;
+		return -1;
+	}
 	usleep(50000);
 	return 0;
 }

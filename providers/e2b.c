@@ -17,6 +17,7 @@
 #define E2B_MAX_LIFE	3600	/* the Hobby plan's maximum, in seconds */
 #define CONTROL_MS	60000
 #define PORT_RETRIES	5	/* "port is not open" right after create */
+#define STALL_PAUSE_MS	1000	/* for an interrupt to land, see run_unstalled */
 
 static const char *
 api(const struct sg_tool *t)
@@ -111,6 +112,94 @@ sg_e2b_execute_url(const struct sg_tool *t, const json_t *handle, char *url,
 	    domain != NULL ? domain : E2B_DOMAIN);
 }
 
+/* One POST /execute; right after create the proxy may not see the port
+ * yet, so "port is not open" is tried again a few times. */
+static int
+execute(struct sg_prov *p, const char *url, const struct sg_hdrs *h,
+    const json_t *body, int timeout_s, struct sg_exec *res, long *status,
+    char **errbody, struct sg_prov_error *err)
+{
+	struct sg_lines lines = { .fn = sg_exec_e2b_line, .res = res,
+	    .stall_check = 1 };
+	int rc, try;
+
+	for (try = 0;; try++) {
+		rc = sg_phttp_stream(p, url, h, body, timeout_s, &lines, status,
+		    errbody, err);
+		if (rc != SG_PROV_OK || *status != 502 || *errbody == NULL ||
+		    strstr(*errbody, "port is not open") == NULL ||
+		    try >= PORT_RETRIES)
+			return rc;
+		free(*errbody);
+		*errbody = NULL;
+		usleep(200000);
+	}
+}
+
+/* Wait before a run is sent again: 0, or STOPPED when the client left,
+ * TIMEOUT when the request's time is up. */
+static int
+stall_pause(struct sg_prov *p, struct sg_prov_error *err)
+{
+	int64_t until = sg_now_ms() + STALL_PAUSE_MS;
+
+	while (sg_now_ms() < until) {
+		if (p->stop != NULL && p->stop(p->stop_arg))
+			return sg_prov_fail(err, SG_PROV_STOPPED, 0, "stopped: "
+			    "the client went away");
+		if (p->deadline_ms > 0 && sg_now_ms() >= p->deadline_ms)
+			return sg_prov_fail(err, SG_PROV_TIMEOUT, 0, "no answer "
+			    "in time");
+		usleep(50000);
+	}
+	return SG_PROV_OK;
+}
+
+/*
+ * A run that gets keepalives and never starts was sent while the server
+ * was still interrupting a run cut off before it: the kernel aborted it
+ * and the server never says so. It is sent once more after a pause, in
+ * what is left of its time; a second stall is reported, not waited out.
+ */
+static int
+run_unstalled(struct sg_prov *p, const char *url, const struct sg_hdrs *h,
+    const json_t *body, int timeout_s, struct sg_exec *res, long *status,
+    int *gone, struct sg_prov_error *err)
+{
+	int64_t t0 = sg_now_ms();
+	size_t cap = res->cap;
+	char *errbody = NULL;
+	int rc, left;
+
+	rc = execute(p, url, h, body, timeout_s, res, status, &errbody, err);
+	if (res->stalled) {
+		fprintf(stderr, "sandgate: e2b run stalled behind an interrupted "
+		    "one; sending it again\n");
+		left = timeout_s - (int)((sg_now_ms() - t0) / 1000);
+		sg_exec_free(res);
+		sg_exec_init(res, cap);
+		free(errbody);
+		errbody = NULL;
+		if ((rc = stall_pause(p, err)) == SG_PROV_OK)
+			rc = execute(p, url, h, body, left > 1 ? left : 1, res,
+			    status, &errbody, err);
+		if (res->stalled)
+			rc = sg_prov_fail(err, SG_PROV_FAILED, 0, "the sandbox's "
+			    "kernel did not start the run: it is still stopping "
+			    "an earlier one. Try again in a moment.");
+	}
+	if (rc == SG_PROV_OK && *status != 200)
+		/* The body is the proxy's or the server's: it may name hosts,
+		 * so it goes to the log only. */
+		fprintf(stderr, "sandgate: e2b /execute answered HTTP %ld: "
+		    "%.300s\n", *status, errbody != NULL ? errbody : "");
+	/* The proxy's 502 for a sandbox it no longer has. */
+	*gone = rc == SG_PROV_OK && *status == 502 && errbody != NULL &&
+	    strstr(errbody, "not found") != NULL;
+	free(errbody);
+	return rc;
+}
+
 static int
 e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     const char *code, int timeout_s, struct sg_exec *res,
@@ -120,12 +209,11 @@ e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	const char *tok = json_string_value(json_object_get(handle, "token"));
 	const char *traffic = json_string_value(json_object_get(handle,
 	    "traffic"));
-	struct sg_lines lines = { .fn = sg_exec_e2b_line, .res = res };
 	struct sg_hdrs h = { 0 };
-	char url[1024], *errbody = NULL;
+	char url[1024];
 	json_t *body;
 	long status = 0;
-	int rc, try;
+	int rc, gone;
 
 	if (id == NULL)
 		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
@@ -138,30 +226,20 @@ e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	if (traffic != NULL)
 		sg_hdrs_add(&h, "E2B-Traffic-Access-Token: %s", traffic);
 	body = json_pack("{s:s}", "code", code);
-	for (try = 0;; try++) {
-		free(errbody);
-		rc = sg_phttp_stream(p, url, &h, body, timeout_s, &lines, &status,
-		    &errbody, err);
-		/* Right after create the proxy may not see the port yet. */
-		if (rc != SG_PROV_OK || status != 502 || errbody == NULL ||
-		    strstr(errbody, "port is not open") == NULL ||
-		    try >= PORT_RETRIES)
-			break;
-		usleep(200000);
-	}
+	rc = run_unstalled(p, url, &h, body, timeout_s, res, &status, &gone,
+	    err);
 	json_decref(body);
 	sg_hdrs_free(&h);
-	if (rc == SG_PROV_OK && status == 502 && errbody != NULL &&
-	    strstr(errbody, "not found") != NULL)
+	rc = sg_exec_timeout(res, rc, status, timeout_s);
+	if (gone)
 		rc = sg_prov_fail(err, SG_PROV_GONE, 502, "e2b sandbox %s is "
 		    "gone (timed out or killed)", id);
 	else if (rc == SG_PROV_OK && status != 200)
-		rc = sg_prov_fail(err, SG_PROV_FAILED, (int)status, "e2b: execute "
-		    "answered HTTP %ld: %.200s", status, errbody ? errbody : "");
+		rc = sg_prov_fail(err, SG_PROV_FAILED, (int)status, "e2b: the "
+		    "code interpreter answered HTTP %ld", status);
 	else if (rc == SG_PROV_OK && !res->ended)
 		rc = sg_prov_fail(err, SG_PROV_FAILED, 0, "e2b: the run's stream "
 		    "ended without end_of_execution");
-	free(errbody);
 	return rc;
 }
 

@@ -38,7 +38,7 @@ sg_hdrs_free(struct sg_hdrs *h)
 struct call {
 	struct sg_prov	*prov;
 	int64_t		 deadline;	/* this call's, with the prov's */
-	int		 timed_out, stopped, capped;
+	int		 timed_out, stopped, capped, stalled;
 	long		 status;
 	struct sg_lines	*lines;		/* stream: 200 bodies go here */
 	char		*body;		/* everything else is kept */
@@ -57,7 +57,10 @@ on_body(char *buf, size_t size, size_t nmemb, void *arg)
 		curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
 	if (c->lines != NULL && c->status == 200) {
 		if (sg_lines_feed(c->lines, buf, n) == -1) {
-			c->capped = 1;
+			if (c->lines->res->bytes > c->lines->res->cap)
+				c->capped = 1;
+			else
+				c->stalled = 1;
 			return 0;
 		}
 		return n;
@@ -118,6 +121,9 @@ transport_error(struct call *c, CURLcode rc, const char *url,
 	if (c->stopped)
 		return sg_prov_fail(err, SG_PROV_STOPPED, 0, "stopped: the "
 		    "client went away");
+	if (c->stalled)
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "the run never "
+		    "started");
 	fprintf(stderr, "sandgate: provider call to %s: %s\n", url,
 	    c->timed_out ? "no answer in time" : detail[0] != '\0' ? detail :
 	    what);

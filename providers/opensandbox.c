@@ -286,6 +286,7 @@ run_cell(struct sg_prov *p, const json_t *handle, const char *code,
 	    &errbody, err);
 	json_decref(body);
 	sg_hdrs_free(&h);
+	rc = sg_exec_timeout(res, rc, status, timeout_s);
 	if (rc == SG_PROV_OK && status != 200) {
 		eb = errbody != NULL ? json_loads(errbody, 0, NULL) : NULL;
 		rc = sg_prov_fail(err, status == 404 || status == 502 ?

@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,6 +67,34 @@ sg_prov_free(struct sg_prov *p)
 	p->curl = NULL;
 }
 
+/*
+ * A provider's message may reach a client: every URL in it (a sandbox's
+ * endpoint, a self-hosted server's address, quoted back by a provider)
+ * becomes "[url]". The log has the detail.
+ */
+static void
+hide_urls(char *m)
+{
+	static const char mark[] = "[url]";
+	char *p = m, *s, *e;
+
+	while ((s = strstr(p, "://")) != NULL) {
+		while (s > m && (isalnum((unsigned char)s[-1]) || s[-1] == '+' ||
+		    s[-1] == '-' || s[-1] == '.'))
+			s--;
+		for (e = s; *e != '\0' && !isspace((unsigned char)*e) &&
+		    *e != '"' && *e != '\'' && *e != ')' && *e != '>'; e++)
+			;
+		if ((size_t)(e - s) < sizeof(mark) - 1) {
+			p = e;
+			continue;
+		}
+		memcpy(s, mark, sizeof(mark) - 1);
+		memmove(s + sizeof(mark) - 1, e, strlen(e) + 1);
+		p = s + sizeof(mark) - 1;
+	}
+}
+
 int
 sg_prov_fail(struct sg_prov_error *err, enum sg_prov_rc rc, int status,
     const char *fmt, ...)
@@ -77,5 +106,6 @@ sg_prov_fail(struct sg_prov_error *err, enum sg_prov_rc rc, int status,
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
+	hide_urls(err->message);
 	return rc;
 }

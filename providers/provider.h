@@ -66,9 +66,15 @@ struct sg_exec {
 	json_t	*results;		/* array, owned */
 	json_t	*error;			/* object or NULL, owned */
 	int	 execution_count;
-	size_t	 bytes;			/* stream bytes seen, for the cap */
+	size_t	 bytes;			/* output so far, decoded, and what
+					 * kept values cost: for the cap */
 	size_t	 cap;
 	int	 ended;			/* the provider's end marker was seen */
+	int	 started;		/* a line of the run itself came */
+	/* A keepalive came before the run started: e2b's server queued it
+	 * behind an interrupted run and its kernel aborted it ("aborted",
+	 * which the server never reports): it will never start. */
+	int	 stalled;
 };
 
 /* Per-process context of provider calls: a reused libcurl handle, and
@@ -118,6 +124,13 @@ void		 sg_exec_free(struct sg_exec *);
 /* New reference: {"object":"code_execution","stdout","stderr","results",
  * "error","execution_count"}; invalid UTF-8 becomes U+FFFD. */
 json_t		*sg_exec_json(const struct sg_exec *);
+/*
+ * A run cut by its time limit once it had started answering is a result,
+ * as the local kernel gives one: TimeoutError, the output so far kept.
+ * SG_PROV_OK then, else rc as it was (no answer at all stays a timeout).
+ */
+int		 sg_exec_timeout(struct sg_exec *, int rc, long status,
+		    int limit_s);
 
 /* sandboxd, the local provider's supervisor (providers/sandboxd.c). */
 struct sg_sandboxd_conf {
@@ -139,10 +152,12 @@ void		 sg_exec_osb_line(struct sg_exec *, const char *line, size_t len);
 /* Splits a byte stream into lines and enforces res->cap. */
 struct sg_lines {
 	struct sg_buf line;		/* a line not yet ended */
+	int	 stall_check;		/* stop when res->stalled */
 	void	(*fn)(struct sg_exec *, const char *, size_t);
 	struct sg_exec *res;
 };
-/* 0, or -1 when the output cap was passed (then stop reading). */
+/* 0, or -1 when the output cap was passed, or the run stalled while
+ * stall_check is set (then stop reading). */
 int		 sg_lines_feed(struct sg_lines *, const char *buf, size_t len);
 /* Process a final line without "\n" and free the buffer. */
 void		 sg_lines_finish(struct sg_lines *);

@@ -3,13 +3,16 @@
  * e2b's NDJSON (also spoken by the local kernel) and OpenSandbox execd's
  * JSON lines. Both end up in e2b's result shape.
  *
- * A sandbox is hostile and may write any line. The output cap bounds
- * what a run costs the gateway, not only the bytes it sent: JSON values
- * kept from result lines are charged to it too (Jansson spends tens of
- * bytes on each, so 9 MB of "0," would become hundreds of MB of tree),
- * and so is what repairing invalid UTF-8 adds. Each line's size is
- * measured before it is parsed; one that would not fit is dropped and
- * stderr says so.
+ * A sandbox is hostile and may write any line. The output cap counts
+ * what the run produced, decoded: the same text costs the same on every
+ * provider, however its server escapes it (e2b's sends non-ASCII as
+ * \uXXXX, the local kernel raw UTF-8). It also bounds what a run costs
+ * the gateway: JSON values kept from result lines are charged to it too
+ * (Jansson spends tens of bytes on each, so 9 MB of "0," would become
+ * hundreds of MB of tree), and so is what repairing invalid UTF-8 adds.
+ * Each line's values are counted before it is parsed; one that would not
+ * fit is dropped and stderr says so. A line is held until it ends only
+ * up to what the most escaping could make of a full cap (WIRE_FACTOR).
  */
 #include <limits.h>
 #include <math.h>
@@ -24,6 +27,8 @@
 #define VALUE_COST	64	/* bytes of the cap a kept JSON value costs */
 #define SMALL_LINE	64	/* values any line may build (text, markers) */
 #define MAX_DEPTH	32	/* deeper lines are dropped */
+#define WIRE_FACTOR	6	/* "\u0000": six bytes on the wire for one */
+#define LINE_SLACK	4096	/* a line's framing, over WIRE_FACTOR */
 
 static const char dropped_note[] =
     "[sandgate: a result too large to keep was dropped]\n";
@@ -55,6 +60,8 @@ add_text(struct sg_exec *r, const char *type, const json_t *text)
 
 	if (s == NULL)
 		return;
+	r->started = 1;
+	r->bytes += n;
 	if (strcmp(type, "stdout") == 0)
 		sg_buf_add(&r->out, s, n);
 	else
@@ -84,6 +91,26 @@ traceback_string(const json_t *tb)
 	return j;
 }
 
+/* The decoded bytes of a value's strings and keys. Lines deeper than
+ * MAX_DEPTH never get here. */
+static size_t
+text_bytes(const json_t *j)
+{
+	const char *key;
+	const json_t *v;
+	size_t n = 0, i;
+
+	if (json_is_string(j))
+		return json_string_length(j);
+	if (json_is_array(j))
+		json_array_foreach(j, i, v)
+			n += text_bytes(v);
+	else if (json_is_object(j))
+		json_object_foreach((json_t *)j, key, v)
+			n += strlen(key) + text_bytes(v);
+	return n;
+}
+
 /* Only the first error of a run counts, as with e2b. */
 static void
 set_error(struct sg_exec *r, const json_t *name, const json_t *value,
@@ -91,10 +118,12 @@ set_error(struct sg_exec *r, const json_t *name, const json_t *value,
 {
 	if (r->error != NULL)
 		return;
+	r->started = 1;
 	r->error = json_pack("{s:s,s:s,s:o}",
 	    "name", json_is_string(name) ? json_string_value(name) : "Error",
 	    "value", json_is_string(value) ? json_string_value(value) : "",
 	    "traceback", traceback_string(tb));
+	r->bytes += text_bytes(r->error);
 }
 
 /* Bytes of the cap the run has left. */
@@ -122,24 +151,56 @@ note_dropped(struct sg_exec *r)
 }
 
 /*
- * Charge a kept line's values to the run: 0, or -1 (the line must be
- * dropped) when they do not fit in what the cap has left.
+ * Charge a kept result to the run, its values and its text: 0, or -1
+ * (the result must be dropped) when they do not fit in what the cap has
+ * left.
  */
 static int
-charge(struct sg_exec *r, size_t values)
+charge(struct sg_exec *r, size_t values, const json_t *kept)
 {
-	if (values > left(r) / VALUE_COST) {
+	size_t text = text_bytes(kept);
+
+	if (values > left(r) / VALUE_COST || text > left(r) - values *
+	    VALUE_COST) {
 		note_dropped(r);
 		return -1;
 	}
-	r->bytes += values * VALUE_COST;
+	r->bytes += values * VALUE_COST + text;
 	return 0;
 }
 
+/* e2b's server sends base64 images with a trailing "\n" (and a Jupyter
+ * bundle may wrap them): a data URL must hold none. */
+static void
+strip_base64(json_t *result, const char *key)
+{
+	json_t *v = json_object_get(result, key);
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v), i, o;
+	char *c;
+
+	if (s == NULL || strpbrk(s, " \t\r\n") == NULL ||
+	    (c = malloc(n + 1)) == NULL)
+		return;
+	for (i = o = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+			c[o++] = s[i];
+	json_object_set_new(result, key, json_stringn(c, o));
+	free(c);
+}
+
+static void
+strip_images(json_t *result)
+{
+	strip_base64(result, "png");
+	strip_base64(result, "jpeg");
+}
+
 /*
- * Parse one line, if the run can afford it; a line with invalid UTF-8
- * is repaired, not dropped, and what the repair adds counts. New
- * reference or NULL; the line's values in *values.
+ * Parse one line, if the run can afford its values; a line with invalid
+ * UTF-8 is repaired, not dropped, unless what the repair adds could not
+ * fit (what it adds counts once its text is kept). New reference or
+ * NULL; the line's values in *values.
  */
 static json_t *
 parse_line(struct sg_exec *r, const char *line, size_t len, size_t *values)
@@ -157,10 +218,10 @@ parse_line(struct sg_exec *r, const char *line, size_t len, size_t *values)
 	}
 	j = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	if (j == NULL && (fixed = sg_utf8_fix(line, len, &flen)) != NULL) {
-		if (flen - len <= left(r)) {
-			r->bytes += flen - len;
+		/* What the repair adds alone cannot fit: not parsed at all. */
+		if (flen - len <= left(r))
 			j = json_loadb(fixed, flen, JSON_ALLOW_NUL, NULL);
-		} else
+		else
 			note_dropped(r);
 		free(fixed);
 	}
@@ -210,18 +271,24 @@ sg_exec_e2b_line(struct sg_exec *r, const char *line, size_t len)
 		json_decref(j);
 		return;
 	}
-	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)
+	if (strcmp(type, "keepalive") == 0) {
+		/* Only keepalives, no run: see struct sg_exec's stalled. */
+		if (!r->started)
+			r->stalled = 1;
+	} else if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)
 		add_text(r, type, json_object_get(j, "text"));
 	else if (strcmp(type, "number_of_executions") == 0) {
+		r->started = 1;
 		/* A count we cannot use is as good as none. */
 		if ((n = count_of(json_object_get(j, "execution_count"))) >= 0)
 			r->execution_count = n;
 	} else if (strcmp(type, "result") == 0) {
 		/* The line's own tree becomes the result: no copy. */
-		if (charge(r, values) == 0) {
-			json_object_del(j, "type");
+		r->started = 1;
+		json_object_del(j, "type");
+		strip_images(j);
+		if (charge(r, values, j) == 0)
 			json_array_append(r->results, j);
-		}
 	} else if (strcmp(type, "error") == 0)
 		set_error(r, json_object_get(j, "name"),
 		    json_object_get(j, "value"), json_object_get(j, "traceback"));
@@ -305,13 +372,18 @@ sg_exec_osb_line(struct sg_exec *r, const char *line, size_t len)
 	} else if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)
 		add_text(r, type, json_object_get(j, "text"));
 	else if (strcmp(type, "execution_count") == 0) {
+		r->started = 1;
 		if (r->execution_count < 0)
 			r->execution_count = count_of(json_object_get(j,
 			    "execution_count"));
 	} else if (strcmp(type, "result") == 0) {
-		e = json_object_get(j, "results");
-		if (json_is_object(e) && charge(r, values) == 0)
-			json_array_append_new(r->results, osb_result(e));
+		e = json_is_object(json_object_get(j, "results")) ?
+		    osb_result(json_object_get(j, "results")) : NULL;
+		if (e != NULL)
+			strip_images(e);
+		if (e != NULL && charge(r, values, e) == 0)
+			json_array_append(r->results, e);
+		json_decref(e);
 	} else if (strcmp(type, "error") == 0) {
 		e = json_object_get(j, "error");
 		if (json_is_object(e))
@@ -329,6 +401,21 @@ sg_exec_osb_line(struct sg_exec *r, const char *line, size_t len)
 	json_decref(j);
 }
 
+int
+sg_exec_timeout(struct sg_exec *r, int rc, long status, int limit_s)
+{
+	if (rc != SG_PROV_TIMEOUT || status != 200 || !r->started)
+		return rc;
+	/* An error the run already sent is the one it keeps. */
+	if (r->error == NULL && (r->error = json_pack("{s:s,s:o,s:o}", "name",
+	    "TimeoutError", "value", json_sprintf("Execution exceeded the time "
+	    "limit of %d s", limit_s), "traceback", json_sprintf("TimeoutError: "
+	    "execution exceeded the time limit of %d s", limit_s))) == NULL)
+		return rc;
+	r->ended = 1;
+	return SG_PROV_OK;
+}
+
 json_t *
 sg_exec_json(const struct sg_exec *r)
 {
@@ -342,19 +429,31 @@ sg_exec_json(const struct sg_exec *r)
 	    json_integer(r->execution_count) : json_null());
 }
 
+/* Whether the stream must stop: past the cap, or stalled when that is
+ * watched for. */
+static int
+must_stop(const struct sg_lines *l)
+{
+	return l->res->bytes > l->res->cap || (l->stall_check &&
+	    l->res->stalled);
+}
+
 int
 sg_lines_feed(struct sg_lines *l, const char *buf, size_t len)
 {
 	const char *nl;
 
-	l->res->bytes += len;
-	if (l->res->bytes > l->res->cap)
-		return -1;
 	while (len > 0) {
 		nl = memchr(buf, '\n', len);
 		size_t n = nl != NULL ? (size_t)(nl - buf) : len;
 
 		if (nl == NULL) {
+			/* Only a line not yet ended is held: it may not grow
+			 * past what the most escaping makes of a full cap. */
+			if ((l->line.len + n) / WIRE_FACTOR > l->res->cap + LINE_SLACK) {
+				l->res->bytes = l->res->cap + 1;
+				return -1;
+			}
 			sg_buf_add(&l->line, buf, n);
 			return 0;
 		}
@@ -364,6 +463,8 @@ sg_lines_feed(struct sg_lines *l, const char *buf, size_t len)
 			l->line.len = 0;
 		} else
 			l->fn(l->res, buf, n);
+		if (must_stop(l))
+			return -1;
 		buf += n + 1;
 		len -= n + 1;
 	}
@@ -373,7 +474,7 @@ sg_lines_feed(struct sg_lines *l, const char *buf, size_t len)
 void
 sg_lines_finish(struct sg_lines *l)
 {
-	if (l->line.len > 0)
+	if (l->line.len > 0 && !must_stop(l))
 		l->fn(l->res, l->line.p, l->line.len);
 	free(l->line.p);
 	memset(&l->line, 0, sizeof(l->line));

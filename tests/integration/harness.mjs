@@ -118,7 +118,7 @@ sandbox_tools = (
   { name = "local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; ${localLimits} },
   { name = "local2"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; ${localLimits} }${extra.localTools ? "," + extra.localTools : ""}${extra.sandboxTools ? "," + extra.sandboxTools : ""}
 );
-interception: { ${extra.sandboxTools ? `sandbox_tool = "${extra.interceptionTool ?? "e2b"}"; exec_timeout = 20;` : ""} ${extra.interception ?? ""} };
+interception: { ${extra.sandboxTools ? `sandbox_tool = "${extra.interceptionTool ?? "e2b"}"; exec_timeout = ${extra.execTimeout ?? 20};` : ""} ${extra.interception ?? ""} };
 ${extra.sessions ? `sessions: { ${extra.sessions} };` : ""}
 `;
 }

@@ -108,11 +108,17 @@ for (const tool of ["e2b", "osb"]) {
       await assertClean(tool);
     });
 
-    test("a stream dropped mid-run → 502; a stream that never ends → 504; both clean up", async () => {
+    test("a stream dropped mid-run → 502; one that never answers → 504, not to be retried; one that started and hangs → TimeoutError; all clean up", async () => {
       await stack.fakeHook(tool, "faults", tool === "e2b" ? { execute_drop: true, count: 1 } : { code_drop: true, count: 1 });
       assertError(await call("POST", "/v1/code", { tool, code: "print('a')\nprint('b')" }), 502);
-      await stack.fakeHook(tool, "faults", tool === "e2b" ? { execute_hang: true, count: 1 } : { code_hang: true, count: 1 });
-      assertError(await call("POST", "/v1/code", { tool, code: "print('x')", timeout: 2 }), 504);
+      await stack.fakeHook(tool, "faults", tool === "e2b" ? { execute_hang: true, lines: 0, count: 1 } : { code_hang: true, count: 1 });
+      const r = await call("POST", "/v1/code", { tool, code: "print('x')", timeout: 2 });
+      assertError(r, 504);
+      assert.equal(r.headers.get("x-should-retry"), "false");
+      const cut = await call("POST", "/v1/code", { tool, code: "print('x', flush=True)\nimport time\ntime.sleep(20)", timeout: 2 });
+      assert.equal(cut.status, 200, cut.text);
+      assert.equal(cut.json.error.name, "TimeoutError");
+      assert.equal(cut.json.stdout, "x\n");
       await assertClean(tool);
     });
 

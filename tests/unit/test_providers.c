@@ -297,7 +297,7 @@ static const char e2b_full_want[] =
     " 'results': ["
     "  {'text': '<IPython.core.display.Image object>', 'png': "
 	"'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
-	"nGNgYGBgAAAABQABh6FO1AAAAABJRU5ErkJggg==\\n', 'extra': {}, "
+	"nGNgYGBgAAAABQABh6FO1AAAAABJRU5ErkJggg==', 'extra': {}, "
 	"'is_main_result': false},"
     "  {'text': 'custom', 'extra': {'application/x-custom': 'zzz'}, "
 	"'is_main_result': false},"
@@ -349,7 +349,7 @@ static const char osb_result_want[] =
     "{'object': 'code_execution', 'stdout': 'hello\\n', "
     "'stderr': 'careful\\n', 'results': [{"
 	"'text': '<Figure size 640x480 with 1 Axes>', "
-	"'png': 'iVBORw0KGgoAAAANSUhEUgAA\\n', "
+	"'png': 'iVBORw0KGgoAAAANSUhEUgAA', "
 	"'html': '<div>t</div>\\n', "
 	"'extra': {'application/x-unknown': {'k': [1, 2]}}, "
 	"'is_main_result': true}], "
@@ -471,8 +471,9 @@ e2b_full_details(void **state)
 	json_array_foreach(res, i, r)
 		assert_null(json_object_get(r, "type"));
 	png = json_string_value(json_object_get(json_array_get(res, 0), "png"));
+	/* The server's trailing "\n" is gone: a data URL holds none. */
 	assert_non_null(png);
-	assert_int_equal(png[strlen(png) - 1], '\n');
+	assert_null(strpbrk(png, "\n\r "));
 	assert_true(json_is_true(json_object_get(json_array_get(res, 2),
 	    "is_main_result")));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(
@@ -615,58 +616,111 @@ osb_without_complete(void **state)
  * The output cap
  * ------------------------------------------------------------------- */
 
-/* Byte by byte: 0 up to and including the cap-th byte, -1 after. */
+/* Byte by byte: -1 exactly when the line that passes the cap ends; what
+ * came before is kept. The cap counts output, not the lines around it. */
 static void
 cap_passed_not_before(void **state)
 {
-	char *t = q(e2b_full);
-	size_t len = strlen(t), cap = 200, i;
+	static const char t[] =
+	    "{\"type\": \"number_of_executions\", \"execution_count\": 3}\n"
+	    "{\"type\": \"stdout\", \"text\": \"hello\\n\"}\n"
+	    "{\"type\": \"keepalive\"}\n"
+	    "{\"type\": \"stderr\", \"text\": \"1234\"}\n"
+	    "{\"type\": \"stdout\", \"text\": \"x\"}\n";
+	size_t len = strlen(t), i, last = len - strlen("{\"type\": "
+	    "\"stdout\", \"text\": \"x\"}\n");
 	struct sg_exec r;
 	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
 
 	(void)state;
-	assert_true(len > cap + 1);
-	sg_exec_init(&r, cap);
-	for (i = 0; i < cap; i++)
+	sg_exec_init(&r, 10);
+	for (i = 0; i < len - 1; i++)
 		if (sg_lines_feed(&l, t + i, 1) != 0)
-			fail_msg("-1 after %zu bytes, the cap is %zu", i + 1, cap);
-	assert_int_equal(sg_lines_feed(&l, t + cap, 1), -1);
-	/* What came before the cap was parsed. */
+			fail_msg("-1 after %zu bytes, the cap is passed at %zu",
+			    i + 1, len);
+	assert_true(last < len - 1);
+	assert_int_equal(sg_lines_feed(&l, t + len - 1, 1), -1);
 	assert_int_equal(r.execution_count, 3);
-	assert_contains(r.out.p, "hello\n");
+	assert_string_equal(r.out.p, "hello\nx");
+	assert_string_equal(r.err.p, "1234");
 	sg_lines_finish(&l);
 	sg_exec_free(&r);
-	free(t);
 }
 
-/* In chunks: exactly the cap is fine, one more byte is not. */
+/* Output sent as \uXXXX (e2b's server) or as raw UTF-8 (the local
+ * kernel) costs the same: 3 bytes a character, decoded. */
 static void
-cap_in_chunks(void **state)
+cap_counts_decoded_bytes(void **state)
 {
-	char *t = q(e2b_full);
+	const int n = 1000;
+	struct sg_buf esc = { 0 }, raw = { 0 };
 	struct sg_exec r;
-	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
+	int i, cut;
 
 	(void)state;
-	sg_exec_init(&r, 100);
-	assert_int_equal(sg_lines_feed(&l, t, 60), 0);
-	assert_int_equal(sg_lines_feed(&l, t + 60, 40), 0);
-	assert_int_equal(sg_lines_feed(&l, t + 100, 1), -1);
+	sg_buf_add(&esc, "{\"type\":\"stdout\",\"text\":\"", 25);
+	sg_buf_add(&raw, "{\"type\":\"stdout\",\"text\":\"", 25);
+	for (i = 0; i < n; i++) {
+		sg_buf_add(&esc, "\\u65e5", 6);
+		sg_buf_add(&raw, "\xe6\x97\xa5", 3);
+	}
+	sg_buf_add(&esc, "\"}\n", 3);
+	sg_buf_add(&raw, "\"}\n", 3);
+	for (cut = 0; cut < 2; cut++) {
+		const struct sg_buf *b = cut ? &raw : &esc;
+		struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
+
+		sg_exec_init(&r, 3 * n);
+		assert_int_equal(sg_lines_feed(&l, b->p, b->len), 0);
+		assert_int_equal(r.out.len, 3 * n);
+		sg_lines_finish(&l);
+		sg_exec_free(&r);
+		sg_exec_init(&r, 3 * n - 1);
+		assert_int_equal(sg_lines_feed(&l, b->p, b->len), -1);
+		sg_lines_finish(&l);
+		sg_exec_free(&r);
+	}
+	free(esc.p);
+	free(raw.p);
+}
+
+/* A line is held until it ends only up to what the most escaping
+ * ("\u0000", six bytes for one) could make of a full cap, and a little
+ * framing: padding costs nothing decoded, yet cannot grow without end.
+ * Many short lines are no such line: only their output counts. */
+static void
+cap_bounds_a_line(void **state)
+{
+	static const char one[] = "{\"type\": \"stdout\", \"text\": \"x\", "
+	    "\"timestamp\": \"2026-11-29T18:06:09.679137+00:00\"}\n";
+	char pad[1000];
+	struct sg_exec r;
+	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
+	int i;
+
+	(void)state;
+	sg_exec_init(&r, 1000);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(sg_lines_feed(&l, one, strlen(one)), 0);
+	assert_int_equal(r.out.len, 1000);
 	sg_lines_finish(&l);
 	sg_exec_free(&r);
 
-	/* One chunk past the cap, from the start. */
-	sg_exec_init(&r, 100);
-	assert_int_equal(sg_lines_feed(&l, t, 101), -1);
+	memset(pad, ' ', sizeof(pad));
+	sg_exec_init(&r, 1000);
+	for (i = 0; i < 6 + 24; i++)
+		assert_int_equal(sg_lines_feed(&l, pad, sizeof(pad)), 0);
+	assert_int_equal(sg_lines_feed(&l, pad, sizeof(pad)), -1);
 	sg_lines_finish(&l);
 	sg_exec_free(&r);
-	free(t);
 }
 
 /* cap 0 means the default, 10 MiB. */
 static void
 cap_default(void **state)
 {
+	static const char abc[] = "{\"type\":\"stdout\",\"text\":\"abc\"}\n";
+	static const char d[] = "{\"type\":\"stdout\",\"text\":\"d\"}\n";
 	struct sg_exec r;
 	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
 
@@ -674,8 +728,8 @@ cap_default(void **state)
 	sg_exec_init(&r, 0);
 	assert_int_equal(r.cap, 10u << 20);
 	r.bytes = (10u << 20) - 3;	/* as if 10 MiB - 3 had been read */
-	assert_int_equal(sg_lines_feed(&l, "\n\n\n", 3), 0);
-	assert_int_equal(sg_lines_feed(&l, "\n", 1), -1);
+	assert_int_equal(sg_lines_feed(&l, abc, strlen(abc)), 0);
+	assert_int_equal(sg_lines_feed(&l, d, strlen(d)), -1);
 	sg_lines_finish(&l);
 	sg_exec_free(&r);
 }
@@ -1199,14 +1253,23 @@ result_of(size_t zeros)
 	return b.p;
 }
 
-/* What keeping line costs a run: its bytes with the "\n", and 64 bytes
- * for each value it makes. */
+/* What keeping a line costs a run: 64 bytes for each value it makes,
+ * and the decoded bytes of its strings and keys (a result's "type" is
+ * not kept). */
 static size_t
 cost(const char *line)
 {
-	int depth;
+	struct sg_exec r;
+	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
+	size_t c;
 
-	return strlen(line) + 1 + 64 * sg_json_size(line, strlen(line), &depth);
+	sg_exec_init(&r, 1u << 30);
+	assert_int_equal(sg_lines_feed(&l, line, strlen(line)), 0);
+	assert_int_equal(sg_lines_feed(&l, "\n", 1), 0);
+	sg_lines_finish(&l);
+	c = r.bytes;
+	sg_exec_free(&r);
+	return c;
 }
 
 /* Feed lines, each with its "\n", through the splitter. */
@@ -1298,22 +1361,23 @@ results_share_one_budget(void **state)
 	free(res);
 }
 
-/* What kept values cost counts against the cap like bytes do. */
+/* What kept values cost counts against the cap like output does. */
 static void
 charges_reach_the_cap(void **state)
 {
 	char *res = result_of(1000);
+	static const char six[] = "{\"type\":\"stdout\",\"text\":\"123456\"}\n";
 	struct sg_exec r;
 	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
 
 	(void)state;
-	/* Without what the first one's values cost, both would fit. */
-	sg_exec_init(&r, cost(res) + strlen(res) - 1);
+	assert_true(cost(res) > 64 * 1000);
+	sg_exec_init(&r, cost(res) + 5);
 	assert_int_equal(sg_lines_feed(&l, res, strlen(res)), 0);
 	assert_int_equal(sg_lines_feed(&l, "\n", 1), 0);
 	assert_int_equal(json_array_size(r.results), 1);
-	/* The next line fits in bytes, but not with what was kept. */
-	assert_int_equal(sg_lines_feed(&l, res, strlen(res)), -1);
+	/* Six bytes of output would fit alone, not with what was kept. */
+	assert_int_equal(sg_lines_feed(&l, six, strlen(six)), -1);
 	sg_lines_finish(&l);
 	sg_exec_free(&r);
 	free(res);
@@ -1342,8 +1406,8 @@ small_lines_always_parse(void **state)
 	free(res);
 }
 
-/* Repairing invalid UTF-8 makes one byte three: that counts too, and a
- * line whose repair would not fit is dropped. */
+/* Repairing invalid UTF-8 makes one byte three: the repaired text is
+ * what counts. */
 static void
 repair_counts(void **state)
 {
@@ -1356,13 +1420,11 @@ repair_counts(void **state)
 	sg_exec_init(&r, 1000);
 	assert_int_equal(feed_lines(&r, lines, 1), 0);
 	assert_int_equal(r.out.len, 30);
-	assert_int_equal(r.bytes, sizeof(bad) - 1 + 1 + 20);
+	assert_int_equal(r.bytes, 30);
 	sg_exec_free(&r);
 
-	sg_exec_init(&r, sizeof(bad) - 1 + 1 + 19);
-	assert_int_equal(feed_lines(&r, lines, 1), 0);
-	assert_int_equal(r.out.len, 0);
-	assert_string_equal(r.err.p, DROPPED);
+	sg_exec_init(&r, 29);
+	assert_int_equal(feed_lines(&r, lines, 1), -1);
 	sg_exec_free(&r);
 }
 
@@ -1381,6 +1443,110 @@ osb_result_budget(void **state)
 	assert_int_equal(json_array_size(r.results), 1);
 	assert_string_equal(r.err.p, DROPPED);
 	sg_exec_free(&r);
+}
+
+/* ---------------------------------------------------------------------
+ * Runs that stall, and runs a time limit cut
+ * ------------------------------------------------------------------- */
+
+/* e2b's server answers a run its kernel aborted with keepalives only:
+ * a keepalive before the run started stops the stream when watched for;
+ * after it started, a keepalive is nothing. */
+static void
+keepalive_before_start_stalls(void **state)
+{
+	static const char ka[] = "{\"type\": \"keepalive\"}\n";
+	static const char start[] = "{\"type\": \"number_of_executions\", "
+	    "\"execution_count\": 1}\n";
+	struct sg_exec r;
+	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r,
+	    .stall_check = 1 };
+	struct sg_lines blind = { .fn = sg_exec_e2b_line, .res = &r };
+
+	(void)state;
+	sg_exec_init(&r, 0);
+	assert_int_equal(sg_lines_feed(&l, ka, strlen(ka)), -1);
+	assert_true(r.stalled);
+	sg_lines_finish(&l);
+	sg_exec_free(&r);
+
+	sg_exec_init(&r, 0);
+	assert_int_equal(sg_lines_feed(&blind, ka, strlen(ka)), 0);
+	sg_lines_finish(&blind);
+	sg_exec_free(&r);
+
+	sg_exec_init(&r, 0);
+	assert_int_equal(sg_lines_feed(&l, start, strlen(start)), 0);
+	assert_int_equal(sg_lines_feed(&l, ka, strlen(ka)), 0);
+	assert_false(r.stalled);
+	sg_lines_finish(&l);
+	sg_exec_free(&r);
+}
+
+/* Cut by its time limit after it started: a TimeoutError result with
+ * the output so far. No answer, or no start, stays a timeout; an error
+ * the run already sent is kept. */
+static void
+timeout_is_a_result(void **state)
+{
+	static const char part[] =
+	    "{\"type\": \"number_of_executions\", \"execution_count\": 2}\n"
+	    "{\"type\": \"stdout\", \"text\": \"so far\\n\"}\n";
+	static const char err[] =
+	    "{\"type\": \"error\", \"name\": \"ValueError\", \"value\": \"v\", "
+	    "\"traceback\": \"\"}\n";
+	struct sg_exec r;
+	struct sg_lines l = { .fn = sg_exec_e2b_line, .res = &r };
+
+	(void)state;
+	sg_exec_init(&r, 0);
+	assert_int_equal(sg_lines_feed(&l, part, strlen(part)), 0);
+	sg_lines_finish(&l);
+	assert_int_equal(sg_exec_timeout(&r, SG_PROV_TIMEOUT, 0, 3),
+	    SG_PROV_TIMEOUT);
+	assert_int_equal(sg_exec_timeout(&r, SG_PROV_STOPPED, 200, 3),
+	    SG_PROV_STOPPED);
+	assert_int_equal(sg_exec_timeout(&r, SG_PROV_TIMEOUT, 200, 3),
+	    SG_PROV_OK);
+	assert_true(r.ended);
+	assert_string_equal(json_string_value(json_object_get(r.error, "name")),
+	    "TimeoutError");
+	assert_string_equal(json_string_value(json_object_get(r.error,
+	    "value")), "Execution exceeded the time limit of 3 s");
+	assert_string_equal(r.out.p, "so far\n");
+	assert_int_equal(r.execution_count, 2);
+	sg_exec_free(&r);
+
+	/* 200 and keepalives only: the run never started. */
+	sg_exec_init(&r, 0);
+	assert_int_equal(sg_exec_timeout(&r, SG_PROV_TIMEOUT, 200, 3),
+	    SG_PROV_TIMEOUT);
+	sg_exec_free(&r);
+
+	sg_exec_init(&r, 0);
+	assert_int_equal(sg_lines_feed(&l, err, strlen(err)), 0);
+	sg_lines_finish(&l);
+	assert_int_equal(sg_exec_timeout(&r, SG_PROV_TIMEOUT, 200, 3),
+	    SG_PROV_OK);
+	assert_string_equal(json_string_value(json_object_get(r.error, "name")),
+	    "ValueError");
+	sg_exec_free(&r);
+}
+
+/* A provider's message may reach a client: no URL survives in it. */
+static void
+messages_hide_urls(void **state)
+{
+	struct sg_prov_error e;
+
+	(void)state;
+	sg_prov_fail(&e, SG_PROV_FAILED, 0, "no answer from "
+	    "https://49999-abc.e2b.app/execute (%s) or http://10.1.2.3:8080/x, "
+	    "see \"http://internal:1/\".", "timeout");
+	assert_string_equal(e.message, "no answer from [url] (timeout) or "
+	    "[url] see \"[url]\".");
+	sg_prov_fail(&e, SG_PROV_FAILED, 0, "a bare :// stays");
+	assert_string_equal(e.message, "a bare :// stays");
 }
 
 static void
@@ -1421,7 +1587,8 @@ main(void)
 		cmocka_unit_test(osb_execution_count_string),
 		cmocka_unit_test(osb_without_complete),
 		cmocka_unit_test(cap_passed_not_before),
-		cmocka_unit_test(cap_in_chunks),
+		cmocka_unit_test(cap_counts_decoded_bytes),
+		cmocka_unit_test(cap_bounds_a_line),
 		cmocka_unit_test(cap_default),
 		cmocka_unit_test(utf8_e2b_lines_repaired),
 		cmocka_unit_test(utf8_osb_lines_repaired),
@@ -1447,6 +1614,9 @@ main(void)
 		cmocka_unit_test(charges_reach_the_cap),
 		cmocka_unit_test(small_lines_always_parse),
 		cmocka_unit_test(repair_counts),
+		cmocka_unit_test(keepalive_before_start_stalls),
+		cmocka_unit_test(timeout_is_a_result),
+		cmocka_unit_test(messages_hide_urls),
 		cmocka_unit_test(osb_result_budget),
 	};
 
