@@ -2,7 +2,9 @@
 # Local sandbox latency and memory, through lighttpd + sandgate-fcgi:
 #   cold: create + the first print(1), N times (each sandbox deleted after)
 #   warm: N runs in one live sandbox
-# for three tools: "local" (a cgroup per sandbox, the default), "process"
+# for four tools: "local" (a cgroup per sandbox, the default kernel: IPython
+# when Debian's python3-ipython is there), "plain" (the same with
+# kernel = "python": what IPython costs by difference), "process"
 # (limits = "process": rlimits only, the cost of the cgroup by
 # difference) and, as root, "net" (allow_internet_access: slirp4netns);
 # then the PSS/USS of one idle kernel (bwrap + its init + python).
@@ -18,12 +20,13 @@ server: { workers = [2, 4]; user = "nobody"; };
 store: { path = "$dir/store/sandgate.db"; };
 auth: { allow_anonymous = true; };
 sandbox_tools = ( { name = "local"; provider = "local"; },
+  { name = "plain"; provider = "local"; kernel = "python"; },
   { name = "process"; provider = "local"; limits = "process"; },
   { name = "net"; provider = "local"; allow_internet_access = true; } );
 CONF
 bench_gateway "$gw"
 echo "$(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), $(id -un)"
-tools="local process"
+tools="local plain process"
 [ "$(id -u)" -eq 0 ] && tools="$tools net"
 for t in $tools; do
 	python3 "$here/local_client.py" "$gw" "$n" "$t" | tee -a "$dir/out.json"
