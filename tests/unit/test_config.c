@@ -172,7 +172,8 @@ static const char good[] =
 	");\n"
 	"sandbox_tools = (\n"
 	"  { name = \"local\"; provider = \"local\"; memory_mb = 2048; disk_mb = 256;\n"
-	"    max_procs = 32; allow_internet_access = true; isolation = \"none\"; },\n"
+	"    max_procs = 32; allow_internet_access = true; isolation = \"none\";\n"
+	"    kernel = \"python\"; },\n"
 	"  { name = \"my-e2b\"; provider = \"e2b\"; api_key = \"e2b-key\";\n"
 	"    template = \"code-interpreter-v1\"; api_base = \"https://api.e2b.app\";\n"
 	"    sandbox_url = \"http://127.0.0.1:49999\"; },\n"
@@ -275,6 +276,7 @@ good_tools(void **state)
 	assert_int_equal(t->max_procs, 32);
 	assert_int_equal(t->allow_internet_access, 1);
 	assert_string_equal(t->isolation, "none");
+	assert_string_equal(t->kernel, "python");
 	assert_null(t->api_key);
 	t = &fx->cfg->tools[1];
 	assert_string_equal(t->name, "my-e2b");
@@ -289,6 +291,7 @@ good_tools(void **state)
 	assert_int_equal(t->max_procs, 64);
 	assert_int_equal(t->allow_internet_access, 0);
 	assert_null(t->isolation);
+	assert_null(t->kernel);
 	assert_int_equal(t->cpu, 0);
 	t = &fx->cfg->tools[2];
 	assert_string_equal(t->name, "my-osb");
@@ -536,6 +539,18 @@ provider_unknown(void **state)
 	    "    provider = \"docker\"; " HERE "\n"
 	    "  }\n"
 	    ");\n", "provider");
+}
+
+static void
+kernel_unknown(void **state)
+{
+	load_fails_at(*state,
+	    "sandbox_tools = (\n"
+	    "  { name = \"local\";\n"
+	    "    provider = \"local\";\n"
+	    "    kernel = \"jupyter\"; " HERE "\n"
+	    "  }\n"
+	    ");\n", "kernel");
 }
 
 static void
@@ -1169,6 +1184,7 @@ main(void)
 		T(duplicate_key_names),
 		T(provider_unknown),
 		T(isolation_unknown),
+		T(kernel_unknown),
 		T(key_and_key_sha256),
 		T(key_sha256_short),
 		T(key_sha256_not_hex),
