@@ -412,7 +412,7 @@ static void
 reload(struct master *m)
 {
 	struct sg_cfg *cfg;
-	char err[512];
+	char err[SG_ERR_MAX];
 	size_t i;
 	int j;
 
