@@ -11,6 +11,10 @@
 
 #include "../core/config.h"
 
+/* Room for a reason that names a path or two (a store's path may be
+ * long): a truncated line loses the part that says why. */
+#define SG_ERR_MAX	8192
+
 #define SG_RESERVE	2	/* responders beyond workers_max, for light
 				 * routes while workers_max are busy */
 #define SG_SLOTS	(2 * (256 + SG_RESERVE))	/* workers_max <= 256,

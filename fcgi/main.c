@@ -83,7 +83,7 @@ main(int argc, char *argv[])
 	};
 	const char *config = NULL, *listen_spec = NULL, *workers = NULL;
 	struct sg_cfg *cfg;
-	char err[512];
+	char err[SG_ERR_MAX];
 	size_t i;
 	int c, fd;
 

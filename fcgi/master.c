@@ -29,6 +29,11 @@
 #define TICK_MS		1000
 #define QUICK_DEATH_MS	1000	/* a responder that dies this young ... */
 #define BACKOFF_MS	1000	/* ... pauses spawning this long */
+/* sandboxd that ends sooner than SETTLED after its start is started again
+ * after a pause doubling from BACKOFF_MS up to MAX: one that cannot start
+ * (its reason is in the log) must not be forked again every second. */
+#define SANDBOXD_SETTLED_MS	30000
+#define SANDBOXD_BACKOFF_MAX_MS	60000
 
 static volatile sig_atomic_t got_term, got_hup;
 static int self_pipe[2] = { -1, -1 };
@@ -52,6 +57,8 @@ struct master {
 	const char	*kernel_src;
 	pid_t		 sandboxd;	/* the local provider's supervisor */
 	int64_t		 sandboxd_after;
+	int64_t		 sandboxd_started;
+	int64_t		 sandboxd_pause;	/* 0, or the last back-off */
 	pid_t		 reaper;	/* sweeps expired sandboxes */
 	int64_t		 reaper_after;
 };
@@ -182,11 +189,39 @@ spawn_sandboxd(struct master *m)
 		c.owner = pw->pw_uid;
 		c.owner_gid = pw->pw_gid;
 	}
-	m->sandboxd_after = sg_now_ms() + BACKOFF_MS;
+	m->sandboxd_started = sg_now_ms();
+	m->sandboxd_after = m->sandboxd_started + BACKOFF_MS;
 	if ((pid = fork_helper(m)) == 0)
 		sg_sandboxd_run(&c);
 	if (pid > 0)
 		m->sandboxd = pid;
+}
+
+/* sandboxd ended: when to start it again, and a line saying so. */
+static void
+sandboxd_ended(struct master *m, int status)
+{
+	int64_t now = sg_now_ms(), lived = now - m->sandboxd_started;
+	const char *how = WIFSIGNALED(status) ? "signal" : "exit";
+	int code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+
+	m->sandboxd = 0;
+	if (got_term)
+		return;
+	if (lived >= SANDBOXD_SETTLED_MS) {
+		m->sandboxd_pause = 0;
+		fprintf(stderr, "sandgate: sandboxd died (%s %d); its sandboxes "
+		    "are gone; restarting it\n", how, code);
+		return;
+	}
+	m->sandboxd_pause = m->sandboxd_pause == 0 ? BACKOFF_MS :
+	    m->sandboxd_pause * 2 > SANDBOXD_BACKOFF_MAX_MS ?
+	    SANDBOXD_BACKOFF_MAX_MS : m->sandboxd_pause * 2;
+	m->sandboxd_after = now + m->sandboxd_pause;
+	fprintf(stderr, "sandgate: sandboxd exited (%s %d) %.1f s after its "
+	    "start (its reason, if it could give one, is above); local "
+	    "sandboxes are unavailable until it runs; next start in %d s\n",
+	    how, code, (double)lived / 1000, (int)(m->sandboxd_pause / 1000));
 }
 
 static void
@@ -213,10 +248,7 @@ reap(struct master *m)
 			continue;
 		}
 		if (pid == m->sandboxd) {
-			if (!got_term)
-				fprintf(stderr, "sandgate: sandboxd died; its "
-				    "sandboxes are gone; restarting it\n");
-			m->sandboxd = 0;
+			sandboxd_ended(m, status);
 			continue;
 		}
 		for (i = 0; i < SG_SLOTS && m->kids[i].pid != pid; i++)
@@ -380,7 +412,7 @@ static void
 reload(struct master *m)
 {
 	struct sg_cfg *cfg;
-	char err[512];
+	char err[SG_ERR_MAX];
 	size_t i;
 	int j;
 
@@ -402,6 +434,9 @@ reload(struct master *m)
 		sg_reaper_removed(m->cfg, cfg);
 	sg_cfg_free(m->cfg);
 	m->cfg = cfg;
+	/* A sandboxd waiting out its back-off may start now: the reload may
+	 * be the fix. */
+	m->sandboxd_after = 0;
 	/* The reaper holds the old config too: it comes back with the new. */
 	if (m->reaper != 0)
 		kill(m->reaper, SIGTERM);

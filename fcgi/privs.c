@@ -99,7 +99,7 @@ int
 sg_prepare_store(const struct sg_cfg *cfg, char *err, size_t errsz)
 {
 	struct sg_store *st;
-	char msg[512];
+	char msg[SG_ERR_MAX];
 	int status;
 	pid_t pid;
 

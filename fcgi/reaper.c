@@ -33,7 +33,7 @@ sweep(const struct sg_cfg *cfg, const char *only_tool)
 {
 	struct sg_prov prov;
 	struct sg_sbx_env env = { cfg, NULL, &prov };
-	char err[512];
+	char err[SG_ERR_MAX];
 	int deleted, failed, skipped;
 
 	if (sg_store_open(cfg->store.path, &env.store, err, sizeof(err)) != 0) {

@@ -433,7 +433,7 @@ sg_responder_run(const struct sg_env *env, int slot)
 	struct sigaction sa;
 	FCGX_Request r;
 	struct sg_gw *gw;
-	char err[512];
+	char err[SG_ERR_MAX];
 	size_t rss = 0;
 
 	sg_child_signals(on_stop);

@@ -2,7 +2,9 @@
  * local: sandboxes on this machine. sandboxd (a child of the master)
  * creates and deletes them; each kernel speaks e2b's /execute on its own
  * Unix socket, so runs use the e2b parser over CURLOPT_UNIX_SOCKET_PATH.
- * Handle: {"id", "socket"}.
+ * Handle: {"id", "socket"}. Both sockets sit beside the store, whose path
+ * may be longer than AF_UNIX allows: each is reached through an fd of its
+ * directory (sg_sbxd_sun_path, as sandboxd binds them).
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,26 +17,44 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "sbxd.h"
 
 #define SUPERVISOR_MS	10000
 #define CONNECT_MS	3000
 
-/* A connection to sandboxd. The master starts it (again, after a crash)
- * within a second or two: until then, keep trying. */
+/* One connect to the socket at path. The fd, or -1 with errno. */
 static int
-connect_supervisor(const struct sockaddr_un *sun)
+connect_path(const char *path)
 {
-	int64_t until = sg_now_ms() + CONNECT_MS;
-	int fd, saved;
+	struct sockaddr_un sun;
+	int dfd, fd, saved;
 
-	for (;;) {
-		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-			return -1;
-		if (connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0)
-			return fd;
+	if ((dfd = sg_sbxd_sun_path(&sun, path)) == -1)
+		return -1;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) != -1 &&
+	    connect(fd, (const struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		saved = errno;
 		close(fd);
 		errno = saved;
+		fd = -1;
+	}
+	saved = errno;
+	close(dfd);
+	errno = saved;
+	return fd;
+}
+
+/* A connection to sandboxd. The master starts it (again, after a crash)
+ * within a second or two: until then, keep trying. */
+static int
+connect_supervisor(const char *path)
+{
+	int64_t until = sg_now_ms() + CONNECT_MS;
+	int fd;
+
+	for (;;) {
+		if ((fd = connect_path(path)) != -1)
+			return fd;
 		if ((errno != ENOENT && errno != ECONNREFUSED) ||
 		    sg_now_ms() >= until)
 			return -1;
@@ -46,23 +66,25 @@ connect_supervisor(const struct sockaddr_un *sun)
 static json_t *
 supervisor(const struct sg_tool *t, const json_t *req, struct sg_prov_error *err)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct pollfd p;
-	char buf[4096], *text;
+	char buf[4096], *text, *path;
 	size_t len = 0;
 	ssize_t n;
 	json_t *resp = NULL;
-	int fd;
+	int fd, saved;
 
-	if (t->local_dir == NULL || snprintf(sun.sun_path, sizeof(sun.sun_path),
-	    "%s/sandboxd.sock", t->local_dir) >= (int)sizeof(sun.sun_path)) {
+	if (t->local_dir == NULL || asprintf(&path, "%s/sandboxd.sock",
+	    t->local_dir) == -1) {
 		sg_prov_fail(err, SG_PROV_CONFIG, 0, "local sandboxes: no usable "
 		    "runtime directory beside the store");
 		return NULL;
 	}
-	if ((fd = connect_supervisor(&sun)) == -1) {
+	fd = connect_supervisor(path);
+	saved = errno;
+	free(path);
+	if (fd == -1) {
 		sg_prov_fail(err, SG_PROV_UNREACHABLE, 0, "the local sandbox "
-		    "supervisor is not running (%s)", strerror(errno));
+		    "supervisor is not running (%s)", strerror(saved));
 		return NULL;
 	}
 	text = json_dumps(req, JSON_COMPACT);
@@ -124,6 +146,37 @@ local_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 	return rc;
 }
 
+/*
+ * Point p's calls at the kernel's socket for one operation: through an fd
+ * of its directory, which must stay open while libcurl may connect (until
+ * kernel_done). The fd, or -1 (no socket in the handle, or its directory
+ * is gone).
+ */
+static int
+kernel_socket(struct sg_prov *p, const json_t *handle, struct sockaddr_un *sun)
+{
+	const char *path = json_string_value(json_object_get(handle, "socket"));
+	int dfd;
+
+	p->unix_socket = NULL;
+	if (path == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((dfd = sg_sbxd_sun_path(sun, path)) == -1)
+		return -1;
+	p->unix_socket = sun->sun_path;
+	return dfd;
+}
+
+static void
+kernel_done(struct sg_prov *p, int dfd)
+{
+	p->unix_socket = NULL;
+	if (dfd != -1)
+		close(dfd);
+}
+
 /* Whether the kernel still answers on its socket. */
 static int
 kernel_alive(struct sg_prov *p)
@@ -146,16 +199,16 @@ local_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 {
 	struct sg_lines lines = { .fn = sg_exec_e2b_line, .res = res };
 	const char *id = json_string_value(json_object_get(handle, "id"));
+	struct sockaddr_un sun;
 	char *errbody = NULL;
 	json_t *body;
 	long status = 0;
-	int rc;
+	int rc, dfd;
 
 	(void)t;
-	p->unix_socket = json_string_value(json_object_get(handle, "socket"));
-	if (p->unix_socket == NULL)
-		return sg_prov_fail(err, SG_PROV_GONE, 0, "local handle without "
-		    "a socket");
+	if ((dfd = kernel_socket(p, handle, &sun)) == -1)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox %s is "
+		    "gone (its socket: %s)", id, strerror(errno));
 	body = json_pack("{s:s,s:i}", "code", code, "timeout", timeout_s);
 	/* The kernel's own alarm fires at timeout_s; ours is the backstop. */
 	rc = sg_phttp_stream(p, "http://localhost/execute", NULL, body,
@@ -173,7 +226,7 @@ local_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 		    sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox %s died "
 		    "during the run (killed at its limits)", id);
 	free(errbody);
-	p->unix_socket = NULL;
+	kernel_done(p, dfd);
 	return rc;
 }
 
@@ -203,19 +256,20 @@ static int
 local_keepalive(struct sg_prov *p, const struct sg_tool *t,
     const json_t *handle, int lifetime_s, struct sg_prov_error *err)
 {
+	struct sockaddr_un sun;
 	json_t *body, *resp = NULL;
 	long status = 0;
-	int rc;
+	int rc, dfd;
 
 	(void)t;
-	p->unix_socket = json_string_value(json_object_get(handle, "socket"));
+	dfd = kernel_socket(p, handle, &sun);
 	body = json_pack("{s:i}", "lifetime", lifetime_s);
-	rc = p->unix_socket == NULL ? SG_PROV_UNREACHABLE : sg_phttp_call(p,
-	    "POST", "http://localhost/keepalive", NULL, body, 10000, &status,
-	    &resp, err);
+	rc = dfd == -1 ? SG_PROV_UNREACHABLE : sg_phttp_call(p, "POST",
+	    "http://localhost/keepalive", NULL, body, 10000, &status, &resp,
+	    err);
 	json_decref(body);
 	json_decref(resp);
-	p->unix_socket = NULL;
+	kernel_done(p, dfd);
 	if (rc == SG_PROV_UNREACHABLE)
 		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
 	if (rc == SG_PROV_OK && status != 204)

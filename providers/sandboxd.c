@@ -7,6 +7,7 @@
  *    "cpu","limits","net","isolation","kernel"}
  *                        → {"ok":true,"socket":PATH} | {"ok":false,"error"}
  *   {"op":"delete","id"} → {"ok":true,"gone":bool}
+ * (PATH may be longer than AF_UNIX allows: see sbxd_sock.c.)
  * For each sandbox it binds the kernel's socket itself and passes the
  * listening fd (as fd 3) into bubblewrap. Started as root, it does what
  * needs root first (cgroups, the firewall), then becomes the gateway's
@@ -17,11 +18,8 @@
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -46,7 +44,7 @@ struct kernel {
 	int	 cgroup;		/* it has a group of its own */
 	pid_t	 net_pid;		/* slirp4netns, or 0 */
 	int	 net_exit;		/* closing it ends slirp4netns */
-	char	 sock[512];
+	char	 sock[64];		/* its socket's name in kernels/ */
 };
 
 static struct kernel kernels[SG_SBXD_MAX];
@@ -58,6 +56,8 @@ static int bwrap_ok, net_ok;
 static char bwrap_why[256], net_why[256];
 static volatile sig_atomic_t got_term;
 static int wake[2] = { -1, -1 };
+static int rundir = -1, kdir = -1;	/* conf->dir and its kernels/ */
+static pid_t master;
 
 static void
 on_signal(int sig)
@@ -107,7 +107,8 @@ bury(struct kernel *k)
 		sg_sbxd_caps_lower();
 	if (k->net_exit > 0)
 		close(k->net_exit);
-	unlink(k->sock);
+	if (k->sock[0] != '\0')
+		unlinkat(kdir, k->sock, 0);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -155,31 +156,6 @@ free_slot(void)
 		if (kernels[i].pid == 0 && !busy[i])
 			return &kernels[i];
 	return NULL;
-}
-
-/* A listening socket at path, the gateway user's alone (mode 0600). */
-static int
-listen_private(const char *path, int backlog)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	mode_t old;
-	int fd, rc;
-
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return -1;
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	unlink(path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	old = umask(0177);
-	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
-	umask(old);
-	if (rc == -1 || listen(fd, backlog) == -1) {
-		close(fd);
-		unlink(path);
-		return -1;
-	}
-	return fd;
 }
 
 static int
@@ -288,15 +264,17 @@ create(const json_t *req)
 	s.uid = conf->per_sandbox_uids ? conf->uid_base + (unsigned)k->slot : 0;
 	/* Counted before any limit is set; a uid of its own counts alone. */
 	s.extra_nproc = conf->per_sandbox_uids ? 0 : sg_sbxd_scan_uids(getuid(), 0, NULL);
-	snprintf(k->sock, sizeof(k->sock), "%s/kernels/%s.sock", conf->dir, id);
+	snprintf(k->sock, sizeof(k->sock), "%s.sock", id);
 	if (s.cgroup && sg_cg_create(&cg, id, s.memory_mb, s.max_procs, s.cpus,
 	    why, sizeof(why)) == -1) {
 		memset(k, 0, sizeof(*k));
 		return refuse(NULL, why);
 	}
-	if ((s.lfd = listen_private(k->sock, 64)) == -1 || (s.net && s.bwrap &&
-	    (pipe2(info, O_CLOEXEC) == -1 || pipe2(block, O_CLOEXEC) == -1))) {
-		snprintf(why, sizeof(why), "cannot make the kernel's socket");
+	if ((s.lfd = sg_sbxd_listen(kdir, k->sock, 64)) == -1 || (s.net &&
+	    s.bwrap && (pipe2(info, O_CLOEXEC) == -1 ||
+	    pipe2(block, O_CLOEXEC) == -1))) {
+		snprintf(why, sizeof(why), "cannot make the kernel's socket: %s",
+		    strerror(errno));
 		rc = -1;
 	} else if ((pid = fork()) == 0) {
 		s.info_fd = info[1];
@@ -319,7 +297,8 @@ create(const json_t *req)
 		bury(k);
 		return refuse(NULL, why);
 	}
-	return json_pack("{s:b,s:s}", "ok", 1, "socket", k->sock);
+	return json_pack("{s:b,s:s++}", "ok", 1, "socket", conf->dir,
+	    "/kernels/", k->sock);
 }
 
 /* Kill the whole sandbox and wait for it: a deleted sandbox leaves no
@@ -413,61 +392,6 @@ probe_bwrap(void)
 		    "for development");
 }
 
-/* Kernel sockets a previous sandboxd left (its kernels died with it). */
-static void
-clean_stale(int kfd)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	if ((fd = dup(kfd)) == -1 || (d = fdopendir(fd)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.')
-			unlinkat(kfd, de->d_name, 0);
-	closedir(d);
-}
-
-/* path as a directory of ours (mode 0700): a link, or anything but a
- * directory, in its place is removed first. */
-static int
-own_dir(const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(path) == -1)
-		return -1;
-	if (mkdir(path, 0700) == -1 && errno != EEXIST)
-		return -1;
-	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid()) {
-		errno = EPERM;
-		return -1;
-	}
-	return 0;
-}
-
-/* As the gateway's user: our directory, its kernels/ and our socket. */
-static int
-listen_ctl(void)
-{
-	char path[600];
-	int kfd, lfd;
-
-	snprintf(path, sizeof(path), "%s/kernels", conf->dir);
-	if (own_dir(conf->dir) == -1 || own_dir(path) == -1)
-		return -1;
-	if ((kfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1)
-		return -1;
-	clean_stale(kfd);
-	close(kfd);
-	snprintf(path, sizeof(path), "%s/sandboxd.sock", conf->dir);
-	lfd = listen_private(path, 128);
-	return lfd;
-}
-
 /*
  * Started as root: keep CAP_SETUID, CAP_SETGID (to start each kernel as
  * its sandbox's uid) and CAP_KILL (to end kernels of other uids) in the
@@ -548,15 +472,31 @@ fail_start(const char *what, const char *why)
 	_exit(3);
 }
 
+/*
+ * End with the master: a master that died (killed, or crashed) is
+ * followed by a new one and its own sandboxd, which takes over the
+ * runtime directory; this one's kernels are then out of reach and would
+ * only hold memory and uids. Set after the change of uid, which clears
+ * it; a master gone before that is seen by getppid().
+ */
+static void
+follow_master(void)
+{
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != master)
+		got_term = 1;
+}
+
 void
 sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 {
 	struct pollfd p[2];
 	struct sigaction sa;
-	char buf[256];
+	char buf[256], why[1024];
 	int lfd, cfd;
 
 	conf = c;
+	master = getppid();
 	/* Tell it apart from the responders in ps and /proc/PID/comm. */
 	prctl(PR_SET_NAME, "sg-sandboxd");
 	/* A sandbox's first process outlives the bubblewrap we started by a
@@ -577,11 +517,16 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	root_steps();
 	if (drop_privileges() == -1)
 		fail_start("cannot drop privileges", strerror(errno));
-	if ((lfd = listen_ctl()) == -1)
-		fail_start(conf->dir, strerror(errno));
-	if (sg_sbxd_files_load(&files, conf->kernel_src, buf, sizeof(buf)) == -1 ||
-	    sg_sbxd_seccomp(&seccomp, buf, sizeof(buf)) == -1)
-		fail_start("cannot prepare kernels", buf);
+	follow_master();
+	if (sg_sbxd_rundir(conf->dir, &rundir, &kdir, why, sizeof(why)) == -1)
+		fail_start("cannot start", why);
+	if ((lfd = sg_sbxd_listen(rundir, "sandboxd.sock", 128)) == -1)
+		fail_start("cannot listen on sandboxd.sock in its runtime "
+		    "directory", strerror(errno));
+	if (sg_sbxd_files_load(&files, conf->kernel_src, conf->dir, rundir,
+	    why, sizeof(why)) == -1 ||
+	    sg_sbxd_seccomp(&seccomp, why, sizeof(why)) == -1)
+		fail_start("cannot prepare kernels", why);
 	probe_bwrap();
 	say_start();
 	while (!got_term) {
@@ -590,6 +535,8 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 		poll(p, 2, 1000);
 		while (read(wake[0], buf, sizeof(buf)) > 0)
 			;
+		if (getppid() != master)
+			break;
 		reap();
 		if ((p[0].revents & POLLIN) &&
 		    (cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) != -1) {

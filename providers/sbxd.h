@@ -1,12 +1,15 @@
 /*
  * sandboxd's private parts (providers/sbxd_*.c), shared with sandboxd.c
  * and nothing else: the kernel's files held in memory, the seccomp
- * filter, cgroups, user-mode networking, and the exec of one kernel.
+ * filter, cgroups, user-mode networking, and the exec of one kernel;
+ * and its runtime directory and sockets, whose addressing local.c (the
+ * responders' side) uses too.
  */
 #ifndef SG_SBXD_H
 #define SG_SBXD_H
 
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "provider.h"
 #include "../lib/util.h"
@@ -28,9 +31,11 @@ struct sg_sbxd_files {
 	size_t	 n;
 };
 /* Reads kernel.py and sg_mpl.py from src, builds matplotlib's font list
- * in a private directory and keeps it too. 0, or -1 with why. */
+ * in rundir/mpl (rundir is sandboxd's runtime directory, open as
+ * rundir_fd; see sbxd_files.c for why there) and keeps it too. 0, or -1
+ * with why. */
 int	 sg_sbxd_files_load(struct sg_sbxd_files *, const char *src,
-	    char *why, size_t whysz);
+	    const char *rundir, int rundir_fd, char *why, size_t whysz);
 void	 sg_sbxd_files_free(struct sg_sbxd_files *);
 /* A new memfd (not close-on-exec) holding buf, positioned at 0, so a
  * child can hand bubblewrap data no path on the host holds. -1 on error. */
@@ -40,6 +45,29 @@ int	 sg_sbxd_memfd(const char *name, const void *buf, size_t len);
 int	 sg_sbxd_readable(int fd, int64_t ms);
 ssize_t	 sg_sbxd_read(int fd, void *buf, size_t len);
 void	 sg_sbxd_write_all(int fd, const char *p, size_t len);
+
+/* ---- sbxd_sock.c: the runtime directory and its Unix sockets ---- */
+/* The address of socket name in the directory open as dirfd, whatever
+ * the length of that directory's path: /proc/self/fd/N/name, usable while
+ * dirfd is open. 0, or -1 (EINVAL, ENAMETOOLONG). */
+int	 sg_sbxd_sun(struct sockaddr_un *, int dirfd, const char *name);
+/* The same for the socket at path: its directory is opened (O_PATH,
+ * close-on-exec). That fd, which the caller closes once connected (or
+ * once libcurl is done with sun_path), or -1 with errno. */
+int	 sg_sbxd_sun_path(struct sockaddr_un *, const char *path);
+/* A listening socket name in dirfd (a directory of ours: what is there
+ * is replaced), the gateway user's alone (mode 0600), close-on-exec. -1
+ * with errno. */
+int	 sg_sbxd_listen(int dirfd, const char *name, int backlog);
+/* Remove name in at and, if it is a directory, what it holds (depth
+ * levels down at most), never following a link. */
+void	 sg_sbxd_rmtree(int at, const char *name, int depth);
+/* As the gateway's user: the runtime directory at path and its kernels/,
+ * ours (mode 0700; a link or a file in their place is replaced), with
+ * what a previous sandboxd left in kernels/ removed. Their fds in *dfd and
+ * *kfd (close-on-exec). 0, or -1 with why. */
+int	 sg_sbxd_rundir(const char *path, int *dfd, int *kfd, char *why,
+	    size_t whysz);
 
 /* ---- sbxd_seccomp.c ---- */
 /* The seccomp filter every kernel runs under, as a BPF program for

@@ -5,6 +5,7 @@
  * sandboxd dies.
  */
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,52 +64,54 @@ add(struct sg_sbxd_files *fs, int dirfd, const char *name, const char *dest)
 	return 0;
 }
 
-/* Empty and remove a directory of ours (no subdirectories in it). */
-static void
-remove_dir(const char *dir)
-{
-	struct dirent *de;
-	DIR *d;
-
-	if ((d = opendir(dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	rmdir(dir);
-}
-
 /*
  * matplotlib builds its font list on first use, about a second that every
- * new sandbox would pay on its first plot. Build it once, in a private
- * directory, and keep the file; each kernel copies it into its config.
+ * new sandbox would pay on its first plot. Build it once and keep the
+ * file; each kernel copies it into its config.
+ *
+ * It is built in rundir/mpl, not in a temporary directory under /tmp:
+ * sandboxd is the gateway's user by now, so the directory is made and
+ * removed by one user whatever sandboxd was started as; and a sandboxd
+ * killed during that second leaves it where the next start finds and
+ * removes it (a fixed name in a directory of ours), so nothing piles up
+ * in /tmp. The builder dies with sandboxd, so it never writes there after
+ * that removal.
  */
 static void
-font_list(struct sg_sbxd_files *fs)
+font_list(struct sg_sbxd_files *fs, const char *rundir, int rundir_fd)
 {
-	char dir[] = "/tmp/sandgate-mpl.XXXXXX", env[64];
 	struct dirent *de;
-	pid_t pid;
+	char *env = NULL;
+	pid_t pid, parent = getpid();
 	DIR *d;
+	int fd;
 
+	sg_sbxd_rmtree(rundir_fd, "mpl", 4);
 	if (access("/usr/lib/python3/dist-packages/matplotlib", R_OK) != 0 ||
-	    mkdtemp(dir) == NULL)
+	    asprintf(&env, "MPLCONFIGDIR=%s/mpl", rundir) == -1)
 		return;
-	snprintf(env, sizeof(env), "MPLCONFIGDIR=%s", dir);
+	if (mkdirat(rundir_fd, "mpl", 0700) == -1) {
+		free(env);
+		return;
+	}
 	if ((pid = fork()) == 0) {
 		char *const envp[] = { env, "HOME=/nonexistent", NULL };
 		int devnull = open("/dev/null", O_RDWR);
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
 		dup2(devnull, 1);
 		dup2(devnull, 2);
 		execle(SG_SBXD_PYTHON, SG_SBXD_PYTHON, "-I", "-c",
 		    "import matplotlib.font_manager", (char *)NULL, envp);
 		_exit(1);
 	}
+	free(env);
 	while (pid > 0 && waitpid(pid, NULL, 0) == -1 && errno == EINTR)
 		;
-	if ((d = opendir(dir)) != NULL) {
+	if ((fd = openat(rundir_fd, "mpl", O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) != -1 && (d = fdopendir(fd)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
 			char dest[300];
 
@@ -117,13 +121,14 @@ font_list(struct sg_sbxd_files *fs)
 			add(fs, dirfd(d), de->d_name, dest);
 		}
 		closedir(d);
-	}
-	remove_dir(dir);
+	} else if (fd != -1)
+		close(fd);
+	sg_sbxd_rmtree(rundir_fd, "mpl", 4);
 }
 
 int
-sg_sbxd_files_load(struct sg_sbxd_files *fs, const char *src, char *why,
-    size_t whysz)
+sg_sbxd_files_load(struct sg_sbxd_files *fs, const char *src,
+    const char *rundir, int rundir_fd, char *why, size_t whysz)
 {
 	int dfd;
 
@@ -139,7 +144,7 @@ sg_sbxd_files_load(struct sg_sbxd_files *fs, const char *src, char *why,
 		return -1;
 	}
 	close(dfd);
-	font_list(fs);
+	font_list(fs, rundir, rundir_fd);
 	return 0;
 }
 

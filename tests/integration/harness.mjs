@@ -70,6 +70,10 @@ function ids(user) {
 // limits = "process".
 export const localLimits = isRoot ? "" : 'limits = "process";';
 
+// The store's directory: state/store, or state/SUB with extra.storeSub
+// (a longer path, say).
+export const storeDirOf = (dir, extra = {}) => `${dir}/state/${extra.storeSub ?? "store"}`;
+
 // The gateway's config; extra is spliced into the server group (extra.server
 // is raw settings for it) and extra.keys into auth.keys.
 export function gatewayConfig(dir, fakePort, extra = {}) {
@@ -90,7 +94,7 @@ server: {
   ${extra.server ?? ""}
   mount_prefix = "${extra.mount_prefix ?? ""}";
 };
-store: { path = "${dir}/state/store/sandgate.db"; };
+store: { path = "${storeDirOf(dir, extra)}/sandgate.db"; };
 auth: {
   keys = (
     { name = "alice"; key = "env:SG_TEST_KEY_ALICE"; max_concurrent = 8; },
@@ -154,6 +158,8 @@ export class Stack {
       fs.chownSync(`${dir}/state`, this.mode === "listen" ? uid : 0, this.mode === "listen" ? gid : 0);
       fs.chownSync(`${dir}/carol.key`, uid, gid);
     }
+    this.storeDir = storeDirOf(dir, this.opts);
+    this.makeStoreParents();
 
     this.fakePort = await this.startFake();
     if (this.opts.sandboxes) {
@@ -172,7 +178,7 @@ export class Stack {
       ...process.env,
       ...(this.opts.env ?? {}),
       SG_TEST_KEY_ALICE: KEYS.alice,
-      SANDGATE_KERNEL_DIR: `${dir}/kernel`,
+      SANDGATE_KERNEL_DIR: this.opts.kernelDir ?? `${dir}/kernel`,
       ASAN_OPTIONS: `log_path=${dir}/san/asan:detect_leaks=1`,
       UBSAN_OPTIONS: `log_path=${dir}/san/ubsan:print_stacktrace=1`,
     };
@@ -181,6 +187,18 @@ export class Stack {
     this.base = `http://127.0.0.1:${this.httpPort}`;
     await waitFor(async () => (await fetch(this.url("/healthz"))).status === 200, "gateway /healthz");
     return this;
+  }
+
+  // With opts.storeSub, the directories above the store's own (which the
+  // master makes): owned as state/ is, so whoever makes it can.
+  makeStoreParents() {
+    const st = fs.statSync(`${this.dir}/state`);
+    let d = `${this.dir}/state`;
+    for (const part of path.dirname(path.relative(d, this.storeDir)).split("/").filter((p) => p !== ".")) {
+      d = `${d}/${part}`;
+      fs.mkdirSync(d, { mode: 0o755 });
+      fs.chownSync(d, st.uid, st.gid);
+    }
   }
 
   async startFake() {

@@ -2,8 +2,9 @@
  * sandboxd's parts that run without a sandbox: finding our cgroup and
  * making sandgate's group (against a fake /proc/self/mountinfo,
  * /proc/self/cgroup and cgroup tree in a temp dir; cgroupfs itself needs
- * a real hierarchy: the integration tests use that), the seccomp filter
- * and the memfds that carry data into bubblewrap.
+ * a real hierarchy: the integration tests use that), the seccomp filter,
+ * the memfds that carry data into bubblewrap, and the runtime directory
+ * with its sockets, reached through a directory fd whatever its length.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +12,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -225,6 +228,138 @@ memfd_holds_the_data_from_the_start(void **state)
 	close(fd);
 }
 
+static void
+sun_names_the_socket_through_its_directory(void **state)
+{
+	struct sockaddr_un sun;
+	char name[200];
+
+	(void)state;
+	assert_int_equal(sg_sbxd_sun(&sun, 7, "cntr_0123.sock"), 0);
+	assert_int_equal(sun.sun_family, AF_UNIX);
+	assert_string_equal(sun.sun_path, "/proc/self/fd/7/cntr_0123.sock");
+	/* Only a name of ours, in the directory itself. */
+	assert_int_equal(sg_sbxd_sun(&sun, 7, "../x.sock"), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(sg_sbxd_sun(&sun, 7, ""), -1);
+	assert_int_equal(sg_sbxd_sun(&sun, -1, "x.sock"), -1);
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	assert_int_equal(sg_sbxd_sun(&sun, 7, name), -1);
+	assert_int_equal(errno, ENAMETOOLONG);
+}
+
+/* fx->dir/ddd.../eee...: a directory path of over 200 bytes. */
+static void
+deep_dir(struct fx *fx, char *out, size_t outsz)
+{
+	char rel[300];
+
+	snprintf(rel, sizeof(rel), "%0100d/%0100d", 0, 1);
+	mkdirs(fx->dir, rel);
+	snprintf(out, outsz, "%s/%s", fx->dir, rel);
+	assert_true(strlen(out) > 200);
+}
+
+/* What sandboxd binds in its directory, a responder reaches by the full
+ * path, though both are far longer than AF_UNIX's 107 bytes. */
+static void
+a_socket_in_a_long_path_is_bound_and_reached(void **state)
+{
+	struct fx *fx = *state;
+	char dir[512], path[600];
+	struct sockaddr_un sun;
+	struct stat st;
+	int dfd, lfd, cfd, afd, pdfd;
+
+	deep_dir(fx, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/k.sock", dir);
+	/* A stale file in its place is replaced. */
+	assert_int_equal(tu_write_file(path, "stale", -1), 0);
+	assert_true((dfd = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	assert_true((lfd = sg_sbxd_listen(dfd, "k.sock", 4)) >= 0);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0600);
+	close(dfd);
+
+	assert_true((pdfd = sg_sbxd_sun_path(&sun, path)) >= 0);
+	assert_true((cfd = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(connect(cfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_true((afd = accept(lfd, NULL, NULL)) >= 0);
+	assert_int_equal(write(cfd, "x", 1), 1);
+	close(afd);
+	close(cfd);
+	close(pdfd);
+	close(lfd);
+	/* A directory that is not there: -1, and why. */
+	snprintf(path, sizeof(path), "%s/nodir/k.sock", dir);
+	assert_int_equal(sg_sbxd_sun_path(&sun, path), -1);
+	assert_int_equal(errno, ENOENT);
+}
+
+/* The runtime directory: made (0700), a link in its place replaced and
+ * never followed, kernel sockets a dead sandboxd left removed. */
+static void
+rundir_is_ours_and_cleaned(void **state)
+{
+	struct fx *fx = *state;
+	char dir[512], path[700], why[900], victim[600];
+	struct stat st;
+	int dfd, kfd;
+
+	deep_dir(fx, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/local", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", fx->dir);
+	mkdirs(fx->dir, "victim");
+	put_file(fx->dir, "victim/precious", "x");
+	assert_int_equal(symlink(victim, path), 0);
+	assert_int_equal(sg_sbxd_rundir(path, &dfd, &kfd, why, sizeof(why)), 0);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	snprintf(path, sizeof(path), "%s/precious", victim);
+	assert_int_equal(access(path, F_OK), 0);
+	close(sg_sbxd_listen(kfd, "cntr_1.sock", 1));
+	mkdirat(kfd, "junk", 0700);
+	close(dfd);
+	close(kfd);
+
+	snprintf(path, sizeof(path), "%s/local", dir);
+	assert_int_equal(sg_sbxd_rundir(path, &dfd, &kfd, why, sizeof(why)), 0);
+	assert_int_equal(faccessat(kfd, "cntr_1.sock", F_OK, 0), -1);
+	assert_int_equal(faccessat(kfd, "junk", F_OK, 0), -1);
+	close(dfd);
+	close(kfd);
+	/* Not a directory we can make: -1 and why. */
+	snprintf(path, sizeof(path), "%s/victim/precious/local", fx->dir);
+	assert_int_equal(sg_sbxd_rundir(path, &dfd, &kfd, why, sizeof(why)), -1);
+	assert_int_equal(dfd, -1);
+	assert_contains(why, path);
+}
+
+/* rmtree empties nested directories and never follows a link. */
+static void
+rmtree_stays_inside(void **state)
+{
+	struct fx *fx = *state;
+	char path[600], link[600];
+	int dfd;
+
+	mkdirs(fx->dir, "t/a/b");
+	put_file(fx->dir, "t/a/b/f", "x");
+	mkdirs(fx->dir, "keep");
+	put_file(fx->dir, "keep/f", "x");
+	snprintf(path, sizeof(path), "%s/keep", fx->dir);
+	snprintf(link, sizeof(link), "%s/t/a/l", fx->dir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_true((dfd = open(fx->dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	sg_sbxd_rmtree(dfd, "t", 4);
+	assert_int_equal(faccessat(dfd, "t", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(faccessat(dfd, "keep/f", F_OK, 0), 0);
+	close(dfd);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -237,6 +372,10 @@ main(void)
 		T(v2_needs_controllers_and_no_strangers),
 		cmocka_unit_test(seccomp_filter_builds),
 		cmocka_unit_test(memfd_holds_the_data_from_the_start),
+		cmocka_unit_test(sun_names_the_socket_through_its_directory),
+		T(a_socket_in_a_long_path_is_bound_and_reached),
+		T(rundir_is_ours_and_cleaned),
+		T(rmtree_stays_inside),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
