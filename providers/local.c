@@ -214,6 +214,7 @@ local_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	rc = sg_phttp_stream(p, "http://localhost/execute", NULL, body,
 	    timeout_s + 10, &lines, &status, &errbody, err);
 	json_decref(body);
+	rc = sg_exec_timeout(res, rc, status, timeout_s);
 	if (rc == SG_PROV_UNREACHABLE)
 		rc = sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox %s is gone",
 		    id);
