@@ -18,14 +18,28 @@ async function run(id, code, timeout) {
   return r.json;
 }
 
+// The live processes under this stack's sandboxd: its sandboxes (bubblewrap,
+// its init, the kernel, what the code started). Other stacks on the machine
+// do not count.
 function kernels() {
-  let n = 0;
+  const root = stack.processes().sandboxd;
+  const kids = new Map();
   for (const d of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes(`${stack.dir}`) ||
-          fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes("/sandgate/kernel.py")) n++;
-    } catch { /* gone */ }
+      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
+      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state === "Z") continue;
+      if (!kids.has(Number(ppid))) kids.set(Number(ppid), []);
+      kids.get(Number(ppid)).push(Number(d));
+    } catch { /* gone meanwhile */ }
+  }
+  let n = 0;
+  const todo = [...(kids.get(root) ?? [])];
+  while (todo.length) {
+    const p = todo.pop();
+    n++;
+    todo.push(...(kids.get(p) ?? []));
   }
   return n;
 }
