@@ -114,8 +114,8 @@ def kill_others():
     woken again at once, and what stays stopped is killed by pid. Only
     inside the sandbox's own pid namespace: without it, -1 would reach every
     process of the user."""
-    if not PIDNS:
-        return
+    if not PIDNS or os.getpid() != Worker.pid:
+        return  # a copy the cell forked must not kill the worker
     me = os.getpid()
     for sig, pid in ((signal.SIGSTOP, -1), (signal.SIGCONT, Worker.server)):
         try:
@@ -201,10 +201,17 @@ def finite(obj):
 
 
 def encode_line(obj):
+    """One NDJSON line; whatever is in it, valid JSON (a value that cannot
+    be written at all leaves the line, its strings stay)."""
     try:
         text = json.dumps(obj, ensure_ascii=False, allow_nan=False, default=json_default)
-    except (ValueError, TypeError):
-        text = json.dumps(finite(json.loads(json.dumps(obj, default=json_default))), ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        try:
+            text = json.dumps(finite(json.loads(json.dumps(finite(obj), default=json_default))),
+                              ensure_ascii=False)
+        except (ValueError, TypeError, RecursionError):
+            text = json.dumps({k: v for k, v in obj.items() if v is None or isinstance(v, (str, int))},
+                              ensure_ascii=False)
     # Lone surrogates (a str that cannot be UTF-8) become "?".
     return text.encode("utf-8", "replace") + b"\n"
 
@@ -418,7 +425,7 @@ def result_line(bundle, main):
         value = data.pop(mime, None)
         if value is None:
             continue
-        if key == "text" and value and value[0] in "'\"" and value[-1] == value[0]:
+        if key == "text" and isinstance(value, str) and value and value[0] in "'\"" and value[-1] == value[0]:
             value = value[1:-1]  # one pair of surrounding quotes goes
         elif isinstance(value, (bytes, bytearray)):
             value = b64(value)
@@ -461,7 +468,7 @@ def json_key(k):
         return str(k)
     if is_date(k):
         return k.isoformat()
-    raise TypeError("Dict key must a type serializable with OPT_NON_STR_KEYS")
+    raise TypeError("a dict key of type %s" % type(k).__name__)
 
 
 def dataframe_data(obj, pandas):
@@ -532,8 +539,10 @@ def load_ipython():
     sys.modules["jedi"] = None
     try:
         from IPython.core import release
-        import IPython.core.interactiveshell  # noqa: F401
-        import IPython.core.completer  # noqa: F401
+        import importlib
+        # The completer too, while jedi is blocked.
+        for name in ("IPython.core.interactiveshell", "IPython.core.completer"):
+            importlib.import_module(name)
         pkg.version_info, pkg.__version__ = release.version_info, release.version
     except BaseException:
         for name in [n for n in sys.modules if n == "IPython" or n.startswith("IPython.")]:
@@ -603,7 +612,7 @@ def ipython_shell_class():
             if isinstance(obj, (list, dict)):
                 try:
                     return orjson_like(obj), {"expanded": True}
-                except TypeError:
+                except (TypeError, RecursionError):  # what orjson refuses
                     pass
             return super().__call__(obj)
 
@@ -677,6 +686,8 @@ def ipython_shell_class():
             self.out.line(result_line(bundle, main))
 
         def showtraceback(self, exc_tuple=None, *args, **kwargs):
+            if os.getpid() != Worker.pid:
+                os._exit(0)  # the cell ended in a copy it forked (a fork bomb)
             try:
                 etype = self._get_exc_info(exc_tuple)[0]
             except ValueError:

@@ -196,10 +196,16 @@ for (const [name, kernel] of [["localpy", "python"], ["localipy", "ipython"]]) {
     const id = await create(name);
     try {
       await run(id, "kept = 'yes'");
-      const r = await run(id, "import time\nprint('before', flush=True)\ntime.sleep(30)\nprint('after')", 2);
+      const r = await run(id, "import subprocess, time\nsubprocess.Popen(['sleep', '600'])\n" +
+        "print('before', flush=True)\ntime.sleep(30)\nprint('after')", 2);
       assert.equal(r.error?.name, "TimeoutError", JSON.stringify(r));
       assert.equal(r.stdout, "before\n");
-      assert.equal((await run(id, "print(kept)")).stdout, "yes\n");
+      // What the cell started went with it (kill_others); the server and
+      // the worker, with its state, did not.
+      const ps = await run(id, "import os\nprint(kept)\nprint(sorted(open('/proc/%s/comm' % p).read().strip() " +
+        "for p in os.listdir('/proc') if p.isdigit()))");
+      assert.equal(ps.stdout.split("\n")[0], "yes");
+      assert.doesNotMatch(ps.stdout, /sleep/);
       // A cell that swallows the timeout loses its worker after the grace
       // (HARD_KILL_GRACE), not the sandbox.
       const t0 = Date.now();
@@ -209,6 +215,22 @@ for (const [name, kernel] of [["localpy", "python"], ["localipy", "ipython"]]) {
       const after = await run(id, "print('fresh')\nkept");
       assert.equal(after.stdout, "fresh\n");
       assert.equal(after.error?.name, "NameError");
+    } finally {
+      await remove(id);
+    }
+  });
+}
+
+for (const [name, kernel] of [["localpy", "python"], ["localipy", "ipython"]]) {
+  test(`${kernel}: a fork bomb is contained and the sandbox keeps its state`, async () => {
+    const id = await create(name);
+    try {
+      await run(id, "kept = 42");
+      const f = await run(id, "import os\nwhile True:\n    os.fork()", 10);
+      assert.equal(f.error?.name, "BlockingIOError", JSON.stringify(f));
+      const after = await run(id, "import os\nprint(kept, len([p for p in os.listdir('/proc') if p.isdigit()]))");
+      // init, the server and the worker are all that is left
+      assert.equal(after.stdout, "42 3\n");
     } finally {
       await remove(id);
     }
