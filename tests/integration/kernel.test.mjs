@@ -222,7 +222,7 @@ for (const [name, kernel] of [["localpy", "python"], ["localipy", "ipython"]]) {
 }
 
 for (const [name, kernel] of [["localpy", "python"], ["localipy", "ipython"]]) {
-  test(`${kernel}: a fork bomb is contained and the sandbox keeps its state`, async () => {
+  test(`${kernel}: a fork bomb is contained, the state stays, and the server is out of the cell's reach`, async () => {
     const id = await create(name);
     try {
       await run(id, "kept = 42");
@@ -231,6 +231,15 @@ for (const [name, kernel] of [["localpy", "python"], ["localipy", "ipython"]]) {
       const after = await run(id, "import os\nprint(kept, len([p for p in os.listdir('/proc') if p.isdigit()]))");
       // init, the server and the worker are all that is left
       assert.equal(after.stdout, "42 3\n");
+      // The server is not dumpable: the cell (the same uid) cannot reach
+      // its memory; the worker's own /proc stays readable, after a restart
+      // too.
+      const probe = "import os\nfor p in ('/proc/%d/mem' % os.getppid(), '/proc/%d/environ' % os.getppid()):\n" +
+        "    try:\n        open(p, 'rb').read(1)\n        print('read', p)\n    except OSError as e:\n" +
+        "        print(type(e).__name__)\nprint(len(os.listdir('/proc/self/fd')) > 2)";
+      assert.equal((await run(id, probe)).stdout, "PermissionError\nPermissionError\nTrue\n");
+      assert.equal((await run(id, "import os\nos._exit(1)")).error?.name, "ContextRestarting");
+      assert.equal((await run(id, probe)).stdout, "PermissionError\nPermissionError\nTrue\n");
     } finally {
       await remove(id);
     }
