@@ -46,6 +46,7 @@ MAX_PENDING = 16           # runs asked for while one runs, served in turn
 LONG_LINE = 1 << 20        # more of a line than this goes on before its end comes
 READ_CHUNK = 65536
 END_LINE = b'{"type": "end_of_execution"}\n'   # as e2b writes it, spaces included
+EXIT_LINE = b'{"type": "sandgate_exit"}\n'     # the worker asks to end after the run (exit())
 PIDNS = os.environ.get("SANDGATE_PIDNS") == "1"  # our own pid namespace (bubblewrap)
 
 
@@ -679,6 +680,11 @@ def ipython_shell_class():
             import builtins
             builtins.input = no_input
 
+        def ask_exit(self):
+            # exit() and quit(), as in e2b's kernel: the run ends as usual,
+            # then the kernel (here the worker) does.
+            self.exit_now = True
+
         def send_result(self, bundle, main):
             # Output written so far goes first, as ipykernel flushes it.
             sys.stdout.flush()
@@ -759,6 +765,11 @@ class IPythonRunner:
                 error = timeout_error(timeout)
         if error is not None and not shell.error_sent:
             out.line(error)
+        if shell.exit_now:
+            # exit() or quit(): e2b's kernel ends after the run and comes
+            # back fresh, so this worker ends too.
+            shell.exit_now = False
+            out.line({"type": "sandgate_exit"})
 
 
 class UnavailableRunner:
@@ -1109,7 +1120,7 @@ class Server:
         w = self.worker
         hard = time.monotonic() + timeout + HARD_KILL_GRACE
         held = None          # number_of_executions, sent with the next line
-        interrupted = False
+        interrupted = exiting = False
         while True:
             now = time.monotonic()
             if now >= hard:
@@ -1142,11 +1153,16 @@ class Server:
                     if whole and data.startswith(b'{"type": "number_of_executions"'):
                         held = data
                         continue
+                    if whole and data == EXIT_LINE:
+                        exiting = True
+                        continue
                     if held is not None:
                         out.raw(held)
                         held = None
                     out.raw(data)
                     if whole and data == END_LINE:
+                        if exiting:
+                            self.end_worker()  # the next run gets a fresh one
                         return
             if out.gone and not interrupted:
                 # The client left: interrupt the cell, as e2b's server does.

@@ -150,7 +150,7 @@ os.dup2(_null, 0)
 os.dup2(_null, 1)
 os.close(_null)
 _wlock = threading.Lock()
-_st = {"executing": False, "pending": False, "in_emit": 0, "seq": 0}
+_st = {"executing": False, "pending": False, "in_emit": 0, "seq": 0, "exit": False}
 _CELLS = {}
 _GLOBAL_ENV = {}
 _loop = None
@@ -497,7 +497,15 @@ _mod = types.ModuleType("__main__")
 _mod.__dict__["__builtins__"] = builtins
 sys.modules["__main__"] = _mod
 NS = _mod.__dict__
-NS.update(display=display, display_data=display_data, display_png=display_png)
+class _Exit:
+    """exit() and quit() as in ipykernel: the run ends as usual, then the kernel does, and the
+    Jupyter server starts it again (fresh state)."""
+
+    def __call__(self, keep_kernel=False):
+        _st["exit"] = not keep_kernel
+
+
+NS.update(display=display, display_data=display_data, display_png=display_png, exit=_Exit(), quit=_Exit())
 
 
 def _check_png():
@@ -684,7 +692,8 @@ def _exec(cmd):
             os.environ[str(k)] = _GLOBAL_ENV[str(k)]
         else:
             os.environ.pop(str(k), None)
-    _send({"t": "done"})
+    ending, _st["exit"] = _st["exit"], False
+    _send({"t": "done", "exit": ending})
 
 
 def _main():
@@ -1129,6 +1138,8 @@ class Execution:
                 elif t == "done":
                     self.done = True
                     self.line(END_LINE)
+                    if m.get("exit"):           # exit(): the kernel restarts after the run
+                        ctx.drop_worker(w)
                     return
         except (ClientGone, Cut):
             if not self.done:

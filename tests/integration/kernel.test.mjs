@@ -147,6 +147,23 @@ test("ipython: the shapes themselves (so a fake gone wrong fails too)", async ()
   }
 });
 
+test("ipython: exit() ends the run as usual, then the context restarts, as on e2b", async () => {
+  const ids = [await create("e2b"), await create("localipy")];
+  try {
+    const answers = [];
+    for (const id of ids) {
+      await run(id, "kept = 1");
+      answers.push([await run(id, "print('bye')\nexit()"), await run(id, "kept")]);
+    }
+    assert.deepEqual(answers[1].map(comparable), answers[0].map(comparable));
+    const [bye, after] = answers[1];
+    assert.deepEqual([bye.stdout, bye.error, bye.execution_count], ["bye\n", null, 2]);
+    assert.deepEqual([after.error.name, after.execution_count], ["NameError", 1]);
+  } finally {
+    for (const id of ids) await remove(id);
+  }
+});
+
 for (const [name, kernel] of [["localpy", "python"], ["localipy", "ipython"]]) {
   test(`${kernel}: os._exit(1) in a cell → ContextRestarting, as on e2b; the sandbox goes on with fresh state`, async () => {
     const ids = { e2b: await create("e2b"), local: await create(name) };
