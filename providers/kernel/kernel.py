@@ -680,6 +680,12 @@ def ipython_shell_class():
             import builtins
             builtins.input = no_input
 
+        def enable_gui(self, gui=None):
+            # %matplotlib inline asks for its "event loop", which is none;
+            # there is no screen for any other.
+            if gui not in (None, "inline"):
+                raise RuntimeError("no GUI event loop here (%s): use %%matplotlib inline" % gui)
+
         def ask_exit(self):
             # exit() and quit(), as in e2b's kernel: the run ends as usual,
             # then the kernel (here the worker) does.

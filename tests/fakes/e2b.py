@@ -549,6 +549,9 @@ def _run_cell(code, count):
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     # IPython parses with codeop's flags: `x = (` is "incomplete input"
     parse = flags | codeop.PyCF_DONT_IMPLY_DEDENT | getattr(codeop, "PyCF_ALLOW_INCOMPLETE_INPUT", 0)
+    # The one magic models write often; this fake's matplotlib is inline already.
+    code = "\n".join(l[:len(l) - len(l.lstrip())] + "pass" if l.lstrip().startswith("%matplotlib") else l
+                     for l in code.split("\n"))
     tree = compile(code, fname, "exec", parse | ast.PyCF_ONLY_AST, dont_inherit=True)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not code.rstrip().endswith(";"):

@@ -93,6 +93,7 @@ const CELLS = [
     "plt.figure()\nplt.plot([3, 2, 1])\n'main'"],
   ["a figure as the main result is shown again after the cell",
     "fig, ax = plt.subplots()\nax.bar([1, 2], [3, 4])\nfig"],
+  ["%matplotlib inline changes nothing", "%matplotlib inline\nplt.figure()\nplt.plot([1, 2])\n'ok'"],
   ["an exception in a function", "def f(a):\n    return 1 / a\n\n\nf(0)"],
   ["output before an exception", "print('before')\nraise ValueError('bad value')"],
   ["a name error", "undefined_name + 1"],
