@@ -353,7 +353,7 @@ def error_line(exc, tb):
             "traceback": "".join(lines).rstrip("\n")}
 
 
-class PlainShell:
+class PlainRunner:
     """Cells run by exec(); the last expression's repr is the main result;
     figures come first."""
 
@@ -822,7 +822,7 @@ def worker_main(sock, prepared, dumpable):
     signal.signal(signal.SIGALRM, on_alarm)
     out = Out(sock)
     if prepared is None:
-        runner = PlainShell(out)
+        runner = PlainRunner(out)
     elif isinstance(prepared, str):
         runner = UnavailableRunner(prepared, out)
     else:
