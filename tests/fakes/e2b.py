@@ -14,7 +14,11 @@ Every sandbox really runs Python: one persistent `python3` worker per context (s
 between runs), Jupyter-like cells (last expression -> `result`), stdout/stderr streamed as written,
 NDJSON lines exactly as the real server frames them, `keepalive` after --keepalive s of silence.
 A PNG result comes from `display_png(b64)` or a `__png__` variable holding base64 text; `display(obj)`
-and `display_data({mime: value})` emit other display results. A client leaving mid-run interrupts
+and `display_data({mime: value})` emit other display results. Results and errors take the shapes
+of the real template's IPython kernel: IPython's text/plain (its pretty printer when the cells'
+Python has IPython), `json` for lists and dicts, `data` for a pandas DataFrame, matplotlib figures
+as the inline backend shows them (after the main result when left open), tracebacks as IPython 9
+writes them with colors off, joined with "" as the server joins them. A client leaving mid-run interrupts
 the worker (SIGINT, then a kill after --interrupt-grace s); a run sent within --abort-window s of
 that is aborted and only ever gets keepalives, as on the real server (its "aborted" quirk).
 
@@ -28,7 +32,7 @@ Faults (POST /__faults, each with "count", default 1, -1 = forever; {} clears al
 
 Usage: e2b.py [--host 127.0.0.1] [--port 0] [--port-file PATH] [--api-key KEY] [--quiet]
               [--keepalive 1.0] [--max-timeout 3600] [--max-sandboxes 100] [--domain D]
-              [--template ALIAS ...] [--interrupt-grace 3]
+              [--template ALIAS ...] [--interrupt-grace 3] [--python PATH]
 """
 import argparse
 import collections
@@ -78,6 +82,7 @@ FAULT_PARAMS = ("count", "message", "error_code", "retry_after", "lines")
 ID_RE = re.compile(r"[a-z0-9]+")
 EMPTY = object()        # Worker.get(): nothing arrived in time
 SEQ = itertools.count(1)
+PYTHON = sys.executable  # what runs the cells (--python)
 
 
 def go_json(obj):
@@ -133,7 +138,7 @@ class Cut(Exception):
 # ---------------------------------------------------------------- the worker (runs the code)
 
 WORKER_SRC = r'''
-import ast, base64, builtins, datetime, io, json, linecache, os, signal, sys, threading, time, traceback, types, zlib
+import ast, base64, builtins, codeop, datetime, io, json, linecache, os, signal, sys, threading, time, traceback, types
 
 PARENT = os.getppid()
 HOME = os.getcwd()          # the sandbox's directory, made by the fake for this sandbox
@@ -145,7 +150,7 @@ os.dup2(_null, 0)
 os.dup2(_null, 1)
 os.close(_null)
 _wlock = threading.Lock()
-_st = {"executing": False, "pending": False, "in_emit": 0, "seq": 0}
+_st = {"executing": False, "pending": False, "in_emit": 0, "seq": 0, "exit": False}
 _CELLS = {}
 _GLOBAL_ENV = {}
 _loop = None
@@ -311,8 +316,67 @@ _REPRS = (("_repr_html_", "text/html"), ("_repr_markdown_", "text/markdown"),
           ("_repr_json_", "application/json"), ("_repr_javascript_", "application/javascript"))
 
 
+def _text(obj):
+    """text/plain as IPython's formatter writes it: its pretty printer when it can be had
+    (long containers wrap at 79 columns), without truncation (the template's
+    PlainTextFormatter.max_seq_length = 0); repr otherwise."""
+    try:
+        from IPython.lib.pretty import pretty
+    except ImportError:
+        return repr(obj)
+    return pretty(obj, max_seq_length=0)
+
+
+def _orjson_like(obj):
+    """What the template's JSON formatter makes of a list or dict (orjson, non-string keys
+    and numpy allowed): NaN is null, keys are strings, tuples lists; TypeError when orjson
+    would refuse."""
+    if obj is None or isinstance(obj, (str, bool)):
+        return obj
+    if isinstance(obj, int):
+        if not -2 ** 63 <= obj < 2 ** 64:
+            raise TypeError("Integer exceeds 64-bit range")
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj) if obj - obj == 0 else None
+    if isinstance(obj, (list, tuple)):
+        return [_orjson_like(v) for v in obj]
+    if isinstance(obj, dict):
+        return {_json_key(k): _orjson_like(v) for k, v in obj.items()}
+    if isinstance(obj, (datetime.date, datetime.time)):
+        return obj.isoformat()
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, (np.ndarray, np.generic)):
+        return _orjson_like(obj.tolist())
+    raise TypeError("Type is not JSON serializable: %s" % type(obj).__name__)
+
+
+def _json_key(k):
+    if isinstance(k, str):
+        return k
+    if k is None or isinstance(k, bool):
+        return json.dumps(k)
+    if isinstance(k, (int, float)):
+        return str(k)
+    if isinstance(k, (datetime.date, datetime.time)):
+        return k.isoformat()
+    raise TypeError("Dict key must a type serializable with OPT_NON_STR_KEYS")
+
+
+def _figure_png(fig):
+    """A matplotlib figure as the inline backend renders it (IPython's print_figure):
+    base64 with b2a_base64's newline; nothing for an empty figure."""
+    if not fig.axes and not fig.lines:
+        return None
+    buf = io.BytesIO()
+    fig.canvas.print_figure(buf, format="png", facecolor=fig.get_facecolor(), edgecolor=fig.get_edgecolor(),
+                            dpi=fig.dpi, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii") + "\n"
+
+
 def _bundle(obj):
-    data = {"text/plain": repr(obj)}
+    """The MIME bundle IPython's display formatter makes of obj in e2b's template."""
+    data = {"text/plain": _text(obj)}
     if isinstance(obj, type):
         return data
     for meth, mime in _REPRS:
@@ -323,17 +387,28 @@ def _bundle(obj):
             v = f()
         except Exception:
             continue
+        if isinstance(v, tuple) and len(v) == 2:
+            v = v[0]          # (data, metadata)
         if v is None:
             continue
         if isinstance(v, (bytes, bytearray)):
             v = base64.b64encode(bytes(v)).decode("ascii") + "\n"
         data[mime] = v
-    if isinstance(obj, (list, dict)) and "application/json" not in data:
+    if isinstance(obj, (list, dict)):
         try:
-            json.dumps(obj, allow_nan=False)
-            data["application/json"] = obj
-        except (TypeError, ValueError):
+            data["application/json"] = _orjson_like(obj)     # the template's JSON formatter
+        except TypeError:
             pass
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(obj, pd.DataFrame):
+        cols = obj.to_dict(orient="list")        # the template's e2b/data formatter
+        data["e2b/data"] = {k: [v.isoformat() if isinstance(v, pd.Timestamp) else v for v in vs]
+                            for k, vs in cols.items()}
+    mf = sys.modules.get("matplotlib.figure")
+    if mf is not None and isinstance(obj, mf.Figure):
+        png = _figure_png(obj)
+        if png is not None:
+            data["image/png"] = png
     return data
 
 
@@ -362,11 +437,75 @@ def display_png(png, text="<IPython.core.display.Image object>"):
     _display({"text/plain": text, "image/png": png})
 
 
+# matplotlib as ipykernel sets it up: the inline backend (MPLBACKEND points here), in
+# interactive mode. show() displays every open figure and closes it; figures a cell made
+# and left open are displayed after it (post-execute), so after its main result.
+_INLINE = "fake_e2b_inline"
+_mpl_drawn = [False]
+
+
+def _show_figures(*args, **kwargs):
+    from matplotlib._pylab_helpers import Gcf
+    try:
+        for manager in Gcf.get_all_fig_managers():
+            display(manager.canvas.figure)
+    finally:
+        _mpl_drawn[0] = False
+        if Gcf.get_all_fig_managers():
+            import matplotlib.pyplot as plt
+            plt.close("all")
+
+
+def _draw_if_interactive(*args, **kwargs):
+    import matplotlib
+    if matplotlib.is_interactive():
+        _mpl_drawn[0] = True
+
+
+class _InlineBackend:
+    """Makes the backend module when matplotlib asks for it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != _INLINE:
+            return None
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(name, self)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg, _BackendAgg
+        module.FigureCanvas, module.FigureManager = FigureCanvasAgg, _BackendAgg.FigureManager
+        # (without its own new_figure_manager, pyplot would replace draw_if_interactive)
+        module.new_figure_manager = _BackendAgg.new_figure_manager
+        module.new_figure_manager_given_figure = _BackendAgg.new_figure_manager_given_figure
+        module.show, module.draw_if_interactive = _show_figures, _draw_if_interactive
+        matplotlib.interactive(True)
+
+
+def _after_cell():
+    if _mpl_drawn[0] and "matplotlib.pyplot" in sys.modules:
+        _show_figures()
+
+
+sys.meta_path.append(_InlineBackend())
+os.environ["MPLBACKEND"] = "module://" + _INLINE
+
 _mod = types.ModuleType("__main__")
 _mod.__dict__["__builtins__"] = builtins
 sys.modules["__main__"] = _mod
 NS = _mod.__dict__
-NS.update(display=display, display_data=display_data, display_png=display_png)
+class _Exit:
+    """exit() and quit() as in ipykernel: the run ends as usual, then the kernel does, and the
+    Jupyter server starts it again (fresh state)."""
+
+    def __call__(self, keep_kernel=False):
+        _st["exit"] = not keep_kernel
+
+
+NS.update(display=display, display_data=display_data, display_png=display_png, exit=_Exit(), quit=_Exit())
 
 
 def _check_png():
@@ -388,12 +527,32 @@ def _run(code):
     return r
 
 
+def _murmur2(data, seed):
+    """MurmurHash2 (32 bits) of bytes: ipykernel names a cell's file with it."""
+    m, h, n = 0x5BD1E995, seed ^ len(data), len(data) & ~3
+    for i in range(0, n, 4):
+        k = int.from_bytes(data[i:i + 4], "little") * m & 0xFFFFFFFF
+        k = (k ^ k >> 24) * m & 0xFFFFFFFF
+        h = (h * m & 0xFFFFFFFF) ^ k
+    if len(data) > n:
+        h = (h ^ int.from_bytes(data[n:], "little")) * m & 0xFFFFFFFF
+    h = (h ^ h >> 13) * m & 0xFFFFFFFF
+    return h ^ h >> 15
+
+
 def _run_cell(code, count):
-    fname = "/tmp/ipykernel_%d/%d.py" % (os.getpid(), zlib.crc32(("%d\0%s" % (count, code)).encode("utf-8", "surrogatepass")))
+    # ipykernel's name for a cell: /tmp/ipykernel_<pid>/<murmur2 of the code>.py (a
+    # SyntaxError's value shows its base name)
+    fname = "/tmp/ipykernel_%d/%d.py" % (os.getpid(), _murmur2(code.encode("utf-8", "surrogatepass"), 0xC70F6907))
     _CELLS[fname] = count
     linecache.cache[fname] = (len(code), None, code.splitlines(True) or [""], fname)
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    tree = compile(code, fname, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+    # IPython parses with codeop's flags: `x = (` is "incomplete input"
+    parse = flags | codeop.PyCF_DONT_IMPLY_DEDENT | getattr(codeop, "PyCF_ALLOW_INCOMPLETE_INPUT", 0)
+    # The one magic models write often; this fake's matplotlib is inline already.
+    code = "\n".join(l[:len(l) - len(l.lstrip())] + "pass" if l.lstrip().startswith("%matplotlib") else l
+                     for l in code.split("\n"))
+    tree = compile(code, fname, "exec", parse | ast.PyCF_ONLY_AST, dont_inherit=True)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not code.rstrip().endswith(";"):
         last = ast.Expression(tree.body.pop().value)
@@ -407,49 +566,88 @@ def _run_cell(code, count):
         _display(_bundle(value), main=True)
 
 
-def _label(filename, lineno, func=None):
+def _label(filename, lineno):
+    """Where a frame is, as IPython 9 writes it: `Cell In[3], line 2` for a cell,
+    `File /path/mod.py:12` (home as ~) for a module."""
     if filename in _CELLS:
-        s = "Cell In[%d], line %d" % (_CELLS[filename], lineno)
-        return s if func in (None, "<module>") else "%s, in %s()" % (s, func)
-    return "File %s:%d" % (filename, lineno) + ("" if func is None else ", in %s()" % func)
+        return "Cell In[%d], line %d" % (_CELLS[filename], lineno)
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and filename.startswith(home + "/"):
+        filename = "~" + filename[len(home):]
+    return "File %s:%d" % (filename, lineno)
 
 
-def _frame(f):
-    lineno = f.lineno or 0
-    out = [_label(f.filename, lineno, f.name)]
-    for n in range(max(1, lineno - 2), lineno + 3):
-        src = linecache.getline(f.filename, n)
-        if not src:
-            continue
-        num = str(n)
-        num = ("-" * max(0, 5 - len(num)) + "> " + num) if n == lineno else num.rjust(7)
-        out.append(num + " " + src.rstrip("\n"))
-    return "\n".join(out) + "\n\n"
+def _scope(code):
+    """The lines IPython takes context from: the function's own, or the whole cell."""
+    if code.co_name == "<module>":
+        return 1, 1 << 30
+    lines = [n for _, _, n in code.co_lines() if n]
+    return code.co_firstlineno, max(lines + [code.co_firstlineno])
+
+
+def _frame(frame, lineno):
+    """One frame of IPython's Context traceback (colors off): its place, `in f(a, b)` for a
+    function, then up to two lines of its own code before and after (blank lines left out,
+    the indentation they share removed), the current one arrowed."""
+    code = frame.f_code
+    head = _label(code.co_filename, lineno)
+    if code.co_name != "<module>":
+        import inspect
+        args, varargs, varkw, local = inspect.getargvalues(frame)
+        sig = inspect.formatargvalues(args, varargs, varkw, local, formatvalue=lambda v: "")
+        head += ", in %s%s" % (getattr(code, "co_qualname", code.co_name), sig)
+    first, last = _scope(code)
+    out = [head + "\n"]
+    numbered = [n for n in range(max(first, lineno - 8), min(last, lineno + 8) + 1)
+                if linecache.getline(code.co_filename, n).strip()]
+    if lineno in numbered:
+        i = numbered.index(lineno)
+        numbered = numbered[max(0, i - 2):i + 3]
+    import textwrap            # the lines shown lose the indentation they all share
+    shown = textwrap.dedent("".join(linecache.getline(code.co_filename, n) for n in numbered)).splitlines()
+    for n, src in zip(numbered, shown):
+        num = ("-" * (5 - len(str(n))) + "> " + str(n)) if n == lineno else str(n).rjust(7)
+        out.append(num + " " + src + "\n")
+    return "".join(out)
 
 
 def _error(etype, evalue, tb):
+    """The error IPython reports, its traceback the kernel's list of strings joined with ""
+    as e2b's server joins them: so `---...---` and the header run into the first frame."""
     name = etype.__name__
     try:
         value = str(evalue)
     except Exception:
         value = "<exception str() failed>"
     if isinstance(evalue, SyntaxError):
-        s = "  %s\n" % _label(evalue.filename or "<unknown>", evalue.lineno or 1)
-        if evalue.text:
-            t = evalue.text.rstrip("\n")
-            body = t.lstrip()
-            s += "    %s\n" % body
-            if evalue.offset:
-                s += "    " + " " * max(0, evalue.offset - 1 - (len(t) - len(body))) + "^\n"
-        parts = [s, "%s: %s" % (name, evalue.msg)]
+        s = "  %s\n" % _label(evalue.filename or "<string>", evalue.lineno or 1)
+        text = evalue.text
+        if evalue.filename and evalue.lineno:
+            text = linecache.getline(evalue.filename, evalue.lineno) or text
+        if text is not None:
+            i = len(text) - len(text.lstrip())
+            s += "    %s\n" % text.strip()
+            if evalue.offset is not None:
+                s += "    " + "".join(c if c.isspace() else " " for c in text[i:evalue.offset - 1]) + "^\n"
+        parts = [s + ("%s: %s\n" % (name, evalue.msg) if evalue.msg else "%s\n" % name)]
+    elif isinstance(evalue, SystemExit):
+        # IPython shows a SystemExit without its traceback, and warns on stderr
+        import warnings
+        warnings.warn_explicit("To exit: use 'exit', 'quit', or Ctrl-D.", UserWarning,
+                               "/usr/local/lib/python3.13/site-packages/IPython/core/interactiveshell.py",
+                               3707, registry=_WARNED)
+        parts = ["An exception has occurred, use %tb to see the full traceback.\n",
+                 name + (": " + value if value else "") + "\n"]
     else:
         mine = globals()      # the worker's own frames are not the user's business
-        frames = traceback.StackSummary.extract(
-            (f, n) for f, n in traceback.walk_tb(tb) if f.f_globals is not mine)
-        parts = ["-" * 75 + "\n" + name + " " * (75 - len(name) - 33) + "Traceback (most recent call last)\n"]
-        parts += [_frame(f) for f in frames]
+        frames = [(f, n) for f, n in traceback.walk_tb(tb) if f.f_globals is not mine]
+        parts = ["-" * 75, name + "Traceback (most recent call last)".rjust(75 - len(name))]
+        parts += [_frame(f, n) for f, n in frames]
         parts.append(name + (": " + value if value else ""))
     return {"t": "error", "name": name, "value": value, "traceback": "".join(parts)}
+
+
+_WARNED = {}
 
 
 def _exec(cmd):
@@ -481,13 +679,24 @@ def _exec(cmd):
             _send(_error(*err))
     except BaseException:
         pass
+    try:
+        _after_cell()       # IPython's post_execute runs after an error too
+    except BaseException:
+        if err is None:
+            err = sys.exc_info()
+            try:
+                _flush_streams()
+                _send(_error(*err))
+            except BaseException:
+                pass
     err = None
     for k in tmp:            # per-execution variables go back to their global value, or away
         if str(k) in _GLOBAL_ENV:
             os.environ[str(k)] = _GLOBAL_ENV[str(k)]
         else:
             os.environ.pop(str(k), None)
-    _send({"t": "done"})
+    ending, _st["exit"] = _st["exit"], False
+    _send({"t": "done", "exit": ending})
 
 
 def _main():
@@ -524,7 +733,7 @@ class Worker:
     def __init__(self, cwd, quiet):
         env = dict(os.environ, PYTHONUNBUFFERED="1", MPLBACKEND="Agg")
         env.pop("PYTHONSTARTUP", None)
-        self.proc = subprocess.Popen([sys.executable, "-u", "-c", WORKER_SRC], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([PYTHON, "-u", "-c", WORKER_SRC], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if quiet else None,
                                      cwd=cwd, env=env, close_fds=True, start_new_session=True)
         self.q = queue.Queue()
@@ -815,9 +1024,13 @@ class Execution:
         self.mode, self.budget = mode, budget       # None | "drop" | "hang"
         self.ka = h.server.state.args.keepalive
         self.sent, self.muted, self.done = 0, False, False
+        self.held = None        # number_of_executions, written with the next line (see execute)
         self.last = self.last_check = time.monotonic()
 
     def line(self, text):
+        if self.held is not None and text is not self.held:
+            held, self.held = self.held, None
+            self.line(held)
         if self.muted:
             return
         if self.mode and (text is END_LINE or self.sent >= self.budget):
@@ -896,7 +1109,10 @@ class Execution:
         if not w.send({"op": "exec", "seq": seq, "count": ctx.count, "code": self.code,
                        "env": env, "tmp_env": self.env_vars}):
             return self.died(w)
-        self.line(json.dumps({"type": "number_of_executions", "execution_count": ctx.count}))
+        # The real server writes this when the kernel's execute_input arrives, which a kernel
+        # that dies at once never sends (os._exit(1) gets ContextRestarting alone): it goes
+        # out with the next line, and not at all if the worker dies first.
+        self.held = json.dumps({"type": "number_of_executions", "execution_count": ctx.count})
         error_sent = False
         try:
             while True:
@@ -925,6 +1141,8 @@ class Execution:
                 elif t == "done":
                     self.done = True
                     self.line(END_LINE)
+                    if m.get("exit"):           # exit(): the kernel restarts after the run
+                        ctx.drop_worker(w)
                     return
         except (ClientGone, Cut):
             if not self.done:
@@ -935,6 +1153,7 @@ class Execution:
         """The worker vanished mid-run: a killed sandbox cuts the stream, anything else is a
         kernel restart (reference §5.3: ContextRestarting, then the end line)."""
         self.done = True
+        self.held = None
         if self.sb.killed or self.ctx.deleted:
             raise Cut()
         self.ctx.drop_worker(w)
@@ -1662,7 +1881,12 @@ def main():
     ap.add_argument("--abort-window", type=float, default=0.5,
                     help="seconds after a client left mid-run in which the next run is aborted "
                          "by the kernel and never answered (the real server's quirk; 0 = off)")
+    ap.add_argument("--python", default=os.environ.get("E2B_FAKE_PYTHON") or sys.executable,
+                    help="the Python that runs the cells, e.g. one with pandas and matplotlib, as the "
+                         "real template has (default: $E2B_FAKE_PYTHON, else this one)")
     args = ap.parse_args()
+    global PYTHON
+    PYTHON = args.python
 
     host = "127.0.0.1" if args.host == "localhost" else args.host
     try:
