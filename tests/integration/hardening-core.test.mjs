@@ -66,10 +66,10 @@ test("a local sandbox whose code kills its kernel's server is deleted, not forgo
   const marker = ["sleep", String(600 + crypto.randomInt(1000))];
   // The cell runs in a worker; the server holds the socket. A child in a
   // session of its own, then the server killed: nothing answers any more.
-  // The listening socket is not the worker's to close.
+  // The listening socket is not the worker's to close (fd 3 there is
+  // something else of its own, if anything).
   const closed = await call("POST", `/v1/sandboxes/${id}/code`, { code: "import os\nos.close(3)" });
   assert.equal(closed.status, 200, closed.text);
-  assert.equal(closed.json.error?.name, "OSError");
   assert.equal((await call("POST", `/v1/sandboxes/${id}/code`, { code: "print('still')" })).json.stdout, "still\n");
   const code = `import os, signal, subprocess
 subprocess.Popen(${JSON.stringify(marker)}, start_new_session=True)
