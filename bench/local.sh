@@ -7,7 +7,8 @@
 # kernel = "python": what IPython costs by difference), "process"
 # (limits = "process": rlimits only, the cost of the cgroup by
 # difference) and, as root, "net" (allow_internet_access: slirp4netns);
-# then the PSS/USS of one idle kernel (bwrap + its init + python).
+# then the PSS/USS of one idle kernel (bwrap + its init + the kernel's
+# server + its worker).
 # Usage: sh bench/local.sh [N]   (default 200; loopback only)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,12 +38,14 @@ sleep 1
 echo "idle kernel memory (kB):"
 pids=$(pgrep -f "^/usr/bin/python3 -I /sandgate/kernel.py" || true)
 for pid in $pids; do
-	# The python kernel, its bwrap init (parent) and the outer bwrap.
+	# The kernel's server (child of bubblewrap's init, whose parent is the
+	# outer bwrap), then its worker(s).
 	init=$(awk '{print $4}' "/proc/$pid/stat")
 	outer=$(awk '{print $4}' "/proc/$init/stat")
+	[ "$(cat "/proc/$init/comm" 2>/dev/null)" = bwrap ] || continue
 	# Only kernels of this run's sandboxd (an orphan of another has init).
 	[ "$(cat "/proc/$outer/comm" 2>/dev/null)" = bwrap ] || continue
-	for p in $outer $init $pid; do
+	for p in $outer $init $pid $(pgrep -P "$pid" || true); do
 		awk -v p="$p" -v c="$(cat /proc/$p/comm)" '
 		/^Pss:/ {pss=$2} /^Private_Clean:/ {uss+=$2} /^Private_Dirty:/ {uss+=$2}
 		END {printf "  %-8s %7d  PSS %6d  USS %6d\n", c, p, pss, uss}' "/proc/$p/smaps_rollup"

@@ -338,6 +338,20 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
   }
 
   // One request with a Bearer key: {status, json (or null), text, headers}.
+  // A sandbox of this tool (201), and one run in it (200): what most
+  // sandbox tests start with.
+  async newSandbox(tool) {
+    const r = await this.call("POST", "/v1/sandboxes", { tool });
+    if (r.status !== 201) throw new Error(`POST /v1/sandboxes ${tool}: ${r.status} ${r.text}`);
+    return r.json.id;
+  }
+
+  async runCode(id, code, timeout) {
+    const r = await this.call("POST", `/v1/sandboxes/${id}/code`, { code, ...(timeout ? { timeout } : {}) });
+    if (r.status !== 200) throw new Error(`run in ${id}: ${r.status} ${r.text}`);
+    return r.json;
+  }
+
   async call(method, p, body, key = KEYS.alice) {
     const r = await fetch(this.url(p), {
       method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },

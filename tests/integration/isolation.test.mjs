@@ -30,17 +30,8 @@ before(async () => {
 });
 after(async () => { await stack?.stop(); });
 
-async function create(tool) {
-  const r = await stack.call("POST", "/v1/sandboxes", { tool });
-  assert.equal(r.status, 201, r.text);
-  return r.json.id;
-}
-
-async function run(id, code, timeout) {
-  const r = await stack.call("POST", `/v1/sandboxes/${id}/code`, { code, ...(timeout ? { timeout } : {}) });
-  assert.equal(r.status, 200, r.text);
-  return r.json;
-}
+const create = (tool) => stack.newSandbox(tool);
+const run = (id, code, timeout) => stack.runCode(id, code, timeout);
 
 async function withSandbox(tool, fn) {
   const id = await create(tool);

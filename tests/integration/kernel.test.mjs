@@ -23,17 +23,8 @@ before(async () => {
 });
 after(async () => { await stack?.stop(); });
 
-async function create(name) {
-  const r = await stack.call("POST", "/v1/sandboxes", { tool: name });
-  assert.equal(r.status, 201, r.text);
-  return r.json.id;
-}
-
-async function run(id, code, timeout) {
-  const r = await stack.call("POST", `/v1/sandboxes/${id}/code`, { code, ...(timeout ? { timeout } : {}) });
-  assert.equal(r.status, 200, r.text);
-  return r.json;
-}
+const create = (tool) => stack.newSandbox(tool);
+const run = (id, code, timeout) => stack.runCode(id, code, timeout);
 
 async function remove(id) {
   const r = await stack.call("DELETE", `/v1/sandboxes/${id}`);
