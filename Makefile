@@ -77,7 +77,8 @@ install: all
 	install -m 0644 etc/sandgate.conf lighttpd.conf.example \
 		$(DESTDIR)$(PREFIX)/share/sandgate/
 	install -d $(DESTDIR)$(PREFIX)/share/sandgate/kernel
-	install -m 0644 providers/kernel/kernel.py providers/kernel/sg_mpl.py \
+	install -m 0644 providers/kernel/kernel.py providers/kernel/sg_cells.py \
+		providers/kernel/sg_ipython.py providers/kernel/sg_mpl.py \
 		$(DESTDIR)$(PREFIX)/share/sandgate/kernel/
 
 clean:

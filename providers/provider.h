@@ -135,7 +135,7 @@ int		 sg_exec_timeout(struct sg_exec *, int rc, long status,
 /* sandboxd, the local provider's supervisor (providers/sandboxd.c). */
 struct sg_sandboxd_conf {
 	const char	*dir;		/* runtime dir: sandboxd.sock, kernels/ */
-	const char	*kernel_src;	/* holds kernel.py and sg_mpl.py */
+	const char	*kernel_src;	/* holds kernel.py and its modules */
 	unsigned	 owner, owner_gid; /* the gateway user: owns the sockets */
 	int		 per_sandbox_uids; /* started as root */
 	unsigned	 uid_base;	/* first uid of the reserved range */

@@ -27,10 +27,11 @@ struct sg_sbxd_file {
 	size_t	 len;
 };
 struct sg_sbxd_files {
-	struct sg_sbxd_file f[8];
+	struct sg_sbxd_file f[16];
 	size_t	 n;
 };
-/* Reads kernel.py and sg_mpl.py from src, builds matplotlib's font list
+/* Reads the kernel's files (kernel.py, sg_cells.py, sg_ipython.py,
+ * sg_mpl.py) from src, builds matplotlib's font list
  * in rundir/mpl (rundir is sandboxd's runtime directory, open as
  * rundir_fd; see sbxd_files.c for why there) and keeps it too. 0, or -1
  * with why. */

@@ -132,11 +132,21 @@ sg_sbxd_files_load(struct sg_sbxd_files *fs, const char *src,
 {
 	int dfd;
 
+	static const char *const kernel_files[] = { "kernel.py", "sg_cells.py",
+	    "sg_ipython.py", "sg_mpl.py", NULL };
+	char dest[64];
+	int i;
+
 	memset(fs, 0, sizeof(*fs));
-	if ((dfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    add(fs, dfd, "kernel.py", "/sandgate/kernel.py") == -1 ||
-	    add(fs, dfd, "sg_mpl.py", "/sandgate/sg_mpl.py") == -1) {
-		snprintf(why, whysz, "cannot read the kernel from %s: %s", src,
+	dfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (i = 0; dfd != -1 && kernel_files[i] != NULL; i++) {
+		snprintf(dest, sizeof(dest), "/sandgate/%s", kernel_files[i]);
+		if (add(fs, dfd, kernel_files[i], dest) == -1)
+			break;
+	}
+	if (dfd == -1 || kernel_files[i] != NULL) {
+		snprintf(why, whysz, "cannot read the kernel's %s from %s: %s",
+		    dfd == -1 ? "directory" : kernel_files[i], src,
 		    strerror(errno));
 		if (dfd != -1)
 			close(dfd);
