@@ -88,7 +88,7 @@ test("a sandboxd that cannot start says why and is retried with a back-off", asy
     assert.ok(r.status >= 500, r.text);
     await sleep(Math.max(0, 9000 - (Date.now() - t0)));
     const log = stack.log();
-    const starts = log.match(/cannot read the kernel from \/nonexistent\/sandgate-kernel/g) ?? [];
+    const starts = log.match(/cannot read the kernel's directory from \/nonexistent\/sandgate-kernel/g) ?? [];
     // Back-off from 1 s, doubling: started at about 0, 1, 3 and 7 s; a
     // tight loop (every second) would have made nine or ten.
     assert.ok(starts.length >= 2 && starts.length <= 5, `${starts.length} starts:\n${log}`);
