@@ -20,11 +20,14 @@ FCGI_SRC  = fcgi/board.c fcgi/listen.c fcgi/log.c fcgi/main.c fcgi/master.c fcgi
 	    fcgi/reaper.c fcgi/responder.c
 CLI_SRC   = cli/sandgate.c cli/sessions.c
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
+FUZZ_SRC  = $(wildcard fuzz/fuzz_*.c)
 
 CORE_OBJ  = $(CORE_SRC:%.c=$(B)/obj/%.o)
 FCGI_OBJ  = $(FCGI_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ   = $(CLI_SRC:%.c=$(B)/obj/%.o)
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+REPLAYS   = $(FUZZ_SRC:fuzz/%.c=$(B)/replay/%)
+FUZZ_SECONDS ?= 60
 
 SAN_FLAGS = -O1 -g -fsanitize=address,undefined,float-cast-overflow \
 	    -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -50,9 +53,39 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libsandgate.a
 
 units: $(UNITS)
 
+# Each fuzz target as a plain program that replays files (fuzz/replay.c).
+$(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(B)/libsandgate.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+replays: $(REPLAYS)
+
+# The fuzz targets under libFuzzer with ASan+UBSan (clang), each for
+# FUZZ_SECONDS over its seed corpus (fuzz/corpus/NAME, read only) and a
+# working corpus in build/fuzz/corpus/NAME. A crash stops it with the input
+# saved as build/fuzz/crash-*: copy it to fuzz/regress/NAME/ and fix.
+FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+	      -fno-sanitize-recover=all -fno-omit-frame-pointer -Wno-error
+fuzz:
+	@sh tests/install-deps.sh fuzz
+	$(MAKE) B=build/fuzz CC=clang CFLAGS="$(FUZZ_CFLAGS)" build/fuzz/libsandgate.a \
+	    $(FUZZ_SRC:fuzz/%.c=build/fuzz/obj/fuzz/%.o)
+	@set -e; for t in $(FUZZ_SRC:fuzz/%.c=%); do \
+		clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o build/fuzz/$$t \
+		    build/fuzz/obj/fuzz/$$t.o build/fuzz/libsandgate.a $(LIBS); \
+		mkdir -p build/fuzz/corpus/$$t fuzz/corpus/$$t fuzz/regress/$$t; \
+		echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
+		(cd build/fuzz && ./$$t -max_total_time=$(FUZZ_SECONDS) \
+		    -print_final_stats=1 corpus/$$t ../../fuzz/corpus/$$t \
+		    ../../fuzz/regress/$$t > $$t.log 2>&1) || \
+		    { tail -n 40 build/fuzz/$$t.log; exit 1; }; \
+		grep -E "^stat::(number_of_executed_units|new_units_added)|DONE" \
+		    build/fuzz/$$t.log || true; \
+	done
+
 # The same tree, built with ASan+UBSan, in build/asan.
 asan:
-	$(MAKE) B=build/asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined,float-cast-overflow" all units
+	$(MAKE) B=build/asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined,float-cast-overflow" all units replays
 
 deps:
 	@sh tests/install-deps.sh
@@ -66,6 +99,7 @@ test: deps
 	sh tests/run-units.sh build
 	sh tests/run-units.sh build/asan
 	sh tests/run-units.sh build valgrind
+	sh fuzz/replay.sh build/asan
 	sh tests/integration/run.sh
 
 run: deps all
@@ -84,7 +118,7 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all units asan deps unit test run install clean
+.PHONY: all units replays fuzz asan deps unit test run install clean
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -8,6 +8,8 @@ libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev libseccomp-dev lighttpd
 bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib
 python3-ipython python3-pandas curl
 valgrind sqlite3 procps"
+# `make fuzz` also needs clang and libFuzzer: install-deps.sh fuzz
+[ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
