@@ -75,11 +75,12 @@ fuzz:
 		    build/fuzz/obj/fuzz/$$t.o build/fuzz/libsandgate.a $(LIBS); \
 		mkdir -p build/fuzz/corpus/$$t fuzz/corpus/$$t fuzz/regress/$$t; \
 		echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
-		(cd build/fuzz && ./$$t -max_total_time=$(FUZZ_SECONDS) \
+		(cd build/fuzz && LSAN_OPTIONS=suppressions=../../fuzz/lsan.supp \
+		    ./$$t -max_total_time=$(FUZZ_SECONDS) \
 		    -print_final_stats=1 corpus/$$t ../../fuzz/corpus/$$t \
 		    ../../fuzz/regress/$$t > $$t.log 2>&1) || \
 		    { tail -n 40 build/fuzz/$$t.log; exit 1; }; \
-		grep -E "^stat::(number_of_executed_units|new_units_added)|DONE" \
+		grep -E "^stat::(number_of_executed_units|new_units_added)|^#[0-9]+[[:space:]]+DONE" \
 		    build/fuzz/$$t.log || true; \
 	done
 

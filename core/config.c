@@ -190,6 +190,37 @@ load_root(struct sg_cfgld *ld, const config_t *lc)
 	return validate(ld, lc);
 }
 
+/*
+ * A config file holding a NUL byte is refused before libconfig reads it:
+ * its lexer loses track there (and leaks what it was building), and no
+ * text editor writes one on purpose. 0, or -1 with err.
+ */
+static int
+nul_line(const char *path, char *err, size_t errsz)
+{
+	char buf[8192], *p;
+	int line = 1;
+	size_t n, i;
+	FILE *f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;	/* libconfig says why */
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		if ((p = memchr(buf, '\0', n)) != NULL) {
+			for (i = 0; i < (size_t)(p - buf); i++)
+				line += buf[i] == '\n';
+			fclose(f);
+			snprintf(err, errsz, "%s:%d: a NUL byte: not a text file",
+			    path, line);
+			return -1;
+		}
+		for (i = 0; i < n; i++)
+			line += buf[i] == '\n';
+	}
+	fclose(f);
+	return 0;
+}
+
 int
 sg_cfg_load(const char *path, struct sg_cfg **out, char *err, size_t errsz)
 {
@@ -201,6 +232,10 @@ sg_cfg_load(const char *path, struct sg_cfg **out, char *err, size_t errsz)
 	if ((ld.cfg = calloc(1, sizeof(*ld.cfg))) == NULL ||
 	    (ld.cfg->path = strdup(path)) == NULL || set_defaults(ld.cfg) == -1) {
 		snprintf(err, errsz, "%s: out of memory", path);
+		sg_cfg_free(ld.cfg);
+		return -1;
+	}
+	if (nul_line(path, err, errsz) != 0) {
 		sg_cfg_free(ld.cfg);
 		return -1;
 	}

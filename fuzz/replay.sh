@@ -9,7 +9,8 @@ failed=0
 for t in "$build"/replay/fuzz_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
-	"$t" "$here/corpus/$name" "$here/regress/$name" || failed=$((failed + 1))
+	LSAN_OPTIONS=suppressions=$here/lsan.supp \
+	    "$t" "$here/corpus/$name" "$here/regress/$name" || failed=$((failed + 1))
 done
 echo "fuzz replays of $build: $failed failed"
 [ "$failed" -eq 0 ]
