@@ -54,6 +54,18 @@ sg_error_server(struct sg_error *err, int status, const char *fmt, ...)
 	return -1;
 }
 
+int
+sg_error_final(struct sg_error *err, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	error_vset(err, status, "server_error", NULL, NULL, fmt, ap);
+	va_end(ap);
+	err->no_retry = 1;
+	return -1;
+}
+
 static json_t *
 str_or_null(const char *s)
 {

@@ -28,6 +28,9 @@ int	 sg_error_invalid(struct sg_error *, const char *param,
 	    __attribute__((format(printf, 4, 5)));
 int	 sg_error_server(struct sg_error *, int status, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
+/* A 5xx that retrying cannot fix: it carries x-should-retry: false. */
+int	 sg_error_final(struct sg_error *, int status, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 /* 503: the store failed; detail is its message (sg_store_errmsg). */
 int	 sg_error_store(struct sg_error *, const char *detail);
 

@@ -192,10 +192,8 @@ sg_respids_check(struct sg_store *st, const char *api_base,
 			continue;
 		if (st == NULL) {
 			json_decref(id);
-			sg_error_server(err, 500, "This gateway cannot check "
-			    "previous_response_id: it has no store.");
-			err->no_retry = 1;
-			return -1;
+			return sg_error_final(err, 500, "This gateway cannot "
+			    "check previous_response_id: it has no store.");
 		}
 		rc = strlen(json_string_value(id)) != json_string_length(id) ?
 		    SG_STORE_NOTFOUND : sg_store_relayed_has(st,

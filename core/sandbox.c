@@ -28,10 +28,8 @@ provider_error(const struct sg_tool *t, const struct sg_prov_error *pe,
 {
 	switch (pe->rc) {
 	case SG_PROV_AUTH:
-		sg_error_server(err, 502, "Sandbox tool %s: the provider "
+		return sg_error_final(err, 502, "Sandbox tool %s: the provider "
 		    "refused its credentials; check the tool's api_key.", t->name);
-		err->no_retry = 1;
-		return -1;
 	case SG_PROV_RATE:
 		return sg_error_set(err, 429, "requests", "rate_limit_exceeded",
 		    NULL, "Sandbox tool %s is rate limited by its provider: %s",
@@ -39,10 +37,8 @@ provider_error(const struct sg_tool *t, const struct sg_prov_error *pe,
 	case SG_PROV_TIMEOUT:
 		/* A run that started is a result (TimeoutError): this one
 		 * never answered, and asking again would wait as long again. */
-		sg_error_server(err, 504, "Sandbox tool %s: %s", t->name,
+		return sg_error_final(err, 504, "Sandbox tool %s: %s", t->name,
 		    pe->message);
-		err->no_retry = 1;
-		return -1;
 	case SG_PROV_GONE:
 		return not_found(err, id);
 	case SG_PROV_CAP:
@@ -195,12 +191,9 @@ pause_for(struct sg_sbx_env *env, const char *what, const char *id,
 	if (env->prov->stop != NULL && env->prov->stop(env->prov->stop_arg))
 		return sg_error_set(err, 499, "server_error", NULL, NULL,
 		    "The client closed the connection.");
-	if (env->prov->deadline_ms > 0 && sg_now_ms() >= env->prov->deadline_ms) {
-		sg_error_server(err, 504, "Container %s: %s did not finish in "
-		    "time.", id, what);
-		err->no_retry = 1;
-		return -1;
-	}
+	if (env->prov->deadline_ms > 0 && sg_now_ms() >= env->prov->deadline_ms)
+		return sg_error_final(err, 504, "Container %s: %s did not finish "
+		    "in time.", id, what);
 	usleep(50000);
 	return 0;
 }
