@@ -37,41 +37,10 @@
  * Helpers
  * ------------------------------------------------------------------- */
 
-struct fx {
-	char		 dir[64];
-	char		 path[128];	/* dir/sandgate.db */
-	struct sg_store	*st;
-};
-
-static int
-setup(void **state)
-{
-	struct fx *fx = calloc(1, sizeof(*fx));
-
-	if (fx == NULL || tu_store_fresh(fx->dir, sizeof(fx->dir), fx->path,
-	    sizeof(fx->path), &fx->st) == -1) {
-		free(fx);
-		return -1;
-	}
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fx *fx = *state;
-
-	sg_store_close(fx->st);
-	tu_rmrf(fx->dir);
-	free(fx);
-	return 0;
-}
-
 /* begin, failing the test unless it is OK. */
 static void
-begin(struct fx *fx, const char *id, const char *tenant, const char *tool,
-    int64_t expires_at)
+begin(struct tu_store_fx *fx, const char *id, const char *tenant,
+    const char *tool, int64_t expires_at)
 {
 	int rc = sg_store_sbx_begin(fx->st, id, tenant, tool, 4242, 987654321,
 	    expires_at);
@@ -82,7 +51,7 @@ begin(struct fx *fx, const char *id, const char *tenant, const char *tool,
 
 /* get, failing the test unless it is OK; clear *row after. */
 static void
-get_ok(struct fx *fx, const char *id, const char *tenant,
+get_ok(struct tu_store_fx *fx, const char *id, const char *tenant,
     struct sg_store_sbx *row)
 {
 	int rc = sg_store_sbx_get(fx->st, id, tenant, row);
@@ -94,7 +63,7 @@ get_ok(struct fx *fx, const char *id, const char *tenant,
 
 /* Raw SQL on a second connection, as another process would see it. */
 static void
-raw_sql(struct fx *fx, const char *sql)
+raw_sql(struct tu_store_fx *fx, const char *sql)
 {
 	sqlite3 *db;
 	char *msg = NULL;
@@ -135,7 +104,7 @@ collect(void *arg, const struct sg_store_sbx *row)
 }
 
 static void
-list_ok(struct fx *fx, const char *tenant, struct listing *l)
+list_ok(struct tu_store_fx *fx, const char *tenant, struct listing *l)
 {
 	int stop = l->stop_after;
 
@@ -152,7 +121,7 @@ list_ok(struct fx *fx, const char *tenant, struct listing *l)
 static void
 begin_records_creating(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	int64_t t0, t1, start = sg_proc_start(getpid());
 
@@ -179,7 +148,7 @@ begin_records_creating(void **state)
 static void
 begin_keeps_wide_values(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	const int64_t big = (int64_t)1 << 40, exp = (int64_t)1 << 33;
 
@@ -195,7 +164,7 @@ begin_keeps_wide_values(void **state)
 static void
 ready_stores_handle(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	int64_t created;
 
@@ -223,7 +192,7 @@ ready_stores_handle(void **state)
 static void
 ready_unknown_id(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct listing l = { 0 };
 
 	assert_int_equal(sg_store_sbx_ready(fx->st, "cntr_nope", HANDLE_E2B,
@@ -239,7 +208,7 @@ ready_unknown_id(void **state)
 static void
 get_by_tenant(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 
 	begin(fx, "cntr_a1", TENANT_A, "python", 1000);
@@ -275,7 +244,7 @@ get_by_tenant(void **state)
 /* Rows begun out of age order; created_at then set so the order is
  * known: c (oldest), a, d, b. */
 static void
-four_rows(struct fx *fx)
+four_rows(struct tu_store_fx *fx)
 {
 	begin(fx, "cntr_b", TENANT_A, "python", 1000);
 	begin(fx, "cntr_a", TENANT_A, "python", 1000);
@@ -293,7 +262,7 @@ four_rows(struct fx *fx)
 static void
 list_per_tenant_oldest_first(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct listing l = { 0 };
 
 	four_rows(fx);
@@ -323,7 +292,7 @@ list_all_oldest_first(void **state)
 {
 	static const char *const want[] = { "cntr_c", "cntr_a", "cntr_x",
 	    "cntr_d", "cntr_b" };
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct listing l = { 0 };
 	int i;
 
@@ -337,7 +306,7 @@ list_all_oldest_first(void **state)
 static void
 list_stops_early(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct listing l = { .stop_after = 2 };
 
 	four_rows(fx);
@@ -350,7 +319,7 @@ list_stops_early(void **state)
 static void
 list_empty(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct listing l = { 0 };
 
 	list_ok(fx, NULL, &l);
@@ -366,7 +335,7 @@ list_empty(void **state)
 static void
 touch_updates_use_and_expiry(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	int64_t t0, t1;
 
@@ -398,7 +367,7 @@ touch_updates_use_and_expiry(void **state)
 static void
 touch_unknown_creates_nothing(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	struct listing l = { 0 };
 
@@ -413,7 +382,7 @@ touch_unknown_creates_nothing(void **state)
 static void
 mark_changes_state(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 
 	begin(fx, "cntr_m", TENANT_A, "python", 1000);
@@ -442,7 +411,7 @@ mark_changes_state(void **state)
 static void
 remove_row(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	struct listing l = { 0 };
 
@@ -470,7 +439,7 @@ remove_row(void **state)
 static void
 duplicate_id_exists(void **state)
 {
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	struct listing l = { 0 };
 
@@ -501,7 +470,7 @@ sql_text_is_data(void **state)
 	static const char tool[] = "t'); DELETE FROM sandboxes; --";
 	static const char handle[] = "{\"id\":\"x'); DROP TABLE keys; --\","
 	    "\"q\":\"\\\"\\u00e9\"}";
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	struct listing l = { 0 };
 
@@ -546,7 +515,7 @@ long_tool_name_not_truncated(void **state)
 	 * below from the array sizes. */
 	const char *volatile tool = "python-with-a-very-long-descriptive-"
 	    "name-for-the-data-science-team-gpu";
-	struct fx *fx = *state;
+	struct tu_store_fx *fx = *state;
 	struct sg_store_sbx row;
 	int rc;
 
@@ -612,7 +581,8 @@ proc_start_no_such_pid(void **state)
 	assert_true(sg_proc_start(-1) == 0);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) \
+	cmocka_unit_test_setup_teardown(f, tu_store_setup, tu_store_teardown)
 
 int
 main(void)
