@@ -3,9 +3,9 @@
  * pieces cut at points the input chooses, it must emit the same text, and
  * what it emits is always valid UTF-8.
  *
- * Input: byte 0 is how many cuts (0-7), then two bytes per cut, then the
- * arguments text. The text is a JSON string's value decoded by Jansson
- * (a delta event's), so valid UTF-8: other inputs are skipped.
+ * Input: cuts as cuts.h reads them, then the arguments text. The text
+ * is a JSON string's value decoded by Jansson (a delta event's), so valid
+ * UTF-8: other inputs are skipped.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 
 #include "../core/codedec.h"
 #include "../lib/util.h"
+#include "cuts.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -32,14 +33,6 @@ utf8_ok(const char *s, size_t n)
 
 	free(fixed);
 	return ok;
-}
-
-static int
-cmp_size(const void *a, const void *b)
-{
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void
@@ -62,23 +55,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sg_buf whole = { 0 }, split = { 0 };
 	struct sg_codedec d1, d2;
-	size_t cuts[7], n, head;
+	size_t cuts[FUZZ_MAX_CUTS], n;
 	const char *s;
-	int ncuts, i;
+	int ncuts;
 
-	if (size < 1)
+	if (fuzz_cuts(data, size, cuts, &ncuts, &s, &n) == -1 ||
+	    !utf8_ok(s, n))
 		return 0;
-	ncuts = data[0] & 7;
-	head = 1 + 2 * (size_t)ncuts;
-	if (size < head)
-		return 0;
-	s = (const char *)data + head;
-	n = size - head;
-	if (!utf8_ok(s, n))
-		return 0;
-	for (i = 0; i < ncuts; i++)
-		cuts[i] = ((size_t)data[1 + 2 * i] << 8 | data[2 + 2 * i]) % (n + 1);
-	qsort(cuts, (size_t)ncuts, sizeof(cuts[0]), cmp_size);
 	decode(s, n, cuts, 0, &whole, &d1);
 	decode(s, n, cuts, ncuts, &split, &d2);
 	if (whole.len != split.len || (whole.len > 0 &&

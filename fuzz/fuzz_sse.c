@@ -3,8 +3,7 @@
  * stream comes whole or cut at points the input chooses (inside a "\r\n"
  * too), and an event over the size limit fails the same way.
  *
- * Input: byte 0 is how many cuts (0-7), then two bytes per cut, then the
- * stream.
+ * Input: cuts as cuts.h reads them, then the stream.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 
 #include "../core/sse.h"
 #include "../lib/util.h"
+#include "cuts.h"
 
 #define MAX_EVENT 4096
 
@@ -30,14 +30,6 @@ record(void *arg, const struct sg_sse_event *e)
 	sg_buf_add(b, e->raw, e->rawlen);
 	sg_buf_add(b, "\x04", 1);
 	return 0;
-}
-
-static int
-cmp_size(const void *a, const void *b)
-{
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* -1 when the parser refused the stream. */
@@ -66,21 +58,12 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sg_buf whole = { 0 }, split = { 0 };
-	size_t cuts[7], n, head;
-	int ncuts, i, rc1, rc2, at1, at2;
+	size_t cuts[FUZZ_MAX_CUTS], n;
+	int ncuts, rc1, rc2, at1, at2;
 	const char *s;
 
-	if (size < 1)
+	if (fuzz_cuts(data, size, cuts, &ncuts, &s, &n) == -1)
 		return 0;
-	ncuts = data[0] & 7;
-	head = 1 + 2 * (size_t)ncuts;
-	if (size < head)
-		return 0;
-	s = (const char *)data + head;
-	n = size - head;
-	for (i = 0; i < ncuts; i++)
-		cuts[i] = ((size_t)data[1 + 2 * i] << 8 | data[2 + 2 * i]) % (n + 1);
-	qsort(cuts, (size_t)ncuts, sizeof(cuts[0]), cmp_size);
 	rc1 = parse(s, n, cuts, 0, &whole, &at1);
 	rc2 = parse(s, n, cuts, ncuts, &split, &at2);
 	/* Whole or cut, the same streams are refused, and the others make
