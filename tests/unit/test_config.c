@@ -541,6 +541,23 @@ provider_unknown(void **state)
 	    ");\n", "provider");
 }
 
+/* A NUL byte (a binary file, a bad copy) is refused with its line, before
+ * libconfig's lexer, which loses track there. */
+static void
+nul_byte_refused(void **state)
+{
+	static const char text[] = "server: {\n  workers = [1, 2]; # \0 x\n};\n";
+	struct fx *fx = *state;
+	char want[256];
+
+	assert_int_equal(tu_write_file(fx->path, text, sizeof(text) - 1), 0);
+	assert_int_equal(sg_cfg_load(fx->path, &fx->cfg, fx->err,
+	    sizeof(fx->err)), -1);
+	assert_null(fx->cfg);
+	snprintf(want, sizeof(want), "%s:2: a NUL byte", fx->path);
+	assert_string_equal(fx->err, strcat(want, ": not a text file"));
+}
+
 static void
 kernel_unknown(void **state)
 {
@@ -1185,6 +1202,7 @@ main(void)
 		T(provider_unknown),
 		T(isolation_unknown),
 		T(kernel_unknown),
+		T(nul_byte_refused),
 		T(key_and_key_sha256),
 		T(key_sha256_short),
 		T(key_sha256_not_hex),
