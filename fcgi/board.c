@@ -39,17 +39,43 @@ sg_board_set(struct sg_board *b, int slot, int state)
 	__atomic_store_n(&s->tenant, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->cls, SG_CLASS_NONE, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->since_ms, sg_now_ms(), __ATOMIC_RELAXED);
-	__atomic_store_n(&s->state, state, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->state, state, __ATOMIC_SEQ_CST);
+}
+
+/* How many slots to scan: the master's count, bounded (the board is
+ * shared with every responder, and one could be made to scribble on it). */
+static int
+used_slots(const struct sg_board *b)
+{
+	int used = __atomic_load_n(&b->used, __ATOMIC_SEQ_CST);
+
+	return used < 0 ? 0 : used > SG_SLOTS ? SG_SLOTS : used;
+}
+
+/* Whether fewer than n slots are free to take a connection (idle or
+ * starting): a responder going busy wakes the master only then, not on
+ * every request (a wake costs the master a context switch each time). */
+int
+sg_board_short(const struct sg_board *b, int n)
+{
+	int i, st, used = used_slots(b);
+
+	for (i = 0; i < used && n > 0; i++) {
+		st = __atomic_load_n(&b->slots[i].state, __ATOMIC_SEQ_CST);
+		if (st == SG_SLOT_IDLE || st == SG_SLOT_STARTING)
+			n--;
+	}
+	return n > 0;
 }
 
 /* Busy slots serving tenant t (0: none asked), and busy on heavy routes. */
 static void
 count_busy(const struct sg_board *b, uint64_t t, int *same, int *heavy)
 {
-	int i;
+	int i, used = used_slots(b);
 
 	*same = *heavy = 0;
-	for (i = 0; i < SG_SLOTS; i++) {
+	for (i = 0; i < used; i++) {
 		const struct sg_slot *s = &b->slots[i];
 
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SG_SLOT_BUSY)

@@ -51,6 +51,8 @@ struct sg_slot {
 /* Shared memory made by the master before the first fork. */
 struct sg_board {
 	struct sg_slot	 slots[SG_SLOTS];
+	int		 used;		/* slots ever given a responder: scans
+					 * stop there */
 	uint64_t	 requests[6];	/* by status class: 1xx..5xx, other */
 	uint64_t	 duration_ms;	/* summed over all requests */
 	uint64_t	 refused[2];	/* enum sg_refusal */
@@ -83,6 +85,8 @@ struct sg_req;
 
 /* board.c: set a slot's state (clearing its tenant and route class). */
 void	 sg_board_set(struct sg_board *, int slot, int state);
+/* board.c: 1 when fewer than n slots are idle or starting. */
+int	 sg_board_short(const struct sg_board *, int n);
 /* board.c: sg_admit_fn and sg_metrics_fn over the scoreboard; arg is a
  * struct sg_seat. */
 int	 sg_board_admit(void *arg, const char *tenant,

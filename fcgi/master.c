@@ -50,6 +50,7 @@ struct master {
 	struct sg_cfg	*cfg;
 	struct sg_board	*board;
 	struct kid	 kids[SG_SLOTS];
+	int		 used;		/* slots ever given a responder */
 	int		 want_reserve;	/* the pool is full: watch the backlog */
 	int		 listen_fd;
 	int		 wake[2];
@@ -116,6 +117,10 @@ spawn(struct master *m, int reserve)
 		;
 	if (i == SG_SLOTS)
 		return;
+	/* Our own count: the board's copy is for the responders to read. */
+	if (i >= m->used)
+		m->used = i + 1;
+	__atomic_store_n(&m->board->used, m->used, __ATOMIC_SEQ_CST);
 	sg_board_set(m->board, i, SG_SLOT_STARTING);
 	if ((pid = fork()) == -1) {
 		fprintf(stderr, "sandgate: fork: %s\n", strerror(errno));

@@ -28,6 +28,7 @@
 
 #define DRAIN_MAX	(1LL << 30)	/* read at most this much of a refused body */
 #define READ_CHUNK	65536		/* body bytes due within read_timeout */
+#define TRIM_FREE	(1 << 20)	/* free heap that is worth a malloc_trim */
 
 static volatile sig_atomic_t stopping;
 static volatile sig_atomic_t deadline_fd = -1;
@@ -134,9 +135,13 @@ static void
 set_state(const struct sg_env *env, int slot, int state)
 {
 	sg_board_set(env->board, slot, state);
-	/* No longer free to accept: tell the master at once, it may need
-	 * to grow the pool. */
-	if (state == SG_SLOT_BUSY || state == SG_SLOT_KEPT)
+	/* No longer free to accept: when that leaves the pool short of free
+	 * responders, tell the master at once, it may need to grow it (its
+	 * tick catches anything else). The store above and the loads in
+	 * sg_board_short are sequentially consistent: of two responders
+	 * going busy at once, at least one sees the other busy. */
+	if ((state == SG_SLOT_BUSY || state == SG_SLOT_KEPT) &&
+	    sg_board_short(env->board, 2))
 		(void)!write(env->wake_fd, "b", 1);
 }
 
@@ -245,7 +250,13 @@ serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r,
 			sg_http_error(&out.base, &req, &err);
 		else
 			sg_gw_handle(gw, &req, &out.base);
-		fout_flush(&out.base);
+		/* Closing both streams sends the rest of the answer, its end
+		 * and the END_REQUEST record (libfcgi adds it on the last
+		 * stream closed) in one write, instead of a flush here and
+		 * one more write in FCGX_Finish_r. */
+		FCGX_FClose(r->err);
+		if (!out.gone && FCGX_FClose(r->out) == -1)
+			out.gone = 1;
 		status = out.gone && !out.base.started ? 499 : out.base.status;
 	}
 	ms = sg_now_ms() - req.start_ms;
@@ -262,7 +273,8 @@ serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r,
  * socket to accept another on).
  */
 static void
-one_request(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r)
+one_request(const struct sg_env *env, int slot, struct sg_gw *gw,
+    FCGX_Request *r)
 {
 	int secs = env->cfg->server.read_timeout;
 	sigset_t stop, mask;
@@ -278,8 +290,11 @@ one_request(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r)
 		return;
 	}
 	serve(env, gw, r, &mask);
-	/* Finishing flushes and, closing, reads what the peer still sends
-	 * until it closes too (libfcgi's OS_Close): under a deadline too. */
+	/* Answered: still busy, but no longer counted against the key or
+	 * the heavy work (busy with neither tenant nor class), while
+	 * finishing, closing, reads what the peer still sends until it
+	 * closes too (libfcgi's OS_Close): under a deadline too. */
+	sg_board_set(env->board, slot, SG_SLOT_BUSY);
 	deadline(r->ipcFd, secs);
 	FCGX_Finish_r(r);
 	deadline(-1, 0);
@@ -318,6 +333,20 @@ take_kept(const struct sg_env *env, int slot, FCGX_Request *r)
 	return 0;
 }
 
+/* Whether the listen socket is TCP (it does not change: asked once). */
+static int
+is_tcp(int fd)
+{
+	static int tcp = -1;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (tcp == -1)
+		tcp = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+		    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+	return tcp;
+}
+
 /*
  * The next connection to read a request on: a kept one, else a new one
  * from the listen socket. 0 with r->ipcFd set and the slot busy, or -1
@@ -347,8 +376,11 @@ take(const struct sg_env *env, int slot, FCGX_Request *r)
 		return -1;
 	}
 	set_state(env, slot, SG_SLOT_BUSY);
-	/* FastCGI waits for no replies: no Nagle (libfcgi does the same). */
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* FastCGI waits for no replies: no Nagle on TCP (libfcgi does the
+	 * same). */
+	if (is_tcp(env->listen_fd))
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
 	/*
 	 * ipcFd and keepConnection are libfcgi's private fields. Given a
 	 * connection in ipcFd, FCGX_Accept_r reads it as it reads a kept
@@ -381,29 +413,44 @@ resident(void)
 	return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* What over_memory remembers between requests. */
+struct mem {
+	size_t	 kept;		/* free heap left after the last trim */
+	size_t	 heap;		/* most heap ever taken from the kernel */
+};
+
 /*
- * After each request. A request that left us bigger has its freed memory
- * handed back to the kernel: a big body or sandbox output is freed as
- * many small Jansson chunks, which glibc would otherwise keep. A
- * responder still past recycle_mb after that leaves (it has answered),
- * and the master forks a fresh one. 1 to leave.
+ * After each request. When a request left much freed memory in the heap
+ * it goes back to the kernel: a big body or sandbox output is freed as
+ * many small Jansson chunks, which glibc would otherwise keep (its own
+ * trimming returns only the heap's top). A responder past recycle_mb
+ * leaves (it has answered), and the master forks a fresh one. glibc's
+ * counts cost no system call, so the resident size is read only when the
+ * heap grew past its most: only then can the process have grown. 1 to
+ * leave.
  */
 static int
-over_memory(const struct sg_env *env, size_t *base)
+over_memory(const struct sg_env *env, struct mem *m)
 {
-	size_t rss = resident();
-	int mb = env->cfg->server.recycle_mb;
+	struct mallinfo2 mi = mallinfo2();
+	size_t rss, heap, limit = (size_t)env->cfg->server.recycle_mb << 20;
 
-	if (rss > *base) {
+	if (mi.fordblks > m->kept + TRIM_FREE) {
 		malloc_trim(0);
-		rss = resident();
-	}
-	*base = rss;
-	if (mb == 0 || rss <= (size_t)mb << 20)
+		mi = mallinfo2();
+		m->kept = mi.fordblks;
+	} else if (mi.fordblks < m->kept)
+		m->kept = mi.fordblks;
+	/* 0: not glibc's allocator (a sanitizer's): no counts to go by. */
+	heap = mi.arena + mi.hblkhd;
+	if (heap != 0 && heap <= m->heap)
+		return 0;
+	m->heap = heap;
+	if (limit == 0 || (rss = resident()) <= limit)
 		return 0;
 	fprintf(stderr, "sandgate: responder %d: %zu MiB resident after a "
 	    "request, over server.recycle_mb = %d; exiting to be replaced\n",
-	    (int)getpid(), rss >> 20, mb);
+	    (int)getpid(), rss >> 20, env->cfg->server.recycle_mb);
 	return 1;
 }
 
@@ -434,7 +481,7 @@ sg_responder_run(const struct sg_env *env, int slot)
 	FCGX_Request r;
 	struct sg_gw *gw;
 	char err[SG_ERR_MAX];
-	size_t rss = 0;
+	struct mem mem = { 0, 0 };
 
 	sg_child_signals(on_stop);
 	memset(&sa, 0, sizeof(sa));
@@ -458,10 +505,10 @@ sg_responder_run(const struct sg_env *env, int slot)
 	while (!stopping) {
 		if (take(env, slot, &r) == -1)
 			continue;
-		one_request(env, gw, &r);
+		one_request(env, slot, gw, &r);
 		/* A reserve responder serves one connection: the master
 		 * forks it only while the pool is full. */
-		if (env->reserve || over_memory(env, &rss))
+		if (env->reserve || over_memory(env, &mem))
 			break;
 	}
 	sg_gw_free(gw);

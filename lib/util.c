@@ -175,10 +175,16 @@ void
 sg_sha256_hex(const void *buf, size_t len, char out[65])
 {
 	static const char hex[] = "0123456789abcdef";
+	/* Fetched once: OpenSSL 3 looks EVP_sha256() up again on every
+	 * digest, which costs more than hashing a key. */
+	static EVP_MD *sha256;
 	unsigned char md[32];
 	unsigned int mdlen = 0, i;
 
-	EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
+	if (sha256 == NULL)
+		sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+	EVP_Digest(buf, len, md, &mdlen, sha256 != NULL ? sha256 :
+	    EVP_sha256(), NULL);
 	for (i = 0; i < 32; i++) {
 		out[2 * i] = hex[md[i] >> 4];
 		out[2 * i + 1] = hex[md[i] & 0x0f];

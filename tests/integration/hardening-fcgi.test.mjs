@@ -218,10 +218,23 @@ function keptRequest(uri) {
     record(4, params), record(4), record(5)]);
 }
 
+// A request as a web server that closes the connection itself (no
+// FCGI_KEEP_CONN), with a body and a key.
+function fcgiRequest(method, uri, { key, body = "" }) {
+  const p = { REQUEST_METHOD: method, REQUEST_URI: uri, SCRIPT_NAME: uri, CONTENT_TYPE: "application/json",
+    CONTENT_LENGTH: String(Buffer.byteLength(body)), HTTP_AUTHORIZATION: `Bearer ${key}` };
+  const params = Buffer.concat(Object.entries(p)
+    .map(([k, v]) => Buffer.concat([Buffer.from([k.length, v.length]), Buffer.from(k + v)])));
+  return Buffer.concat([record(1, Buffer.from([0, 1, 0, 0, 0, 0, 0, 0])), record(4, params), record(4),
+    record(5, Buffer.from(body)), record(5)]);
+}
+
 // Open a connection to the FastCGI socket; ask(uri) resolves to the
-// response's stdout once END_REQUEST came.
-function fcgiConn() {
-  const s = net.connect(stack.fcgiAddr);
+// response's stdout once END_REQUEST came, send(request) likewise. With
+// halfOpen, the connection stays open after sandgate's end of it closes
+// (a web server slow to close).
+function fcgiConn({ halfOpen = false } = {}) {
+  const s = net.connect({ ...stack.fcgiAddr, allowHalfOpen: halfOpen });
   const c = { s, closed: false, buf: Buffer.alloc(0), waiter: null };
   s.on("error", () => {});
   s.on("close", () => { c.closed = true; c.waiter?.reject(new Error("closed")); });
@@ -236,13 +249,33 @@ function fcgiConn() {
       o = end;
     }
   });
-  c.ask = (uri) => new Promise((resolve, reject) => {
+  c.send = (request) => new Promise((resolve, reject) => {
     c.buf = Buffer.alloc(0);
     c.waiter = { resolve, reject };
-    s.write(keptRequest(uri));
+    s.write(request);
   });
+  c.ask = (uri) => c.send(keptRequest(uri));
   return c;
 }
+
+test("an answered request no longer counts against its key while the web server has yet to close", async () => {
+  // Finishing, libfcgi waits for the web server to close the connection.
+  // A responder that has sent its whole answer must not count against
+  // the key meanwhile: else a client that sends its next request at once
+  // gets a 429 it did not earn (seen with max_concurrent clients under
+  // load). bob's limit is 4: four answered, unclosed, and a fifth.
+  const conns = Array.from({ length: 4 }, () => fcgiConn({ halfOpen: true }));
+  try {
+    const outs = await Promise.all(conns.map((c, i) =>
+      c.send(fcgiRequest("POST", "/v1/chat/completions", { key: KEYS.bob, body: chat(`answered ${i}`) }))));
+    for (const out of outs) assert.match(out, /^Status: 200 /);
+    assert.ok(conns.every((c) => !c.closed), "the four connections are still open");
+    const r = await call("POST", "/v1/chat/completions", { key: KEYS.bob, body: chat("fifth") });
+    assert.equal(r.status, 200, r.text);
+  } finally {
+    for (const c of conns) c.s.destroy();
+  }
+});
 
 test("kept connections (FCGI_KEEP_CONN) are served, do not freeze the pool, and close when idle", async () => {
   const conns = Array.from({ length: 10 }, fcgiConn);

@@ -29,6 +29,7 @@ setup(void **state)
 	if (fx == NULL)
 		return -1;
 	fx->cfg.server.workers_max = 8;
+	fx->board.used = 16;	/* as the master sets it, spawning */
 	fx->seat.board = &fx->board;
 	fx->seat.cfg = &fx->cfg;
 	*state = fx;
@@ -50,6 +51,28 @@ admit(struct fx *fx, int slot, const char *tenant,
 	sg_board_set(&fx->board, slot, SG_SLOT_BUSY);
 	fx->seat.slot = slot;
 	return sg_board_admit(&fx->seat, tenant, key, heavy, err);
+}
+
+/* A responder going busy wakes the master only when fewer than two
+ * responders are left free to accept (idle or starting); slots past
+ * `used` were never given one and do not count. */
+static void
+short_of_free_responders(void **state)
+{
+	struct fx *fx = *state;
+
+	assert_true(sg_board_short(&fx->board, 2));
+	sg_board_set(&fx->board, 0, SG_SLOT_IDLE);
+	sg_board_set(&fx->board, 1, SG_SLOT_BUSY);
+	assert_true(sg_board_short(&fx->board, 2));
+	sg_board_set(&fx->board, 7, SG_SLOT_STARTING);
+	assert_false(sg_board_short(&fx->board, 2));
+	sg_board_set(&fx->board, 0, SG_SLOT_KEPT);
+	assert_true(sg_board_short(&fx->board, 2));
+	sg_board_set(&fx->board, 20, SG_SLOT_IDLE);
+	assert_true(sg_board_short(&fx->board, 2));
+	fx->board.used = 21;
+	assert_false(sg_board_short(&fx->board, 2));
 }
 
 static void
@@ -190,6 +213,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(heavy_capped_at_workers_max,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(metrics_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(short_of_free_responders, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
