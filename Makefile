@@ -53,6 +53,11 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libsandgate.a
 
 units: $(UNITS)
 
+# The floor `make bench` measures against: a bare libfcgi responder.
+$(B)/bench/floor: $(B)/obj/bench/floor.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi
+
 # Each fuzz target as a plain program that replays files (fuzz/replay.c).
 $(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(B)/libsandgate.a
 	@mkdir -p $(@D)
@@ -83,6 +88,14 @@ fuzz:
 		grep -E "^stat::(number_of_executed_units|new_units_added)|^#[0-9]+[[:space:]]+DONE" \
 		    build/fuzz/$$t.log || true; \
 	done
+
+# Every figure against a baseline from the same run, a few minutes,
+# loopback only: the FastCGI floor, /healthz and passthrough at 1, 16 and
+# 64 connections, the interception loop, memory, the local sandbox.
+# Writes bench/RESULTS.md (its "make bench" part); BENCH_SECS per row.
+bench: all $(B)/bench/floor
+	@sh tests/install-deps.sh bench
+	sh bench/run.sh
 
 # The same tree, built with ASan+UBSan, in build/asan.
 asan:
@@ -119,7 +132,7 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all units replays fuzz asan deps unit test run install clean
+.PHONY: all units replays fuzz bench asan deps unit test run install clean
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)

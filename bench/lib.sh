@@ -1,8 +1,9 @@
 # Shared by the bench scripts (sourced): a gateway behind lighttpd, in a
 # fresh directory, stopped and removed on exit.
 #   bench_setup            $dir (world-traversable), $root, cleanup trap
-#   bench_gateway PORT     lighttpd on PORT spawning sandgate-fcgi with
-#                          $dir/sandgate.conf; returns once /healthz answers
+#   bench_gateway PORT [CONF]  lighttpd on PORT spawning sandgate-fcgi with
+#                          $dir/sandgate.conf (and CONF, more lighttpd
+#                          settings); returns once /healthz answers
 bench_setup() {
 	root=$(cd "$(dirname "$0")/.." && pwd)
 	make -s -C "$root" all
@@ -31,6 +32,7 @@ server.stream-response-body = 2
     "bin-path" => "$root/build/sandgate-fcgi --config $dir/sandgate.conf",
     "max-procs" => 1, "check-local" => "disable" )) )
 }
+${2:-}
 CONF
 	/usr/sbin/lighttpd -D -f "$dir/lighttpd.conf" 2>"$dir/log" & lpid=$!
 	for i in $(seq 100); do

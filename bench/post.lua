@@ -1,7 +1,13 @@
--- wrk script: POST the body in $BODY_FILE with a Bearer key.
+-- wrk script: POST the body in $BODY_FILE with a Bearer key, and the
+-- header in $HEADER ("Name: value") when set.
 local f = assert(io.open(os.getenv("BODY_FILE"), "r"))
 wrk.method = "POST"
 wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer bench-key"
+local h = os.getenv("HEADER")
+if h then
+	local k, v = h:match("^([^:]+):%s*(.*)$")
+	wrk.headers[k] = v
+end

@@ -171,7 +171,7 @@ sg_sbx_create(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	/* Record before create: a responder that dies below leaves a row
 	 * (state creating, its pid and start time) to clean up after it. */
 	rc = sg_store_sbx_begin_kind(env->store, id, tenant, t->name, kind,
-	    getpid(), sg_proc_start(getpid()), (int64_t)time(NULL) +
+	    getpid(), sg_self_start(), (int64_t)time(NULL) +
 	    lifetime(env->cfg, kind), env->cfg->sessions.max_per_key, victim);
 	snprintf(max, sizeof(max), "%d", env->cfg->sessions.max_per_key);
 	if (rc == SG_STORE_FULL)
@@ -217,7 +217,7 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
 		if (sg_rand_id(id, sizeof(id), "cntr_", 16) == -1)
 			return sg_error_server(err, 500, "no randomness for an id");
 		rc = sg_store_sess_claim(env->store, tenant, session_id, id,
-		    t->name, getpid(), sg_proc_start(getpid()), (int64_t)time(NULL)
+		    t->name, getpid(), sg_self_start(), (int64_t)time(NULL)
 		    + lifetime(env->cfg, SG_SBX_SESSION),
 		    env->cfg->sessions.max_per_key, out, victim, &created,
 		    &was_lost);
@@ -328,7 +328,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 		timeout_s = env->cfg->interception.exec_timeout;
 	/* One run at a time in a sandbox, whichever responder asks. */
 	while ((rc = sg_store_sbx_run_begin(env->store, id, getpid(),
-	    sg_proc_start(getpid()), (int64_t)time(NULL) + timeout_s + 60)) ==
+	    sg_self_start(), (int64_t)time(NULL) + timeout_s + 60)) ==
 	    SG_STORE_EXISTS)
 		if (pause_for(env, "another run", id, err) == -1)
 			return -1;

@@ -101,26 +101,34 @@ dispatch(struct sg_sse *s)
 int
 sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
 {
-	size_t i;
+	size_t i = 0, j;
+	char c;
 
-	for (i = 0; i < len; i++) {
-		char c = buf[i];
-
+	while (i < len) {
+		c = buf[i];
+		if (c != '\n' && c != '\r') {
+			/* A run of a line's bytes, taken whole. */
+			for (j = i + 1; j < len && buf[j] != '\n' &&
+			    buf[j] != '\r'; j++)
+				;
+			if (sg_buf_add(&s->raw, buf + i, j - i) == -1 ||
+			    sg_buf_add(&s->line, buf + i, j - i) == -1)
+				return -1;
+			s->prev_cr = 0;
+			if (s->raw.len > s->max)
+				return -1;
+			i = j;
+			continue;
+		}
 		if (sg_buf_add(&s->raw, &c, 1) == -1)
 			return -1;
+		i++;
 		if (c == '\n' && s->prev_cr) {
 			/* Second half of "\r\n": the line already ended. */
 			s->prev_cr = 0;
 			continue;
 		}
 		s->prev_cr = c == '\r';
-		if (c != '\n' && c != '\r') {
-			if (sg_buf_add(&s->line, &c, 1) == -1)
-				return -1;
-			if (s->raw.len > s->max)
-				return -1;
-			continue;
-		}
 		if (s->line.len == 0) {
 			if (dispatch(s) == -1)
 				return -1;

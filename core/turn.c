@@ -124,13 +124,37 @@ responses_event(struct sg_turn *t, json_t *e)
 	}
 }
 
+/*
+ * A Responses event the turn does not keep, known by its SSE name: not
+ * parsed. Most of a turn's bytes are events it ignores (created and
+ * in_progress carry the whole response object; deltas come again whole
+ * in output_item.done), and parsing JSON is most of a turn's cost. An
+ * event without a name is parsed, as every Chat chunk is.
+ */
+static int
+ignored(const struct sg_turn *t, const struct sg_sse_event *ev)
+{
+	static const char *const kept[] = { "response.output_item.done",
+	    "response.completed", "response.incomplete", "response.failed",
+	    "error", NULL };
+	int i;
+
+	if (t->surface != SG_SURFACE_RESPONSES || ev->name[0] == '\0')
+		return 0;
+	for (i = 0; kept[i] != NULL; i++)
+		if (strcmp(ev->name, kept[i]) == 0)
+			return 0;
+	return 1;
+}
+
 int
 sg_turn_event(void *arg, const struct sg_sse_event *ev)
 {
 	struct sg_turn *t = arg;
 	json_t *j;
 
-	if (ev == NULL || !ev->has_data || strcmp(ev->data, "[DONE]") == 0)
+	if (ev == NULL || !ev->has_data || strcmp(ev->data, "[DONE]") == 0 ||
+	    ignored(t, ev))
 		return 0;
 	if ((j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) ==
 	    NULL || !json_is_object(j)) {

@@ -221,7 +221,7 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
  * logged as 408, answered with nothing.
  */
 static void
-serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r,
+serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
     const sigset_t *mask)
 {
 	struct fout out = { { fout_write, fout_flush, fout_alive, 0, 0 }, r, 0 };
@@ -257,6 +257,11 @@ serve(const struct sg_env *env, struct sg_gw *gw, FCGX_Request *r,
 		FCGX_FClose(r->err);
 		if (!out.gone && FCGX_FClose(r->out) == -1)
 			out.gone = 1;
+		/* Answered: the client may send its next request this
+		 * instant. Still busy (finishing, libfcgi waits for the web
+		 * server to close the connection), but no longer counted
+		 * against the key or the heavy work. */
+		sg_board_set(env->board, slot, SG_SLOT_BUSY);
 		status = out.gone && !out.base.started ? 499 : out.base.status;
 	}
 	ms = sg_now_ms() - req.start_ms;
@@ -289,12 +294,9 @@ one_request(const struct sg_env *env, int slot, struct sg_gw *gw,
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		return;
 	}
-	serve(env, gw, r, &mask);
-	/* Answered: still busy, but no longer counted against the key or
-	 * the heavy work (busy with neither tenant nor class), while
-	 * finishing, closing, reads what the peer still sends until it
-	 * closes too (libfcgi's OS_Close): under a deadline too. */
-	sg_board_set(env->board, slot, SG_SLOT_BUSY);
+	serve(env, slot, gw, r, &mask);
+	/* Finishing flushes and, closing, reads what the peer still sends
+	 * until it closes too (libfcgi's OS_Close): under a deadline too. */
 	deadline(r->ipcFd, secs);
 	FCGX_Finish_r(r);
 	deadline(-1, 0);

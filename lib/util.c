@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -205,6 +206,20 @@ int
 sg_secret_eq(const void *a, const void *b, size_t len)
 {
 	return CRYPTO_memcmp(a, b, len) == 0;
+}
+
+/* Ours does not change: read once per process (a fork is another). */
+int64_t
+sg_self_start(void)
+{
+	static pid_t pid;
+	static int64_t start;
+
+	if (pid != getpid()) {
+		pid = getpid();
+		start = sg_proc_start((int)pid);
+	}
+	return start;
 }
 
 int64_t

@@ -54,5 +54,7 @@ int	 sg_secret_eq(const void *a, const void *b, size_t len);
  * field 22): with its pid, names a process even after the pid is reused.
  * 0 when unknown. */
 int64_t	 sg_proc_start(int pid);
+/* sg_proc_start of this process, read once per process. */
+int64_t	 sg_self_start(void);
 
 #endif

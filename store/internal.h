@@ -6,13 +6,29 @@
 #ifndef SG_STORE_INTERNAL_H
 #define SG_STORE_INTERNAL_H
 
+#include <stdint.h>
+
 #include <sqlite3.h>
 
 #include "store.h"
 
+/* Prepared statements kept for the next use: parsing one cost more than
+ * running it. Keyed by the SQL text; a statement in use is never handed
+ * out twice. */
+#define SG_ST_CACHE	48
+
+struct sg_st_cached {
+	char		*sql;
+	uint64_t	 hash;
+	sqlite3_stmt	*stmt;
+	int		 busy;
+};
+
 struct sg_store {
-	sqlite3	*db;
-	char	 err[256];
+	sqlite3			*db;
+	char			 err[256];
+	struct sg_st_cached	 cache[SG_ST_CACHE];
+	int			 ncache;
 };
 
 /* Fill st->err; SG_STORE_ERROR. */
@@ -20,12 +36,20 @@ int	 sg_st_err(struct sg_store *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 /* st->err from SQLite's last error, after what; SG_STORE_ERROR. */
 int	 sg_st_dberr(struct sg_store *, const char *what);
+/* A prepared statement for sql: a cached one when it is free, else a new
+ * one (cached while there is room). SQLITE_OK or SQLite's error. Give it
+ * back with sg_st_done. */
+int	 sg_st_prepare(struct sg_store *, const char *sql, sqlite3_stmt **);
+/* Done with a statement of sg_st_prepare or sg_st_run: a cached one is
+ * reset (its bindings cleared) for the next use, another finalized. */
+void	 sg_st_done(struct sg_store *, sqlite3_stmt *);
 /* Statements without arguments ("BEGIN IMMEDIATE", a migration). */
 int	 sg_st_exec(struct sg_store *, const char *sql);
 /*
  * Prepare sql, bind the arguments described by fmt in order ('s' a
  * string or NULL, 'i' an int64_t), step once. SQLITE_ROW or SQLITE_DONE
- * with *stmt to finalize, or an SG_STORE_* error with *stmt NULL.
+ * with *stmt to give back (sg_st_done), or an SG_STORE_* error with *stmt
+ * NULL.
  */
 int	 sg_st_run(struct sg_store *, sqlite3_stmt **, const char *sql,
 	    const char *fmt, ...);

@@ -97,7 +97,7 @@ sg_store_resp_load(struct sg_store *st, const char *id, const char *tenant,
 	if (rc < 0)
 		return rc;
 	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(stmt);
+		sg_st_done(st, stmt);
 		return SG_STORE_NOTFOUND;
 	}
 	out->id = column(stmt, 0);
@@ -108,7 +108,7 @@ sg_store_resp_load(struct sg_store *st, const char *id, const char *tenant,
 	out->body = column(stmt, 5);
 	out->pending = column(stmt, 6);
 	out->created_at = sqlite3_column_int64(stmt, 7);
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	if (out->id == NULL) {
 		sg_store_resp_clear(out);
 		return sg_st_err(st, "load response: out of memory");
@@ -153,7 +153,7 @@ sg_store_resp_items(struct sg_store *st, const char *id, int output,
 		return rc;
 	if (rc != SQLITE_DONE)
 		sg_st_dberr(st, "response items");
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return rc == SQLITE_DONE ? SG_STORE_OK : SG_STORE_ERROR;
 }
 
@@ -181,7 +181,7 @@ sg_store_item_find(struct sg_store *st, const char *item_id,
 		rc = *item != NULL && *upstream != NULL ? SG_STORE_OK :
 		    sg_st_err(st, "find item: out of memory");
 	}
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	if (rc == SG_STORE_ERROR) {
 		free(*item);
 		free(*upstream);

@@ -56,7 +56,7 @@ sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
 	if (rc < 0)
 		return rc;
 	n = sqlite3_column_int64(stmt, 0);
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	if (n <= max_kept)
 		return SG_STORE_OK;
 	rc = sg_st_run(st, &stmt, "SELECT id FROM sandboxes WHERE tenant = ? "
@@ -65,11 +65,11 @@ sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
 	if (rc < 0)
 		return rc;
 	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(stmt);
+		sg_st_done(st, stmt);
 		return SG_STORE_FULL;
 	}
 	snprintf(victim, 48, "%s", sqlite3_column_text(stmt, 0));
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET state = "
 	    "'deleting' WHERE id = ?", "s", victim);
 }
@@ -138,7 +138,7 @@ sg_store_sbx_counts(struct sg_store *st, int (*fn)(void *, const char *,
 		stop = fn(arg, (const char *)sqlite3_column_text(stmt, 0),
 		    sqlite3_column_int(stmt, 1), sqlite3_column_int64(stmt,
 		    2)) == -1;
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return stop || rc == SQLITE_DONE ? SG_STORE_OK : sg_st_dberr(st,
 	    "count sandboxes");
 }
@@ -221,7 +221,7 @@ sg_store_sbx_get(struct sg_store *st, const char *id, const char *tenant,
 		rc = SG_STORE_OK;
 	} else
 		rc = SG_STORE_NOTFOUND;
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return rc;
 }
 
@@ -252,10 +252,10 @@ sg_store_sbx_list(struct sg_store *st, const char *tenant,
 	}
 	if (!stop && rc != SQLITE_DONE) {
 		sg_st_dberr(st, "list sandboxes");
-		sqlite3_finalize(stmt);
+		sg_st_done(st, stmt);
 		return SG_STORE_ERROR;
 	}
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return SG_STORE_OK;
 }
 

@@ -31,7 +31,7 @@ session_sandbox(struct sg_store *st, const char *tenant,
 		if ((id = sqlite3_column_text(stmt, 0)) != NULL)
 			snprintf(sbx, 48, "%s", (const char *)id);
 	}
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return SG_STORE_OK;
 }
 
@@ -134,7 +134,7 @@ sg_store_sess_list(struct sg_store *st, const char *tenant,
 		sess_row(stmt, &s);
 		stop = fn(arg, &s) == -1;
 	}
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return stop || rc == SQLITE_DONE ? SG_STORE_OK : sg_st_dberr(st,
 	    "list sessions");
 }

@@ -208,10 +208,76 @@ sg_store_open(const char *path, struct sg_store **out, char *err, size_t errsz)
 void
 sg_store_close(struct sg_store *st)
 {
+	int i;
+
 	if (st == NULL)
 		return;
+	for (i = 0; i < st->ncache; i++) {
+		sqlite3_finalize(st->cache[i].stmt);
+		free(st->cache[i].sql);
+	}
 	sqlite3_close_v2(st->db);
 	free(st);
+}
+
+static uint64_t
+sql_hash(const char *sql)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *sql != '\0'; sql++) {
+		h ^= (unsigned char)*sql;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+int
+sg_st_prepare(struct sg_store *st, const char *sql, sqlite3_stmt **stmt)
+{
+	uint64_t h = sql_hash(sql);
+	struct sg_st_cached *c;
+	char *copy;
+	int i, rc;
+
+	for (i = 0; i < st->ncache; i++) {
+		c = &st->cache[i];
+		if (c->hash != h || strcmp(c->sql, sql) != 0)
+			continue;
+		if (c->busy)
+			break;	/* in use (a nested query): a fresh one */
+		c->busy = 1;
+		*stmt = c->stmt;
+		return SQLITE_OK;
+	}
+	if (i < st->ncache || st->ncache == SG_ST_CACHE ||
+	    (copy = strdup(sql)) == NULL)
+		return sqlite3_prepare_v2(st->db, sql, -1, stmt, NULL);
+	rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+	    stmt, NULL);
+	if (rc != SQLITE_OK || *stmt == NULL) {
+		free(copy);
+		return rc;
+	}
+	st->cache[st->ncache++] = (struct sg_st_cached){ copy, h, *stmt, 1 };
+	return SQLITE_OK;
+}
+
+void
+sg_st_done(struct sg_store *st, sqlite3_stmt *stmt)
+{
+	int i;
+
+	if (stmt == NULL)
+		return;
+	for (i = 0; i < st->ncache; i++)
+		if (st->cache[i].stmt == stmt) {
+			sqlite3_reset(stmt);
+			sqlite3_clear_bindings(stmt);
+			st->cache[i].busy = 0;
+			return;
+		}
+	sqlite3_finalize(stmt);
 }
 
 int
@@ -220,12 +286,11 @@ sg_store_version(struct sg_store *st, int *version)
 	sqlite3_stmt *stmt;
 	int rc;
 
-	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &stmt,
-	    NULL) != SQLITE_OK)
+	if (sg_st_prepare(st, "PRAGMA user_version", &stmt) != SQLITE_OK)
 		return sg_st_dberr(st, "user_version");
 	rc = sqlite3_step(stmt);
 	*version = rc == SQLITE_ROW ? sqlite3_column_int(stmt, 0) : -1;
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return rc == SQLITE_ROW ? SG_STORE_OK : sg_st_dberr(st, "user_version");
 }
 
@@ -288,7 +353,7 @@ sg_st_run(struct sg_store *st, sqlite3_stmt **stmt, const char *sql,
 	va_list ap;
 	int rc;
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, stmt, NULL) != SQLITE_OK)
+	if (sg_st_prepare(st, sql, stmt) != SQLITE_OK)
 		return sg_st_dberr(st, "prepare");
 	va_start(ap, fmt);
 	bind_args(*stmt, fmt, ap);
@@ -296,7 +361,7 @@ sg_st_run(struct sg_store *st, sqlite3_stmt **stmt, const char *sql,
 	rc = sqlite3_step(*stmt);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		sg_st_dberr(st, "step");
-		sqlite3_finalize(*stmt);
+		sg_st_done(st, *stmt);
 		*stmt = NULL;
 		return rc == SQLITE_CONSTRAINT ? SG_STORE_EXISTS : SG_STORE_ERROR;
 	}
@@ -311,13 +376,13 @@ sg_st_exec_args(struct sg_store *st, int *changes, const char *sql,
 	va_list ap;
 	int rc;
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+	if (sg_st_prepare(st, sql, &stmt) != SQLITE_OK)
 		return sg_st_dberr(st, "prepare");
 	va_start(ap, fmt);
 	bind_args(stmt, fmt, ap);
 	va_end(ap);
 	rc = sqlite3_step(stmt);
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		sg_st_dberr(st, "step");
 		return rc == SQLITE_CONSTRAINT ? SG_STORE_EXISTS : SG_STORE_ERROR;
@@ -366,7 +431,7 @@ sg_store_key_find(struct sg_store *st, const char *sha256, char *name,
 		rc = SG_STORE_OK;
 	} else
 		rc = SG_STORE_NOTFOUND;
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return rc;
 }
 
@@ -405,10 +470,10 @@ sg_store_key_list(struct sg_store *st,
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		sg_st_dberr(st, "list keys");
-		sqlite3_finalize(stmt);
+		sg_st_done(st, stmt);
 		return SG_STORE_ERROR;
 	}
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return SG_STORE_OK;
 }
 
@@ -443,6 +508,6 @@ sg_store_relayed_has(struct sg_store *st, const char *upstream_id,
 	if (rc < 0)
 		return rc;
 	rc = rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
-	sqlite3_finalize(stmt);
+	sg_st_done(st, stmt);
 	return rc;
 }

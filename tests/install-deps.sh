@@ -8,8 +8,10 @@ libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev libseccomp-dev lighttpd
 bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib
 python3-ipython python3-pandas curl
 valgrind sqlite3 procps"
-# `make fuzz` also needs clang and libFuzzer: install-deps.sh fuzz
+# `make fuzz` also needs clang and libFuzzer: install-deps.sh fuzz;
+# `make bench` wrk, hyperfine and GNU time: install-deps.sh bench
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
+[ "${1:-}" = bench ] && pkgs="$pkgs wrk hyperfine time"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -159,6 +159,32 @@ junk_is_ignored(void **state)
 	sg_turn_free(&t);
 }
 
+/* Responses events the turn does not keep are known by their SSE name
+ * and not read (so not even a bad body there matters); the same events
+ * without a name are read, and an unnamed top-level error still counts. */
+static void
+named_events_it_ignores_are_not_read(void **state)
+{
+	struct sg_turn t;
+
+	(void)state;
+	sg_turn_init(&t, SG_SURFACE_RESPONSES);
+	feed(&t, "event: response.in_progress\ndata: {\"error\":{\"message\":"
+	    "\"not read\"}}\n\n"
+	    "event: response.output_text.delta\ndata: {not json\n\n"
+	    "event: response.completed\ndata: {\"type\":\"response.completed\","
+	    "\"response\":{\"id\":\"resp_2\",\"output\":[],\"usage\":"
+	    "{\"input_tokens\":1,\"output_tokens\":2,\"total_tokens\":3}}}\n\n", 7);
+	assert_null(t.error);
+	assert_non_null(t.response);
+	sg_turn_free(&t);
+	sg_turn_init(&t, SG_SURFACE_RESPONSES);
+	feed(&t, "data: {\"error\":{\"message\":\"read\"}}\n\n", 4);
+	assert_string_equal(json_string_value(json_object_get(t.error,
+	    "message")), "read");
+	sg_turn_free(&t);
+}
+
 int
 main(void)
 {
@@ -168,6 +194,7 @@ main(void)
 		cmocka_unit_test(responses_items_without_completed),
 		cmocka_unit_test(errors_are_kept),
 		cmocka_unit_test(junk_is_ignored),
+		cmocka_unit_test(named_events_it_ignores_are_not_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
