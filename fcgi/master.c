@@ -260,13 +260,18 @@ reap(struct master *m)
 			;
 		if (i == SG_SLOTS)
 			continue;
-		if (!m->kids[i].retiring && !got_term &&
-		    !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-			fprintf(stderr, "sandgate: responder %d died (%s %d); "
-			    "replacing it\n", (int)pid, WIFSIGNALED(status) ?
-			    "signal" : "exit", WIFSIGNALED(status) ?
-			    WTERMSIG(status) : WEXITSTATUS(status));
-			if (sg_now_ms() - m->kids[i].started_ms < QUICK_DEATH_MS)
+		/* Any end but a clean exit is told, a retiring responder's
+		 * too: one that crashes finishing its last request (after a
+		 * reload, say) would otherwise go unseen. */
+		if (!got_term && !(WIFEXITED(status) &&
+		    WEXITSTATUS(status) == 0)) {
+			fprintf(stderr, "sandgate: responder %d died (%s %d)%s\n",
+			    (int)pid, WIFSIGNALED(status) ? "signal" : "exit",
+			    WIFSIGNALED(status) ? WTERMSIG(status) :
+			    WEXITSTATUS(status), m->kids[i].retiring ?
+			    " while retiring" : "; replacing it");
+			if (!m->kids[i].retiring &&
+			    sg_now_ms() - m->kids[i].started_ms < QUICK_DEATH_MS)
 				m->spawn_after = sg_now_ms() + BACKOFF_MS;
 		}
 		m->kids[i].pid = 0;

@@ -29,6 +29,8 @@ Faults (POST /__faults, each with "count", default 1, -1 = forever; {} clears al
   {"execute_status": 502}             (the proxy's "sandbox was not found" 502)
   {"execute_drop": true, "lines"?: 2} (send N lines, then close mid-stream, no end_of_execution)
   {"execute_hang": true, "lines"?: 1} (send N lines, then nothing until the client leaves)
+GET /__stats also has `history`: {sandboxID: {"metadata", "timeout"}} for every sandbox created
+since the last reset, so a test can tell each one's fate (in `live`, in `expired`, else deleted).
 
 Usage: e2b.py [--host 127.0.0.1] [--port 0] [--port-file PATH] [--api-key KEY] [--quiet]
               [--keepalive 1.0] [--max-timeout 3600] [--max-sandboxes 100] [--domain D]
@@ -959,6 +961,7 @@ class State:
                       "executes_without_token": 0}
             self.attempts = {"create": 0, "delete": 0, "timeout": 0, "refresh": 0, "connect": 0, "execute": 0}
             self.create_bodies, self.timeouts, self.expired = [], [], []
+            self.history = {}
             self.requests.clear()
 
     def bump(self, name, attempt=None):
@@ -1000,6 +1003,7 @@ class State:
             return dict(self.c, live=[s for s, sb in self.sandboxes.items() if not sb.killed],
                         create_bodies=list(self.create_bodies), timeouts=list(self.timeouts),
                         expired=list(self.expired), attempts=dict(self.attempts),
+                        history={k: dict(v) for k, v in self.history.items()},
                         faults={k: dict(v) for k, v in self.faults.items()})
 
     def reap(self):
@@ -1494,6 +1498,7 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.sandboxes[sid] = sb
                 st.c["creates"] += 1
+                st.history[sid] = {"metadata": sb.metadata, "timeout": timeout}
         finally:
             with st.lock:
                 st.pending -= 1
