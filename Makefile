@@ -97,6 +97,17 @@ bench: all $(B)/bench/floor
 	@sh tests/install-deps.sh bench
 	sh bench/run.sh
 
+# 2000 mixed requests (SOAK_N) through the real stack while the fakes
+# inject faults and a responder is SIGKILLed every ~2 s; then every answer
+# must be well-formed, every death one of ours, no sandbox leaked, the
+# store intact (tests/soak). soak-asan: the same on the ASan+UBSan build.
+SOAK_N ?= 2000
+soak: deps all
+	sh tests/soak/run.sh $(SOAK_N)
+
+soak-asan: deps asan
+	SOAK_BUILD=build/asan sh tests/soak/run.sh $(SOAK_N)
+
 # The same tree, built with ASan+UBSan, in build/asan.
 asan:
 	$(MAKE) B=build/asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined,float-cast-overflow" all units replays
@@ -132,7 +143,7 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all units replays fuzz bench asan deps unit test run install clean
+.PHONY: all units replays fuzz bench soak soak-asan asan deps unit test run install clean
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
