@@ -14,6 +14,7 @@
 #define LOST_KEPT	86400		/* sessions without a sandbox: a day */
 #define RESP_PRUNE_BATCH 500
 #define RESP_PRUNE_ROUNDS 20
+#define CREATE_SETTLE	90		/* s: longer than a provider's create */
 
 struct sweep {
 	const struct sg_cfg *cfg;
@@ -34,9 +35,12 @@ due(const struct sweep *w, const struct sg_store_sbx *row)
 	if (row->expires_at < w->now - 60)
 		return 1;
 	/* Anything still being created is its creator's, until its life
-	 * passes: the provider may be making it. */
+	 * passes: the provider may be making it. A creator that died never
+	 * learnt its handle: once any create would have ended, the provider
+	 * is asked for it by its label (sg_sbx_destroy_row). */
 	if (strcmp(row->state, "creating") == 0)
-		return 0;
+		return row->created_at < w->now - CREATE_SETTLE &&
+		    sg_sbx_owner_dead(row);
 	/* Running code holds it, whatever its kind. */
 	if (sg_sbx_running(row))
 		return 0;

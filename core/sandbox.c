@@ -410,6 +410,44 @@ sg_sbx_json(const struct sg_cfg *cfg, const struct sg_store_sbx *row)
 	    "expires_at", (json_int_t)row->expires_at);
 }
 
+static int
+remove_row(struct sg_sbx_env *env, const struct sg_store_sbx *row, char *why,
+    size_t whysz)
+{
+	if (sg_store_sbx_remove(env->store, row->id) == SG_STORE_OK)
+		return 0;
+	snprintf(why, whysz, "%s", sg_store_errmsg(env->store));
+	return -1;
+}
+
+/*
+ * A row left "creating" by a creator that died: the provider may have
+ * made the sandbox all the same. Found by the label create gave it: OK
+ * with *handle; GONE when the provider has none (or cannot be asked: a
+ * local sandbox dies with the request making it); else an error in why.
+ */
+static int
+find_orphan(struct sg_sbx_env *env, const struct sg_store_sbx *row,
+    json_t **handle, char *why, size_t whysz)
+{
+	const struct sg_provider_ops *ops;
+	const struct sg_tool *t;
+	struct sg_prov_error pe;
+	struct sg_error err;
+	int rc;
+
+	if ((t = tool_of(env, row->tool, &ops, &err)) == NULL) {
+		snprintf(why, whysz, "%s", err.message);
+		return SG_PROV_FAILED;
+	}
+	if (ops->find == NULL)
+		return SG_PROV_GONE;
+	rc = ops->find(env->prov, t, row->id, handle, &pe);
+	if (rc != SG_PROV_OK && rc != SG_PROV_GONE)
+		snprintf(why, whysz, "%s", pe.message);
+	return rc;
+}
+
 int
 sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
     char *why, size_t whysz)
@@ -422,6 +460,9 @@ sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 	int rc = SG_PROV_OK;
 
 	handle = row->handle != NULL ? json_loads(row->handle, 0, NULL) : NULL;
+	if (handle == NULL && strcmp(row->state, "creating") == 0 &&
+	    (rc = find_orphan(env, row, &handle, why, whysz)) != SG_PROV_OK)
+		return rc == SG_PROV_GONE ? remove_row(env, row, why, whysz) : -1;
 	if (handle != NULL && (t = tool_of(env, row->tool, &ops, &err)) != NULL)
 		rc = ops->destroy(env->prov, t, handle, &pe);
 	else if (handle != NULL) {
@@ -434,8 +475,7 @@ sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 			snprintf(why, whysz, "%s", pe.message);
 		return -1;
 	}
-	return sg_store_sbx_remove(env->store, row->id) == SG_STORE_OK ? 0 :
-	    (snprintf(why, whysz, "%s", sg_store_errmsg(env->store)), -1);
+	return remove_row(env, row, why, whysz);
 }
 
 int

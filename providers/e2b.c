@@ -292,6 +292,41 @@ e2b_keepalive(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	return rc;
 }
 
+/* The list filtered by the label create set (its ids: [a-z0-9_], so only
+ * the '=' needs encoding). */
+static int
+e2b_find(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
+    json_t **handle, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	json_t *resp = NULL;
+	const char *id;
+	char url[1024];
+	long status = 0;
+	int rc;
+
+	*handle = NULL;
+	snprintf(url, sizeof(url), "%s/v2/sandboxes?metadata=sandgate_id%%3D%s",
+	    api(t), sbx_id);
+	control_headers(t, &h);
+	rc = sg_phttp_call(p, "GET", url, &h, NULL, CONTROL_MS, &status, &resp,
+	    err);
+	sg_hdrs_free(&h);
+	if (rc == SG_PROV_OK && status != 200)
+		rc = sg_phttp_status_error("e2b", t, "list", status, resp, err);
+	else if (rc == SG_PROV_OK) {
+		id = json_string_value(json_object_get(json_array_get(resp, 0),
+		    "sandboxID"));
+		if (id != NULL)
+			*handle = json_pack("{s:s}", "id", id);
+		else
+			rc = sg_prov_fail(err, SG_PROV_GONE, 404, "e2b has no "
+			    "sandbox labelled %s", sbx_id);
+	}
+	json_decref(resp);
+	return rc;
+}
+
 const struct sg_provider_ops sg_e2b_ops = {
-	e2b_create, e2b_run, e2b_destroy, e2b_keepalive,
+	e2b_create, e2b_run, e2b_destroy, e2b_keepalive, e2b_find,
 };

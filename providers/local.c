@@ -280,5 +280,5 @@ local_keepalive(struct sg_prov *p, const struct sg_tool *t,
 }
 
 const struct sg_provider_ops sg_local_ops = {
-	local_create, local_run, local_destroy, local_keepalive,
+	local_create, local_run, local_destroy, local_keepalive, NULL,
 };

@@ -450,6 +450,34 @@ osb_keepalive(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	return rc;
 }
 
+/* The list filtered by the label create set (its ids: [a-z0-9_], so only
+ * the '=' needs encoding). */
+static int
+osb_find(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
+    json_t **handle, struct sg_prov_error *err)
+{
+	char path[256];
+	json_t *resp;
+	const char *id;
+	int rc;
+
+	*handle = NULL;
+	snprintf(path, sizeof(path), "/sandboxes?metadata=sandgate-id%%3D%s",
+	    sbx_id);
+	rc = control(p, t, "GET", path, NULL, CONTROL_MS, "list", &resp, err);
+	if (rc == SG_PROV_OK) {
+		id = json_string_value(json_object_get(json_array_get(
+		    json_object_get(resp, "items"), 0), "id"));
+		if (id != NULL)
+			*handle = json_pack("{s:s}", "id", id);
+		else
+			rc = sg_prov_fail(err, SG_PROV_GONE, 404, "OpenSandbox "
+			    "has no sandbox labelled %s", sbx_id);
+	}
+	json_decref(resp);
+	return rc;
+}
+
 const struct sg_provider_ops sg_osb_ops = {
-	osb_create, osb_run, osb_destroy, osb_keepalive,
+	osb_create, osb_run, osb_destroy, osb_keepalive, osb_find,
 };

@@ -107,6 +107,12 @@ struct sg_provider_ops {
 		    const json_t *handle, struct sg_prov_error *);
 	int	(*keepalive)(struct sg_prov *, const struct sg_tool *,
 		    const json_t *handle, int lifetime_s, struct sg_prov_error *);
+	/* The sandbox made for sandgate's sbx_id, by the label create gave
+	 * it: for a create whose caller died before it had the handle. OK
+	 * with a new *handle, GONE when there is none. NULL for a provider
+	 * whose sandboxes die with the request that was making them. */
+	int	(*find)(struct sg_prov *, const struct sg_tool *,
+		    const char *sbx_id, json_t **handle, struct sg_prov_error *);
 };
 
 /* The ops of a provider, or NULL when this build has none for it. */

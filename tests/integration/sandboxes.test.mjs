@@ -268,6 +268,45 @@ test("sandboxes whose life has passed are reaped: deleted at the provider, rows 
   await call("DELETE", `/v1/sandboxes/${kept.json.id}`);
 });
 
+test("a create whose responder died before it had the handle: the reaper finds the sandbox by its label and deletes it", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const db = `${stack.dir}/state/store/sandgate.db`;
+  const asUser = process.getuid() === 0 ? ["setpriv", "--reuid=sgtest", "--regid=sgtest", "--init-groups"] : [];
+  const sql = (q) => {
+    const u = spawnSync(asUser[0] ?? "sqlite3", [...asUser.slice(1), ...(asUser.length ? ["sqlite3"] : []), db, q],
+      { encoding: "utf8" });
+    assert.equal(u.status, 0, u.stderr);
+    return u.stdout.trim();
+  };
+  // The e2b create answers late; OpenSandbox's sandbox stays Pending a
+  // while: either way the responder is killed while its row says creating.
+  const slow = { e2b: { create_delay: 2 }, osb: { pending_polls: { value: 30 } } };
+  for (const tool of ["e2b", "osb"]) {
+    await stack.fakeHook(tool, "reset", {});
+    await stack.fakeHook(tool, "faults", slow[tool]);
+    const pending = call("POST", "/v1/sandboxes", { tool }).catch(() => null);
+    let owner = "";
+    const until = Date.now() + 10000;
+    while (!(owner = sql("SELECT owner_pid FROM sandboxes WHERE state = 'creating'")) && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.ok(owner, `${tool}: a row is being created`);
+    process.kill(Number(owner), "SIGKILL");
+    await pending;
+    const made = Date.now() + 10000;
+    while ((await stack.fakeHook(tool, "stats")).live.length === 0 && Date.now() < made)
+      await new Promise((r) => setTimeout(r, 100));
+    assert.equal((await stack.fakeHook(tool, "stats")).live.length, 1, `${tool}: the provider made it anyway`);
+    await stack.fakeHook(tool, "faults", {});
+    // Long enough ago that any create would have ended.
+    sql("UPDATE sandboxes SET created_at = created_at - 600 WHERE state = 'creating'");
+    const r = spawnSync(`${stack.dir}/bin/sandgate`, ["--config", `${stack.dir}/sandgate.conf`, "reap"], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), "deleted 1, failed 0", `${tool}: ${r.stderr}`);
+    assert.deepEqual((await stack.fakeHook(tool, "stats")).live, [], `${tool}: nothing left at the provider`);
+    assert.equal(sql("SELECT count(*) FROM sandboxes"), "0", `${tool}: no row left`);
+  }
+});
+
 test("the reaper runs as a child of the master, beside the responders", () => {
   const p = stack.processes();
   assert.ok(p.master);

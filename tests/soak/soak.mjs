@@ -11,9 +11,11 @@
 //   3. every sandbox created at the e2b fake was deleted, or is tracked in
 //      the store and swept by the reaper; no local sandbox is left. One
 //      exception, checked and counted: a responder killed while its create
-//      was under way leaves a "creating" row with no handle, which nothing
-//      can delete by; its sandbox ends at its provider life (request_timeout
-//      + 60 s), and the row outlives it (see orphanRow);
+//      was under way leaves a "creating" row with no handle; the reaper
+//      finds that sandbox by its label and deletes it once any create would
+//      have ended (90 s after it began: longer than the soak waits), and
+//      at worst it ends at its provider life (request_timeout + 60 s),
+//      which the row outlives (see orphanRow);
 //   4. PRAGMA integrity_check is ok; the gateway still answers; no
 //      sanitizer report (with SOAK_BUILD=build/asan).
 // Figures go to stdout as a Markdown section for bench/RESULTS.md.
@@ -760,7 +762,7 @@ async function main() {
     ["e2b sandboxes created / deleted", `${Object.keys(stats.history).length} / ${fates.deleted}`],
     ["e2b sandboxes live at the end of the run, then swept by the reaper", `${liveAtEnd} → ${stats.live.length}`],
     ["sandboxes the reaper deleted (log, whole soak)", reaperLines.reduce((a, b) => a + b, 0)],
-    ["e2b orphans of a kill mid-create (row \"creating\", no handle; ended by their provider life, ≤ request_timeout + 60 s)", `${fates.orphanLive} live, ${fates.orphanExpired} expired`],
+    ["e2b orphans of a kill mid-create (row \"creating\", no handle: the reaper deletes them by their label 90 s after the create began, later than this soak looks)", `${fates.orphanLive} live, ${fates.orphanExpired} expired`],
     ["e2b sandboxes leaked", fates.leaked],
     ["local sandboxes made (answers of /v1/code and of local creates)",
       records.filter((r) => (r.cls === "local-code" && r.status === 200) || (r.cls === "local-create" && r.status === 201)).length],
