@@ -20,12 +20,8 @@
 static uint64_t
 tenant_word(const char *tenant)
 {
-	uint64_t h = 14695981039346656037ull;
+	uint64_t h = sg_fnv1a(tenant);
 
-	for (; *tenant != '\0'; tenant++) {
-		h ^= (unsigned char)*tenant;
-		h *= 1099511628211ull;
-	}
 	return h != 0 ? h : 1;
 }
 

@@ -208,6 +208,18 @@ sg_secret_eq(const void *a, const void *b, size_t len)
 	return CRYPTO_memcmp(a, b, len) == 0;
 }
 
+uint64_t
+sg_fnv1a(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
 /* Ours does not change: read once per process (a fork is another). */
 int64_t
 sg_self_start(void)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../lib/util.h"
 
 #define BUSY_TIMEOUT_MS 10000
 
@@ -220,22 +221,10 @@ sg_store_close(struct sg_store *st)
 	free(st);
 }
 
-static uint64_t
-sql_hash(const char *sql)
-{
-	uint64_t h = 14695981039346656037ull;
-
-	for (; *sql != '\0'; sql++) {
-		h ^= (unsigned char)*sql;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 int
 sg_st_prepare(struct sg_store *st, const char *sql, sqlite3_stmt **stmt)
 {
-	uint64_t h = sql_hash(sql);
+	uint64_t h = sg_fnv1a(sql);
 	struct sg_st_cached *c;
 	char *copy;
 	int i, rc;
