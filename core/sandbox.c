@@ -198,6 +198,27 @@ pause_for(struct sg_sbx_env *env, const char *what, const char *id,
 	return 0;
 }
 
+/* A run held by a process that died (a responder killed mid-run) is
+ * taken away from it at once, rather than left until its deadline: 1 when
+ * it was. The run may still be going on in the sandbox; the provider
+ * makes the next one wait for it. */
+static int
+dead_runner_dropped(struct sg_sbx_env *env, const char *id)
+{
+	struct sg_store_sbx row;
+	int dead;
+
+	if (sg_store_sbx_get(env->store, id, NULL, &row) != SG_STORE_OK)
+		return 0;
+	dead = row.runner_pid > 0 && row.runner_until >= (int64_t)time(NULL) &&
+	    !sg_sbx_running(&row);
+	if (dead)
+		sg_store_sbx_run_drop(env->store, id, row.runner_pid,
+		    row.runner_start);
+	sg_store_sbx_clear(&row);
+	return dead;
+}
+
 int
 sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
     const char *session_id, char out[48], int *lost, struct sg_error *err)
@@ -330,7 +351,8 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	while ((rc = sg_store_sbx_run_begin(env->store, id, getpid(),
 	    sg_self_start(), (int64_t)time(NULL) + timeout_s + 60)) ==
 	    SG_STORE_EXISTS)
-		if (pause_for(env, "another run", id, err) == -1)
+		if (!dead_runner_dropped(env, id) &&
+		    pause_for(env, "another run", id, err) == -1)
 			return -1;
 	if (open_sandbox(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
 		sg_store_sbx_run_end(env->store, id, getpid());

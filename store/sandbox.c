@@ -117,6 +117,15 @@ sg_store_sbx_run_end(struct sg_store *st, const char *id, int64_t pid)
 }
 
 int
+sg_store_sbx_run_drop(struct sg_store *st, const char *id, int64_t pid,
+    int64_t start)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET runner_pid = "
+	    "NULL, runner_start = NULL, runner_until = 0 WHERE id = ? AND "
+	    "runner_pid = ? AND runner_start = ?", "sii", id, pid, start);
+}
+
+int
 sg_store_sbx_abandon(struct sg_store *st, const char *id)
 {
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET kind = 0 WHERE "

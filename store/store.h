@@ -102,6 +102,9 @@ int	 sg_store_sbx_begin_kind(struct sg_store *, const char *id,
 int	 sg_store_sbx_run_begin(struct sg_store *, const char *id, int64_t pid,
 	    int64_t start, int64_t until);
 int	 sg_store_sbx_run_end(struct sg_store *, const char *id, int64_t pid);
+/* Take the run away from process pid started at start (it died). */
+int	 sg_store_sbx_run_drop(struct sg_store *, const char *id, int64_t pid,
+	    int64_t start);
 /* Hand a sandbox to the reaper as an ephemeral one of a dead owner. */
 int	 sg_store_sbx_abandon(struct sg_store *, const char *id);
 /* Calls fn for each tool and kind with the count of their live rows. */
