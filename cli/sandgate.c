@@ -34,6 +34,8 @@ usage(void)
 	    "  keys revoke NAME    revoke the active key of that name\n"
 	    "  check-config        load the config; unknown keys are errors\n"
 	    "  reap                delete sandboxes whose life has passed\n"
+	    "  backup FILE         a consistent copy of the store, taken while it\n"
+	    "                      serves (written as the store's owner)\n"
 	    "  sessions list [--key NAME]\n"
 	    "                      sessions and their sandboxes\n"
 	    "  sessions purge --key NAME | --all\n"
@@ -98,6 +100,25 @@ sg_cli_open_store(const struct sg_cfg *cfg)
 		return NULL;
 	}
 	return st;
+}
+
+static int
+backup(const struct sg_cfg *cfg, const char *path)
+{
+	struct sg_store *st;
+	char err[1024];
+	int pages;
+
+	if ((st = sg_cli_open_store(cfg)) == NULL)
+		return 1;
+	if (sg_store_backup(st, path, &pages, err, sizeof(err)) != SG_STORE_OK) {
+		fprintf(stderr, "sandgate: backup: %s\n", err);
+		sg_store_close(st);
+		return 1;
+	}
+	printf("backed up %d pages to %s\n", pages, path);
+	sg_store_close(st);
+	return 0;
 }
 
 static int
@@ -394,6 +415,8 @@ main(int argc, char *argv[])
 		rc = check_config(cfg);
 	else if (strcmp(cmd, "reap") == 0 && argc - optind == 1)
 		rc = reap(cfg);
+	else if (strcmp(cmd, "backup") == 0 && sub != NULL && argc - optind == 2)
+		rc = backup(cfg, sub);
 	else if (strcmp(cmd, "exec") == 0) {
 		if ((rc = exec_main(cfg, argc - optind, argv + optind)) == -1) {
 			sg_cfg_free(cfg);

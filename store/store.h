@@ -244,4 +244,10 @@ int	 sg_store_relayed_put(struct sg_store *, const char *upstream_id,
 int	 sg_store_relayed_has(struct sg_store *, const char *upstream_id,
 	    const char *tenant, const char *upstream);
 
+/* backup.c: a consistent copy of the store, taken while it serves, at
+ * path (replaced only once the copy is whole and checks): OK with the
+ * pages copied, or ERROR with err. */
+int	 sg_store_backup(struct sg_store *, const char *path, int *pages,
+	    char *err, size_t errsz);
+
 #endif

@@ -863,6 +863,61 @@ migrate_from_1(void **state)
 	    SG_STORE_OK);
 }
 
+/*
+ * A backup while another process writes: the copy is one snapshot (the
+ * keys written in order are a gapless prefix of them), checks, stands alone
+ * (no WAL); a backup that cannot be written leaves nothing behind.
+ */
+static void
+backup_while_writing(void **state)
+{
+	struct fx *fx = *state;
+	char copy[160], bad[200], out[64], sql[128], h[65], name[32];
+	int pages, status, i, n = 0;
+	pid_t pid;
+
+	open_migrated(fx);
+	assert_int_equal(sg_store_key_add(fx->st, "k0", hash_of("k0", h)),
+	    SG_STORE_OK);
+	if ((pid = fork()) == 0) {
+		struct sg_store *w;
+		char err[256];
+
+		if (sg_store_open(fx->path, &w, err, sizeof(err)) != SG_STORE_OK)
+			_exit(2);
+		for (i = 1; i < 400; i++) {
+			snprintf(name, sizeof(name), "k%d", i);
+			if (sg_store_key_add(w, name, hash_of(name, h)) !=
+			    SG_STORE_OK)
+				_exit(3);
+		}
+		sg_store_close(w);
+		_exit(0);
+	}
+	snprintf(copy, sizeof(copy), "%s/copy.db", fx->dir);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(sg_store_backup(fx->st, copy, &pages, fx->err,
+		    sizeof(fx->err)), SG_STORE_OK);
+		assert_true(pages > 0);
+		raw_sql(copy, "SELECT count(*) FROM keys", out, sizeof(out));
+		n = atoi(out);
+		assert_true(n >= 1);
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM keys WHERE "
+		    "name = 'k%d'", n - 1);
+		raw_sql(copy, sql, out, sizeof(out));
+		assert_string_equal(out, "1");
+		raw_sql(copy, "PRAGMA journal_mode", out, sizeof(out));
+		assert_string_equal(out, "delete");
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(bad, sizeof(bad), "%s/missing/copy.db", fx->dir);
+	assert_int_equal(sg_store_backup(fx->st, bad, &pages, fx->err,
+	    sizeof(fx->err)), SG_STORE_ERROR);
+	assert_non_null(strstr(fx->err, "missing/copy.db"));
+	assert_int_equal(access(bad, F_OK), -1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -896,6 +951,7 @@ main(void)
 		T(relayed_bound_to_tenant_and_upstream),
 		T(relayed_expire_and_prune),
 		T(migrate_from_1),
+		T(backup_while_writing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
