@@ -7,7 +7,7 @@ pkgs="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
 libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev libseccomp-dev lighttpd
 bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib
 python3-ipython python3-pandas curl
-valgrind sqlite3 procps"
+valgrind sqlite3 procps nginx apache2"
 # `make fuzz` also needs clang and libFuzzer: install-deps.sh fuzz;
 # `make bench` wrk, hyperfine and GNU time: install-deps.sh bench
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
@@ -22,10 +22,26 @@ if [ -n "$missing" ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
-	# Debian starts the packaged lighttpd on port 80; we start our own.
+	# Debian starts each web server it installs on port 80; the tests start
+	# their own on loopback. A policy-rc.d of our own (only when there is
+	# none) keeps the packaged services from starting.
+	policy=""
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+		$sudo chmod 755 /usr/sbin/policy-rc.d
+		policy=1
+	fi
+	rc=0
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+	    --no-install-recommends $missing || rc=$?
+	if [ -n "$policy" ]; then
+		$sudo rm -f /usr/sbin/policy-rc.d
+	fi
+	[ "$rc" -eq 0 ] || exit "$rc"
 	if command -v systemctl >/dev/null 2>&1; then
-		$sudo systemctl disable --now lighttpd >/dev/null 2>&1 || true
+		for s in lighttpd nginx apache2; do
+			$sudo systemctl disable --now "$s" >/dev/null 2>&1 || true
+		done
 	fi
 fi
 # slirp4netns (internet for local sandboxes) runs as each sandbox's uid and
