@@ -1,0 +1,238 @@
+// nginx in front of sandgate-fcgi --listen on a Unix socket, configured by
+// the shipped sample etc/nginx.conf.example: the test reads that file and
+// only substitutes the socket path, the listen address, the body limit (to
+// the stack's server.max_body_bytes) and, for the prefix case, the location
+// line (the sample's commented /ai variant). Each sample copy sits in the
+// http block of a minimal nginx.conf of ours (events, temp paths inside the
+// test's directory, and the worker user when we are root), run by nginx
+// itself (not the system service) on a free loopback port. Two stacks: one
+// at the root, one with mount_prefix = "/ai", each with its own nginx.
+// Skipped only when nginx is not installed.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import OpenAI from "openai";
+import { startStack, freePort, waitFor, KEYS, root, serviceUser, sseEvents } from "./harness.mjs";
+
+const NGINX = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"].find((p) => fs.existsSync(p));
+const SKIP = NGINX ? false : "nginx is not installed";
+const SAMPLE = path.join(root, "etc/nginx.conf.example");
+const MAX_BODY = 65536;
+const PREFIX = "/ai";
+const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
+const isRoot = process.getuid() === 0;
+const T = { timeout: 60000 };
+
+let dir; // ours: the nginx configs, logs, temp paths
+const stacks = [];
+const nginxes = [];
+let front; // { base } of the nginx before the root-mounted stack
+let prefixed; // { base } of the nginx before the /ai one
+
+// Replace what must be in the sample; a sample that lost it fails here.
+function sub(text, from, to, what) {
+  assert.ok(from.test(text), `etc/nginx.conf.example has no ${what} (${from}) to substitute`);
+  return text.replace(from, to);
+}
+
+// The sample with this deployment's socket, port and limit; with prefix,
+// its commented prefixed location line in place of the root one.
+function renderSample({ sock, port, maxBody, prefix }) {
+  let s = fs.readFileSync(SAMPLE, "utf8");
+  s = sub(s, /unix:\/run\/sandgate\/fcgi\.sock;/, `unix:${sock};`, "socket path");
+  s = sub(s, /^(\s*)listen 127\.0\.0\.1:8080;/m, `$1listen 127.0.0.1:${port};`, "listen line");
+  s = sub(s, /^(\s*)client_max_body_size \S+;/m, `$1client_max_body_size ${maxBody};`, "client_max_body_size");
+  if (prefix) {
+    const esc = prefix.replace(/[/]/g, "\\/");
+    s = sub(s, new RegExp(`^(\\s*)#(location ~ \\^${esc}/.*\\{)\\n\\s*location ~ \\^/\\(.*\\{$`, "m"), "$1$2",
+      `commented ${prefix} location line followed by the root one`);
+  }
+  return s;
+}
+
+async function startNginx(name, stack, prefix) {
+  const port = await freePort();
+  const d = path.join(dir, name);
+  fs.mkdirSync(d);
+  // include fastcgi_params is relative to the config's directory, as in
+  // /etc/nginx: the distribution's file.
+  fs.copyFileSync("/etc/nginx/fastcgi_params", `${d}/fastcgi_params`);
+  fs.writeFileSync(`${d}/sandgate.conf`, renderSample({ sock: stack.fcgiAddr.path, port, maxBody: MAX_BODY, prefix }));
+  fs.writeFileSync(`${d}/nginx.conf`, `
+${isRoot ? `user ${serviceUser};` : ""}
+worker_processes 1;
+events { worker_connections 128; }
+http {
+  access_log ${d}/access.log;
+  client_body_temp_path ${d}/tmp/body;
+  fastcgi_temp_path ${d}/tmp/fastcgi;
+  proxy_temp_path ${d}/tmp/proxy;
+  uwsgi_temp_path ${d}/tmp/uwsgi;
+  scgi_temp_path ${d}/tmp/scgi;
+  include ${d}/sandgate.conf;
+}
+`);
+  fs.mkdirSync(`${d}/tmp`);
+  const log = fs.openSync(`${d}/stderr.log`, "a");
+  const p = spawn(NGINX, ["-p", `${d}/`, "-c", `${d}/nginx.conf`, "-e", `${d}/error.log`,
+    "-g", `daemon off; pid ${d}/nginx.pid;`], { stdio: ["ignore", log, log] });
+  const n = { p, d, base: `http://127.0.0.1:${port}` };
+  nginxes.push(n);
+  const why = () => ["stderr.log", "error.log"].map((f) => { try { return fs.readFileSync(`${d}/${f}`, "utf8"); } catch { return ""; } }).join("\n");
+  try {
+    await waitFor(async () => {
+      if (p.exitCode !== null) throw new Error(`nginx exited ${p.exitCode}`);
+      return (await fetch(`${n.base}${prefix ?? ""}/healthz`, { signal: AbortSignal.timeout(2000) })).status === 200;
+    }, `nginx (${name}) /healthz`, 15000);
+  } catch (e) {
+    throw new Error(`${e.message}\n${why()}`);
+  }
+  return n;
+}
+
+async function stopNginx({ p }) {
+  if (p.exitCode !== null || p.signalCode) return;
+  const gone = new Promise((r) => p.once("exit", r));
+  p.kill("SIGTERM");
+  const t = setTimeout(() => p.kill("SIGKILL"), 5000);
+  await gone;
+  clearTimeout(t);
+}
+
+before(async () => {
+  if (SKIP) return;
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgnginx-"));
+  fs.chmodSync(dir, 0o755);
+  stacks.push(await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY }));
+  front = await startNginx("root", stacks[0]);
+  stacks.push(await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY, mount_prefix: PREFIX }));
+  prefixed = await startNginx("prefix", stacks[1], PREFIX);
+});
+
+after(async () => {
+  for (const n of nginxes) await stopNginx(n).catch(() => {});
+  const errors = [];
+  for (const s of stacks) await s.stop().catch((e) => errors.push(e));
+  if (dir && !process.env.SG_KEEP) fs.rmSync(dir, { recursive: true, force: true });
+  if (errors.length) throw errors[0];
+});
+
+// One request through nginx, bounded in time: {status, json, text}.
+async function call(base, method, p, { key = KEYS.alice, body, raw } = {}) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  if (body !== undefined || raw !== undefined) headers["content-type"] = "application/json";
+  const r = await fetch(base + p, {
+    method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+    signal: AbortSignal.timeout(30000),
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: r.status, json, text, headers: r.headers };
+}
+
+const client = (base, key = KEYS.alice) => new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0, timeout: 30000 });
+
+test("GET /healthz through nginx", { skip: SKIP, ...T }, async () => {
+  const r = await call(front.base, "GET", "/healthz", { key: null });
+  assert.equal(r.status, 200);
+  // Only the sample's paths reach sandgate.
+  assert.equal((await call(front.base, "GET", "/other", { key: null })).status, 404);
+});
+
+test("an intercepted code_interpreter request completes through nginx", { skip: SKIP, ...T }, async () => {
+  const r = await client(front.base).responses.create({ model: "ci-primes", input: "Multiply the first six primes.", tools: CI });
+  assert.equal(r.status, "completed");
+  assert.match(r.output_text, /30030/);
+  const ci = r.output.find((o) => o.type === "code_interpreter_call");
+  assert.ok(ci, "a code_interpreter_call item");
+  assert.equal(ci.status, "completed");
+  assert.equal(ci.code, "print(2*3*5*7*11*13)");
+  assert.deepEqual(r.output.map((o) => o.type), ["code_interpreter_call", "message"]);
+});
+
+test("a stream's first delta reaches the client long before the upstream finished", { skip: SKIP, ...T }, async (t) => {
+  const t0 = Date.now();
+  const r = await fetch(`${front.base}/v1/chat/completions`, {
+    method: "POST", signal: AbortSignal.timeout(30000),
+    headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "slowstream", stream: true, messages: [{ role: "user", content: "one two three four five six seven" }] }),
+  });
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get("content-type"), /text\/event-stream/);
+  const dec = new TextDecoder();
+  let text = "", firstDelta = null;
+  for await (const chunk of r.body) {
+    text += dec.decode(chunk, { stream: true });
+    if (firstDelta === null && sseEvents(text).some((e) => e.data.startsWith("{") && JSON.parse(e.data).choices?.[0]?.delta?.content))
+      firstDelta = Date.now();
+  }
+  const end = Date.now();
+  t.diagnostic(`first delta at +${firstDelta - t0} ms, end at +${end - t0} ms`);
+  const events = sseEvents(text);
+  assert.equal(events.at(-1).data, "[DONE]");
+  const content = events.filter((e) => e.data.startsWith("{")).map((e) => JSON.parse(e.data).choices?.[0]?.delta?.content ?? "").join("");
+  assert.match(content, /one two three four five six seven/);
+  assert.ok(firstDelta !== null, "a content delta");
+  assert.ok(end - t0 > 2000, `the upstream streams for seconds (took ${end - t0} ms)`);
+  assert.ok(firstDelta < end - 1000, `first delta at +${firstDelta - t0} ms, end at +${end - t0} ms: nothing buffered`);
+});
+
+// A chat body of exactly n bytes.
+const EMPTY_BODY = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "" }] });
+function bodyOf(n) {
+  const s = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "x".repeat(n - EMPTY_BODY.length) }] });
+  assert.equal(Buffer.byteLength(s), n);
+  return s;
+}
+
+test("a body just under max_body_bytes passes, one over is a clean 413, and the gateway keeps serving", { skip: SKIP, ...T }, async () => {
+  const ok = await call(front.base, "POST", "/v1/chat/completions", { raw: bodyOf(MAX_BODY - 1) });
+  assert.equal(ok.status, 200, ok.text.slice(0, 300));
+  assert.equal(ok.json.choices[0].message.content, "echo: " + "x".repeat(MAX_BODY - 1 - EMPTY_BODY.length));
+  // nginx's client_max_body_size refuses these before sandgate sees them,
+  // with the sample's JSON error_page.
+  for (const n of [MAX_BODY + 1, 4 * MAX_BODY]) {
+    const big = await call(front.base, "POST", "/v1/chat/completions", { raw: bodyOf(n) });
+    assert.equal(big.status, 413, `${n} bytes`);
+    assert.equal(big.json?.error?.code, "request_too_large", `the sample's JSON 413: ${big.text.slice(0, 200)}`);
+  }
+  assert.equal((await call(front.base, "GET", "/healthz", { key: null })).status, 200);
+  const again = await client(front.base).chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "still here" }] });
+  assert.equal(again.choices[0].message.content, "echo: still here");
+});
+
+// nginx passes a body of exactly client_max_body_size; sandgate's
+// read_body (fcgi/responder.c) refuses a body of exactly max_body_bytes
+// once read ("larger than this gateway's limit"), though CONTENT_LENGTH
+// equal to the limit passes its first check.
+test("a body of exactly max_body_bytes passes", { skip: SKIP, todo: "sandgate answers 413 at exactly max_body_bytes (fcgi/responder.c read_body)", ...T }, async () => {
+  const r = await call(front.base, "POST", "/v1/chat/completions", { raw: bodyOf(MAX_BODY) });
+  assert.equal(r.status, 200, r.text.slice(0, 300));
+});
+
+test("the Authorization header reaches sandgate: a wrong key 401, a valid one 200", { skip: SKIP, ...T }, async () => {
+  const wrong = await call(front.base, "POST", "/v1/chat/completions", { key: "sk-wrong-0000", body: { model: "gpt-test", messages: [{ role: "user", content: "hi" }] } });
+  assert.equal(wrong.status, 401);
+  assert.ok(wrong.json?.error, "sandgate's JSON error, not nginx's page");
+  assert.equal((await call(front.base, "GET", "/v1/models", { key: null })).status, 401);
+  const right = await call(front.base, "POST", "/v1/chat/completions", { key: KEYS.bob, body: { model: "gpt-test", messages: [{ role: "user", content: "hi" }] } });
+  assert.equal(right.status, 200);
+  assert.equal(right.json.choices[0].message.content, "echo: hi");
+  await assert.rejects(client(front.base, "sk-nope").models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+});
+
+test(`mounted under ${PREFIX}: the sample's prefixed location and mount_prefix`, { skip: SKIP, ...T }, async () => {
+  assert.equal((await call(prefixed.base, "GET", `${PREFIX}/healthz`, { key: null })).status, 200);
+  const c = new OpenAI({ apiKey: KEYS.carol, baseURL: `${prefixed.base}${PREFIX}/v1`, maxRetries: 0, timeout: 30000 });
+  const r = await c.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "prefixed" }] });
+  assert.equal(r.choices[0].message.content, "echo: prefixed");
+  const resp = await c.responses.create({ model: "ci-primes", input: "primes", tools: CI });
+  assert.ok(resp.output.some((o) => o.type === "code_interpreter_call"));
+  // Outside the prefix nothing reaches sandgate.
+  assert.equal((await call(prefixed.base, "GET", "/healthz", { key: null })).status, 404);
+  assert.equal((await call(prefixed.base, "POST", "/v1/chat/completions", { body: { model: "gpt-test", messages: [] } })).status, 404);
+});
