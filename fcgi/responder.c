@@ -190,8 +190,12 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 		return sg_error_server(err, 500, "out of memory");
 	for (;;) {
 		if (len + 1 >= size) {
-			char *nb;
+			char *nb, more;
 
+			/* At the limit: a body of exactly cap bytes ends
+			 * here; one byte more is one too many. */
+			if (len >= cap && get_chunk(r, cfg, &more, 1) <= 0)
+				break;
 			if (len >= cap) {
 				drain(r, cfg);
 				return sg_error_set(err, 413,

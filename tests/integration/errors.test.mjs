@@ -61,6 +61,18 @@ test("unknown model → 404 model_not_found (SDK: NotFoundError)", async () => {
   assertError(await raw("/v1/chat/completions", { body: '{"model":"gpt-nope","messages":[]}' }), 404, { code: "model_not_found" });
 });
 
+test("a body of exactly max_body_bytes is read; one byte more is 413", async () => {
+  // The harness's max_body_bytes: 65536.
+  const of = (n) => {
+    const head = '{"model":"gpt-test","messages":[{"role":"user","content":"';
+    const tail = '"}]}';
+    return head + "x".repeat(n - head.length - tail.length) + tail;
+  };
+  const exact = await raw("/v1/chat/completions", { body: of(65536) });
+  assert.equal(exact.status, 200, exact.text?.slice(0, 300));
+  assertError(await raw("/v1/chat/completions", { body: of(65537) }), 413, { code: "request_too_large" });
+});
+
 test("body over max_body_bytes → 413, and the next request is fine", async () => {
   const big = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "x".repeat(70000) }] });
   assertError(await raw("/v1/chat/completions", { body: big }), 413, { code: "request_too_large" });
