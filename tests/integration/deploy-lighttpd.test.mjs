@@ -1,0 +1,314 @@
+// lighttpd in front of sandgate, configured by the shipped sample
+// lighttpd.conf.example, both ways it describes:
+//   bin-path: lighttpd spawns sandgate-fcgi on fd 0 ("max-procs" => 1), as
+//     the sample ships. It runs the config and binaries of a stack started
+//     with start: "binpath" (so, as root, the responders drop to the
+//     service user): a second master on the same store, beside the stack's
+//     own, as two gateways sharing a store by design. Its environment is
+//     lighttpd's (lighttpd hands its own to a bin-path backend): the
+//     stack's, with alice's key and the sanitizer options.
+//   --listen: the sample's commented "socket" line in place of its
+//     socket/bin-path/max-procs lines, to a start: "listen" stack's Unix
+//     socket; a second such stack with mount_prefix = "/ai" behind the
+//     sample's commented prefixed $HTTP["url"] line.
+// Only paths, the port and server.max-request-size are substituted (twice
+// the stack's max_body_bytes, in KiB, as the sample's 16384 is to sandgate's
+// default 8 MiB: sandgate answers the 413). Each sample copy is included
+// from a minimal lighttpd.conf of ours (port, document root, error log) in
+// a temp directory, run with -D on a free loopback port. The stacks are
+// started whatever SG_START says; SG_BUILD picks the build as for every
+// other test. Skipped only when lighttpd is not installed.
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import OpenAI from "openai";
+import { startStack, freePort, waitFor, KEYS, root, sseEvents } from "./harness.mjs";
+
+const LIGHTTPD = ["/usr/sbin/lighttpd", "/usr/local/sbin/lighttpd"].find((p) => fs.existsSync(p));
+const SKIP = LIGHTTPD ? false : "lighttpd is not installed";
+const SAMPLE = path.join(root, "lighttpd.conf.example");
+const MAX_BODY = 65536; // the stacks' max_body_bytes (gatewayConfig's default)
+const MAX_REQUEST_KIB = Math.ceil((2 * MAX_BODY) / 1024);
+const PREFIX = "/ai";
+const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
+const T = { timeout: 60000 };
+
+// Every lighttpd we started, for the exit handler: none outlives the run.
+const live = new Set();
+process.on("exit", () => {
+  for (const l of live) {
+    for (const pid of [l.p.pid, l.master]) if (pid) try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
+    if (!process.env.SG_KEEP) try { fs.rmSync(l.d, { recursive: true, force: true }); } catch { /* gone */ }
+  }
+});
+
+// Replace what must be in the sample; a sample that lost it fails here.
+function sub(text, from, to, what) {
+  assert.ok(from.test(text), `lighttpd.conf.example has no ${what} (${from}) to substitute`);
+  return text.replace(from, to);
+}
+
+// The sample with this deployment's paths and limit. bin: the bin-path
+// command line (the sample's socket is then ours); listen: the socket of a
+// --listen sandgate, in the sample's commented socket line, its
+// socket/bin-path/max-procs lines gone; prefix: its commented prefixed URL
+// condition in place of the root one.
+function renderSample({ d, bin, listen, prefix }) {
+  let s = fs.readFileSync(SAMPLE, "utf8");
+  assert.match(s, /^server\.stream-response-body = 2$/m, "the sample streams responses");
+  assert.match(s, /^\s*"check-local" => "disable",$/m);
+  s = sub(s, /^server\.max-request-size = \d+$/m, `server.max-request-size = ${MAX_REQUEST_KIB}`, "server.max-request-size");
+  const three = /^(\s*)"socket" => "\/run\/lighttpd\/sandgate\.sock",\n\s*"bin-path" => "\/usr\/local\/bin\/sandgate-fcgi --config \/etc\/sandgate\/sandgate\.conf",\n\s*"max-procs" => 1,\n/m;
+  if (bin) {
+    s = sub(s, three, `$1"socket" => "${d}/sandgate.sock",\n$1"bin-path" => "${bin}",\n$1"max-procs" => 1,\n`,
+      "socket, bin-path and max-procs lines");
+  } else {
+    s = sub(s, three, "", "socket, bin-path and max-procs lines");
+    s = sub(s, /^(\s*)#"socket" => "\/run\/sandgate\/fcgi\.sock",$/m, `$1"socket" => "${listen}",`,
+      "commented --listen socket line");
+  }
+  if (prefix) {
+    const esc = prefix.replace(/[/]/g, "\\/");
+    s = sub(s, new RegExp(`^#(\\$HTTP\\["url"\\] =~ "\\^${esc}/\\(v1/.*\\{)\\n\\$HTTP\\["url"\\] =~ "\\^/\\(v1/.*\\{$`, "m"), "$1",
+      `commented ${prefix} URL condition followed by the root one`);
+  }
+  return s;
+}
+
+// The pids whose parent is pid (from /proc).
+function childrenOf(pid) {
+  const out = [];
+  for (const e of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(f[1]) === pid && f[0] !== "Z") out.push(Number(e));
+    } catch { /* gone meanwhile */ }
+  }
+  return out;
+}
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+async function startLighttpd(name, { env, prefix, ...how }) {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), `sglighttpd-${name}-`));
+  fs.chmodSync(d, 0o755);
+  fs.mkdirSync(`${d}/www`);
+  const port = await freePort();
+  fs.writeFileSync(`${d}/sandgate.conf`, renderSample({ d, prefix, ...how }));
+  fs.writeFileSync(`${d}/lighttpd.conf`, `
+server.port = ${port}
+server.bind = "127.0.0.1"
+server.document-root = "${d}/www"
+server.errorlog = "${d}/error.log"
+include "${d}/sandgate.conf"
+`);
+  const log = fs.openSync(`${d}/stderr.log`, "a");
+  const p = spawn(LIGHTTPD, ["-D", "-f", `${d}/lighttpd.conf`], { env, stdio: ["ignore", log, log] });
+  fs.closeSync(log);
+  const l = { p, d, base: `http://127.0.0.1:${port}` };
+  live.add(l);
+  l.logs = () => ["stderr.log", "error.log"].map((f) => { try { return fs.readFileSync(`${d}/${f}`, "utf8"); } catch { return ""; } }).join("\n");
+  l.stop = async () => {
+    // The bin-path master, to wait for: lighttpd signals it on the way out.
+    l.master ??= childrenOf(p.pid)[0];
+    if (p.exitCode === null && p.signalCode === null) {
+      const gone = new Promise((r) => p.once("exit", r));
+      p.kill("SIGTERM");
+      const t = setTimeout(() => p.kill("SIGKILL"), 10000);
+      await gone;
+      clearTimeout(t);
+    }
+    if (l.master) {
+      try {
+        await waitFor(() => !alive(l.master), `the bin-path sandgate master ${l.master} to stop`, 10000);
+      } catch (e) {
+        try { process.kill(l.master, "SIGKILL"); } catch { /* gone */ }
+        throw new Error(`${e.message}\n${l.logs()}`);
+      }
+    }
+    live.delete(l);
+    if (!process.env.SG_KEEP) fs.rmSync(d, { recursive: true, force: true });
+  };
+  try {
+    await waitFor(async () => {
+      if (p.exitCode !== null) throw new Error(`lighttpd exited ${p.exitCode}`);
+      return (await fetch(`${l.base}${prefix ?? ""}/healthz`, { signal: AbortSignal.timeout(2000) })).status === 200;
+    }, `lighttpd (${name}) /healthz`, 20000);
+    if (how.bin) {
+      l.master = childrenOf(p.pid)[0];
+      assert.ok(l.master, "lighttpd spawned a sandgate master");
+    }
+  } catch (e) {
+    const logs = l.logs();
+    await l.stop().catch(() => {});
+    throw new Error(`${e.message}\n${logs}`);
+  }
+  return l;
+}
+
+// One request through lighttpd, bounded in time: {status, json, text}.
+async function call(base, method, p, { key = KEYS.alice, body, raw } = {}) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  if (body !== undefined || raw !== undefined) headers["content-type"] = "application/json";
+  const r = await fetch(base + p, {
+    method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+    signal: AbortSignal.timeout(30000),
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: r.status, json, text, headers: r.headers };
+}
+
+const client = (base, key = KEYS.alice) => new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0, timeout: 30000 });
+
+// A chat body of exactly n bytes.
+const EMPTY_BODY = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "" }] });
+function bodyOf(n) {
+  const s = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "x".repeat(n - EMPTY_BODY.length) }] });
+  assert.equal(Buffer.byteLength(s), n);
+  return s;
+}
+
+const WAYS = [
+  {
+    name: "bin-path",
+    title: "lighttpd spawning sandgate-fcgi (bin-path), lighttpd.conf.example as shipped",
+    async start(keep) {
+      const stack = keep(await startStack({ start: "binpath", max_body_bytes: MAX_BODY }));
+      const bin = `${stack.dir}/bin/sandgate-fcgi --config ${stack.dir}/sandgate.conf`;
+      return startLighttpd("binpath", { bin, env: stack.env });
+    },
+  },
+  {
+    name: "--listen",
+    title: "lighttpd to sandgate-fcgi --listen SOCKET, the sample's commented socket line",
+    async start(keep) {
+      const stack = keep(await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY }));
+      return startLighttpd("listen", { listen: stack.fcgiAddr.path, env: process.env });
+    },
+  },
+];
+
+for (const way of WAYS) {
+  describe(way.title, { skip: SKIP }, () => {
+    let stack, lighttpd, front;
+
+    before(async () => {
+      // The stack is ours to stop in after() even when its lighttpd fails.
+      lighttpd = await way.start((s) => (stack = s));
+      front = lighttpd.base;
+    });
+    after(async () => {
+      const errors = [];
+      await lighttpd?.stop().catch((e) => errors.push(e));
+      await stack?.stop().catch((e) => errors.push(e));
+      if (errors.length) throw errors[0];
+    });
+
+    test(`GET /healthz through lighttpd (${way.name})`, T, async () => {
+      const r = await call(front, "GET", "/healthz", { key: null });
+      assert.equal(r.status, 200, lighttpd.logs());
+      // Only the sample's paths reach sandgate.
+      assert.equal((await call(front, "GET", "/other", { key: null })).status, 404);
+    });
+
+    test(`an intercepted code_interpreter request completes (${way.name})`, T, async () => {
+      const r = await client(front).responses.create({ model: "ci-primes", input: "Multiply the first six primes.", tools: CI });
+      assert.equal(r.status, "completed");
+      assert.match(r.output_text, /30030/);
+      const ci = r.output.find((o) => o.type === "code_interpreter_call");
+      assert.ok(ci, "a code_interpreter_call item");
+      assert.equal(ci.status, "completed");
+      assert.equal(ci.code, "print(2*3*5*7*11*13)");
+      assert.deepEqual(r.output.map((o) => o.type), ["code_interpreter_call", "message"]);
+    });
+
+    test(`a stream's first delta reaches the client long before the upstream finished (${way.name})`, T, async (t) => {
+      const t0 = Date.now();
+      const r = await fetch(`${front}/v1/chat/completions`, {
+        method: "POST", signal: AbortSignal.timeout(30000),
+        headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "slowstream", stream: true, messages: [{ role: "user", content: "one two three four five six seven" }] }),
+      });
+      assert.equal(r.status, 200);
+      assert.match(r.headers.get("content-type"), /text\/event-stream/);
+      const dec = new TextDecoder();
+      let text = "", firstDelta = null;
+      for await (const chunk of r.body) {
+        text += dec.decode(chunk, { stream: true });
+        if (firstDelta === null && sseEvents(text).some((e) => e.data.startsWith("{") && JSON.parse(e.data).choices?.[0]?.delta?.content))
+          firstDelta = Date.now();
+      }
+      const end = Date.now();
+      t.diagnostic(`first delta at +${firstDelta - t0} ms, end at +${end - t0} ms`);
+      const events = sseEvents(text);
+      assert.equal(events.at(-1).data, "[DONE]");
+      const content = events.filter((e) => e.data.startsWith("{")).map((e) => JSON.parse(e.data).choices?.[0]?.delta?.content ?? "").join("");
+      assert.match(content, /one two three four five six seven/);
+      assert.ok(firstDelta !== null, "a content delta");
+      assert.ok(end - t0 > 2000, `the upstream streams for seconds (took ${end - t0} ms)`);
+      assert.ok(firstDelta < end - 1000, `first delta at +${firstDelta - t0} ms, end at +${end - t0} ms: nothing buffered`);
+    });
+
+    test(`a body of exactly max_body_bytes passes, one over is sandgate's JSON 413 (${way.name})`, T, async (t) => {
+      const ok = await call(front, "POST", "/v1/chat/completions", { raw: bodyOf(MAX_BODY) });
+      assert.equal(ok.status, 200, ok.text.slice(0, 300));
+      assert.equal(ok.json.choices[0].message.content, "echo: " + "x".repeat(MAX_BODY - EMPTY_BODY.length));
+      // Under server.max-request-size, so sandgate refuses it, as JSON.
+      const over = await call(front, "POST", "/v1/chat/completions", { raw: bodyOf(MAX_BODY + 1) });
+      assert.equal(over.status, 413);
+      assert.equal(over.json?.error?.code, "request_too_large", `sandgate's JSON 413: ${over.text.slice(0, 200)}`);
+      // Over server.max-request-size, lighttpd refuses it itself.
+      const huge = await call(front, "POST", "/v1/chat/completions", { raw: bodyOf(MAX_REQUEST_KIB * 1024 + 1) });
+      assert.equal(huge.status, 413);
+      t.diagnostic(`over server.max-request-size: ${huge.status} ${huge.headers.get("content-type")} ${JSON.stringify(huge.text.slice(0, 80))}`);
+      assert.equal((await call(front, "GET", "/healthz", { key: null })).status, 200);
+      const again = await client(front).chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "still here" }] });
+      assert.equal(again.choices[0].message.content, "echo: still here");
+    });
+
+    test(`the Authorization header reaches sandgate: a wrong key 401, a valid one 200 (${way.name})`, T, async () => {
+      const wrong = await call(front, "POST", "/v1/chat/completions", { key: "sk-wrong-0000", body: { model: "gpt-test", messages: [{ role: "user", content: "hi" }] } });
+      assert.equal(wrong.status, 401);
+      assert.equal(wrong.json?.error?.code, "invalid_api_key", "sandgate's JSON error, not lighttpd's page");
+      assert.equal((await call(front, "GET", "/v1/models", { key: null })).status, 401);
+      for (const key of [KEYS.alice, KEYS.bob, KEYS.carol]) {
+        const right = await call(front, "POST", "/v1/chat/completions", { key, body: { model: "gpt-test", messages: [{ role: "user", content: "hi" }] } });
+        assert.equal(right.status, 200, right.text.slice(0, 300));
+        assert.equal(right.json.choices[0].message.content, "echo: hi");
+      }
+      await assert.rejects(client(front, "sk-nope").models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+    });
+  });
+}
+
+describe(`lighttpd to sandgate-fcgi --listen mounted under ${PREFIX}: the sample's prefixed URL condition and mount_prefix`, { skip: SKIP }, () => {
+  let stack, lighttpd;
+
+  before(async () => {
+    stack = await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY, mount_prefix: PREFIX });
+    lighttpd = await startLighttpd("prefix", { listen: stack.fcgiAddr.path, env: process.env, prefix: PREFIX });
+  });
+  after(async () => {
+    try { await lighttpd?.stop(); } finally { await stack?.stop(); }
+  });
+
+  test(`${PREFIX}/healthz, chat and an intercepted request under ${PREFIX}; nothing outside it`, T, async () => {
+    assert.equal((await call(lighttpd.base, "GET", `${PREFIX}/healthz`, { key: null })).status, 200);
+    const c = new OpenAI({ apiKey: KEYS.carol, baseURL: `${lighttpd.base}${PREFIX}/v1`, maxRetries: 0, timeout: 30000 });
+    const r = await c.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "prefixed" }] });
+    assert.equal(r.choices[0].message.content, "echo: prefixed");
+    const resp = await c.responses.create({ model: "ci-primes", input: "primes", tools: CI });
+    assert.ok(resp.output.some((o) => o.type === "code_interpreter_call"));
+    assert.equal((await call(lighttpd.base, "GET", `${PREFIX}/v1/models`, { key: "sk-wrong-0000" })).status, 401);
+    // Outside the prefix nothing reaches sandgate.
+    assert.equal((await call(lighttpd.base, "GET", "/healthz", { key: null })).status, 404);
+    const miss = await call(lighttpd.base, "POST", "/v1/chat/completions", { body: { model: "gpt-test", messages: [] } });
+    assert.ok(!miss.json?.error && miss.status >= 400, `lighttpd's own answer: ${miss.status}`);
+  });
+});
