@@ -7,6 +7,18 @@
 #include "sandbox.h"
 #include "../lib/util.h"
 
+/*
+ * One logfmt line per sandbox made or deleted (ids, tool names and kinds
+ * carry no spaces: the config's names are checked, the rest are ours).
+ */
+static void
+log_sandbox(const char *event, const char *id, const char *tool,
+    const char *extra)
+{
+	fprintf(stderr, "event=%s id=%s tool=%s%s%s\n", event, id, tool,
+	    extra[0] != '\0' ? " " : "", extra);
+}
+
 static int
 not_found(struct sg_error *err, const char *id)
 {
@@ -125,9 +137,10 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
     struct sg_store_sbx *out, struct sg_error *err)
 {
 	int life = lifetime(env->cfg, kind), rc;
+	int64_t t0 = sg_now_ms();
 	struct sg_prov_error pe;
 	json_t *handle = NULL;
-	char *text;
+	char *text, extra[64];
 
 	rc = ops->create(env->prov, t, id, life, &handle, &pe);
 	if (rc != SG_PROV_OK) {
@@ -147,6 +160,12 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
 		return store_error(env, err);
 	}
 	free(text);
+	static const char *const kinds[] = { "ephemeral", "session",
+	    "conversation", "explicit" };
+
+	snprintf(extra, sizeof(extra), "kind=%s ms=%lld", kind >= 0 &&
+	    kind <= 3 ? kinds[kind] : "other", (long long)(sg_now_ms() - t0));
+	log_sandbox("sandbox_create", id, t->name, extra);
 	if (out != NULL && sg_store_sbx_get(env->store, id, NULL, out) !=
 	    SG_STORE_OK)
 		return store_error(env, err);
@@ -323,6 +342,7 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 		    "DELETE it or let it expire.", t->name, id);
 		return -1;
 	}
+	log_sandbox("sandbox_delete", id, t->name, "by=gone");
 	sg_store_sbx_remove(env->store, id);
 	sg_error_set(err, 404, "invalid_request_error", NULL, "id",
 	    "Container with id '%s' stopped answering and was deleted; create "
@@ -413,6 +433,7 @@ sg_sbx_delete(struct sg_sbx_env *env, const char *tenant, const char *id,
 		sg_store_sbx_mark(env->store, id, "ready");
 		return provider_error(t, &pe, id, err);
 	}
+	log_sandbox("sandbox_delete", id, t->name, "");
 	if (sg_store_sbx_remove(env->store, id) != SG_STORE_OK)
 		return store_error(env, err);
 	return 0;
@@ -497,6 +518,8 @@ sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 			snprintf(why, whysz, "%s", pe.message);
 		return -1;
 	}
+	if (handle != NULL)
+		log_sandbox("sandbox_delete", row->id, row->tool, "by=sweep");
 	return remove_row(env, row, why, whysz);
 }
 

@@ -92,6 +92,7 @@ sg_log_request(const struct sg_req *req, int status, int64_t ms)
 	    req->uri);
 	sg_log_field(model, sizeof(model), req->model[0] != '\0' ?
 	    req->model : "-");
-	fprintf(stderr, "%s key=%s %s %s model=%s %d %lldms\n", req->id, key,
-	    method, path, model, status, (long long)ms);
+	fprintf(stderr, "event=request id=%s key=%s method=%s path=%s model=%s "
+	    "status=%d ms=%lld\n", req->id, key, method, path, model, status,
+	    (long long)ms);
 }

@@ -33,21 +33,27 @@ sweep(const struct sg_cfg *cfg, const char *only_tool)
 {
 	struct sg_prov prov;
 	struct sg_sbx_env env = { cfg, NULL, &prov };
-	char err[SG_ERR_MAX];
+	char err[SG_ERR_MAX], tool[128];
 	int deleted, failed, skipped;
+	int64_t t0;
 
 	if (sg_store_open(cfg->store.path, &env.store, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sandgate: reaper: %s\n", err);
 		return;
 	}
 	sg_prov_init(&prov);
+	t0 = sg_now_ms();
 	if (sg_sbx_reap(&env, only_tool, &deleted, &failed, &skipped) == -1)
 		fprintf(stderr, "sandgate: reaper: %s\n",
 		    sg_store_errmsg(env.store));
-	else if (deleted + failed > 0)
-		fprintf(stderr, "sandgate: reaper: deleted %d %s sandboxes, "
-		    "%d failed\n", deleted, only_tool != NULL ? "removed tool's" :
-		    "expired", failed);
+	else {
+		sg_log_field(tool, sizeof(tool), only_tool != NULL ? only_tool :
+		    "*");
+		/* One logfmt line a sweep; skipped: another sweeps now. */
+		fprintf(stderr, "event=reaper_sweep tool=%s deleted=%d "
+		    "failed=%d skipped=%d ms=%lld\n", tool, deleted, failed,
+		    skipped, (long long)(sg_now_ms() - t0));
+	}
 	sg_prov_free(&prov);
 	sg_store_close(env.store);
 }

@@ -30,7 +30,7 @@ test("keys create prints a key once; it works; list never shows it; revoke stops
   const key = made.out.trim();
   assert.match(key, /^sk-sg-[0-9a-f]{48}$/);
   assert.ok((await models(key)).data.length > 0);
-  assert.match(stack.log(), /key=dave GET \/v1\/models/);
+  assert.match(stack.log(), /key=dave method=GET path=\/v1\/models /);
 
   const list = cli("keys", "list");
   assert.equal(list.code, 0, list.err);

@@ -205,7 +205,7 @@ describe("Apache (mod_proxy_fcgi) with etc/apache.conf.example", { skip }, () =>
       assert.ok((await r.json()).data.some((m) => m.id === "gpt-test"));
     }
     // The log line follows the response: wait for it.
-    await waitFor(() => /key=bob GET \/v1\/models model=- 200/.test(stack.log()), "bob's request in sandgate's log", 5000);
+    await waitFor(() => /key=bob method=GET path=\/v1\/models model=- status=200 /.test(stack.log()), "bob's request in sandgate's log", 5000);
   });
 });
 

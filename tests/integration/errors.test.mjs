@@ -144,5 +144,5 @@ test("/healthz needs no key and the log never shows a key", async () => {
   assert.deepEqual(r.json, { status: "ok" });
   const log = stack.log();
   assert.ok(!log.includes("sk-wrong") && !log.includes("sk-nope"));
-  assert.match(log, /key=- GET \/v1\/models model=- 401/);
+  assert.match(log, /key=- method=GET path=\/v1\/models model=- status=401 /);
 });

@@ -89,7 +89,8 @@ test("a model with a newline leaves one escaped log line and forges none", async
   const lines = stack.log().split("\n");
   assert.deepEqual(lines.filter((l) => l.includes(id)).length, 1, "exactly one line for the request");
   assert.equal(lines.filter((l) => l.startsWith("FORGED")).length, 0, "no forged line");
-  assert.ok(lines.some((l) => l.startsWith(id) && l.includes("model=x\\x0aFORGED\\x20200\\x201ms 404 ")),
+  assert.ok(lines.some((l) => l.startsWith(`event=request id=${id} `) &&
+    l.includes("model=x\\x0aFORGED\\x20200\\x201ms status=404 ")),
     "the model is logged escaped");
 });
 

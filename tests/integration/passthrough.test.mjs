@@ -122,6 +122,6 @@ test("keys: config literal/env, key_sha256 and file: keys all authenticate", asy
     assert.equal(r.choices[0].message.content, "echo: k");
   }
   const log = stack.log();
-  assert.match(log, /key=bob POST \/v1\/chat\/completions model=gpt-test 200/);
+  assert.match(log, /key=bob method=POST path=\/v1\/chat\/completions model=gpt-test status=200 /);
   for (const key of Object.values(KEYS)) assert.ok(!log.includes(key), "a key never reaches the log");
 });

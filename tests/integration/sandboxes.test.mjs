@@ -260,6 +260,7 @@ test("sandboxes whose life has passed are reaped: deleted at the provider, rows 
   const r = spawnSync(`${stack.dir}/bin/sandgate`, ["--config", `${stack.dir}/sandgate.conf`, "reap"], { encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim(), "deleted 1, failed 0");
+  assert.match(r.stderr, new RegExp(`^event=sandbox_delete id=${c.json.id} tool=e2b by=sweep$`, "m"));
   assert.equal((await call("GET", `/v1/sandboxes/${c.json.id}`)).status, 404);
   assert.equal((await call("GET", `/v1/sandboxes/${kept.json.id}`)).status, 200, "a live one stays");
   const s = await stack.fakeHook("e2b", "stats");
@@ -305,6 +306,17 @@ test("a create whose responder died before it had the handle: the reaper finds t
     assert.deepEqual((await stack.fakeHook(tool, "stats")).live, [], `${tool}: nothing left at the provider`);
     assert.equal(sql("SELECT count(*) FROM sandboxes"), "0", `${tool}: no row left`);
   }
+});
+
+test("logfmt lines: a sandbox made and deleted, and each reaper sweep", async () => {
+  const c = await call("POST", "/v1/sandboxes", { tool: "e2b" });
+  assert.equal(c.status, 201, c.text);
+  assert.equal((await call("DELETE", `/v1/sandboxes/${c.json.id}`)).status, 200);
+  const log = stack.log();
+  assert.match(log, new RegExp(`^event=sandbox_create id=${c.json.id} tool=e2b kind=explicit ms=\\d+$`, "m"));
+  assert.match(log, new RegExp(`^event=sandbox_delete id=${c.json.id} tool=e2b$`, "m"));
+  // The reaper sweeps once at start, then every half minute.
+  assert.match(log, /^event=reaper_sweep tool=\* deleted=\d+ failed=\d+ skipped=[01] ms=\d+$/m);
 });
 
 test("the reaper runs as a child of the master, beside the responders", () => {

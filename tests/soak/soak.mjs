@@ -688,7 +688,7 @@ async function main() {
       }
     }
   }
-  const reaperLines = [...stack.log().matchAll(/reaper: deleted (\d+) expired sandboxes/g)].map((m) => Number(m[1]));
+  const reaperLines = [...stack.log().matchAll(/event=reaper_sweep tool=\* deleted=(\d+) /g)].map((m) => Number(m[1]));
 
   // 2. Deaths: each one of our SIGKILLs; sandboxd never died.
   const log = stack.log();
