@@ -108,6 +108,12 @@ soak: deps all
 soak-asan: deps asan
 	SOAK_BUILD=build/asan sh tests/soak/run.sh $(SOAK_N)
 
+# A Debian package (packaging/deb: binaries, kernel files, the config as
+# a conffile, the sandgate user, /var/lib/sandgate, the --listen unit,
+# the web-server samples), built in build/deb-out.
+deb:
+	sh packaging/deb/build.sh $(B)/deb-out
+
 # The same tree, built with ASan+UBSan, in build/asan.
 asan:
 	$(MAKE) B=build/asan CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined,float-cast-overflow" all units replays
@@ -143,7 +149,7 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all units replays fuzz bench soak soak-asan asan deps unit test run install clean
+.PHONY: all units replays fuzz bench soak soak-asan deb asan deps unit test run install clean
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
