@@ -15,7 +15,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { startStack, freePort, waitFor, KEYS, root, serviceUser, sseEvents } from "./harness.mjs";
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts } from "./front.mjs";
+import { startStack, freePort, waitFor, KEYS, root, serviceUser } from "./harness.mjs";
 
 const NGINX = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"].find((p) => fs.existsSync(p));
 const SKIP = NGINX ? false : "nginx is not installed";
@@ -33,10 +34,7 @@ let front; // { base } of the nginx before the root-mounted stack
 let prefixed; // { base } of the nginx before the /ai one
 
 // Replace what must be in the sample; a sample that lost it fails here.
-function sub(text, from, to, what) {
-  assert.ok(from.test(text), `etc/nginx.conf.example has no ${what} (${from}) to substitute`);
-  return text.replace(from, to);
-}
+const sub = (text, from, to, what) => subIn(text, from, to, what, "etc/nginx.conf.example");
 
 // The sample with this deployment's socket, port and limit; with prefix,
 // its commented prefixed location line in place of the root one.
@@ -120,21 +118,7 @@ after(async () => {
   if (errors.length) throw errors[0];
 });
 
-// One request through nginx, bounded in time: {status, json, text}.
-async function call(base, method, p, { key = KEYS.alice, body, raw } = {}) {
-  const headers = key ? { authorization: `Bearer ${key}` } : {};
-  if (body !== undefined || raw !== undefined) headers["content-type"] = "application/json";
-  const r = await fetch(base + p, {
-    method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
-    signal: AbortSignal.timeout(30000),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, json, text, headers: r.headers };
-}
 
-const client = (base, key = KEYS.alice) => new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0, timeout: 30000 });
 
 test("GET /healthz through nginx", { skip: SKIP, ...T }, async () => {
   const r = await call(front.base, "GET", "/healthz", { key: null });
@@ -144,50 +128,13 @@ test("GET /healthz through nginx", { skip: SKIP, ...T }, async () => {
 });
 
 test("an intercepted code_interpreter request completes through nginx", { skip: SKIP, ...T }, async () => {
-  const r = await client(front.base).responses.create({ model: "ci-primes", input: "Multiply the first six primes.", tools: CI });
-  assert.equal(r.status, "completed");
-  assert.match(r.output_text, /30030/);
-  const ci = r.output.find((o) => o.type === "code_interpreter_call");
-  assert.ok(ci, "a code_interpreter_call item");
-  assert.equal(ci.status, "completed");
-  assert.equal(ci.code, "print(2*3*5*7*11*13)");
-  assert.deepEqual(r.output.map((o) => o.type), ["code_interpreter_call", "message"]);
+  await assertIntercepts(front.base);
 });
 
 test("a stream's first delta reaches the client long before the upstream finished", { skip: SKIP, ...T }, async (t) => {
-  const t0 = Date.now();
-  const r = await fetch(`${front.base}/v1/chat/completions`, {
-    method: "POST", signal: AbortSignal.timeout(30000),
-    headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "slowstream", stream: true, messages: [{ role: "user", content: "one two three four five six seven" }] }),
-  });
-  assert.equal(r.status, 200);
-  assert.match(r.headers.get("content-type"), /text\/event-stream/);
-  const dec = new TextDecoder();
-  let text = "", firstDelta = null;
-  for await (const chunk of r.body) {
-    text += dec.decode(chunk, { stream: true });
-    if (firstDelta === null && sseEvents(text).some((e) => e.data.startsWith("{") && JSON.parse(e.data).choices?.[0]?.delta?.content))
-      firstDelta = Date.now();
-  }
-  const end = Date.now();
-  t.diagnostic(`first delta at +${firstDelta - t0} ms, end at +${end - t0} ms`);
-  const events = sseEvents(text);
-  assert.equal(events.at(-1).data, "[DONE]");
-  const content = events.filter((e) => e.data.startsWith("{")).map((e) => JSON.parse(e.data).choices?.[0]?.delta?.content ?? "").join("");
-  assert.match(content, /one two three four five six seven/);
-  assert.ok(firstDelta !== null, "a content delta");
-  assert.ok(end - t0 > 2000, `the upstream streams for seconds (took ${end - t0} ms)`);
-  assert.ok(firstDelta < end - 1000, `first delta at +${firstDelta - t0} ms, end at +${end - t0} ms: nothing buffered`);
+  await assertStreamsUnbuffered(front.base, t);
 });
 
-// A chat body of exactly n bytes.
-const EMPTY_BODY = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "" }] });
-function bodyOf(n) {
-  const s = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "x".repeat(n - EMPTY_BODY.length) }] });
-  assert.equal(Buffer.byteLength(s), n);
-  return s;
-}
 
 test("a body just under max_body_bytes passes, one over is a clean 413, and the gateway keeps serving", { skip: SKIP, ...T }, async () => {
   const ok = await call(front.base, "POST", "/v1/chat/completions", { raw: bodyOf(MAX_BODY - 1) });

@@ -1,0 +1,80 @@
+// What the deployment tests (deploy-*.test.mjs) share: a web server in
+// front of sandgate is checked the same way whichever it is.
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { KEYS, sseEvents } from "./harness.mjs";
+
+// text with from replaced by to; a sample that lost what a test
+// substitutes fails loudly rather than being tested unchanged.
+export function sub(text, from, to, what, sample) {
+  assert.ok(from.test(text), `${sample} has no ${what} (${from}) to substitute`);
+  return text.replace(from, to);
+}
+
+// One request through the front, bounded in time: {status, json, text}.
+export async function call(base, method, p, { key = KEYS.alice, body, raw } = {}) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  if (body !== undefined || raw !== undefined) headers["content-type"] = "application/json";
+  const r = await fetch(base + p, {
+    method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+    signal: AbortSignal.timeout(30000),
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: r.status, json, text, headers: r.headers };
+}
+
+export const client = (base, key = KEYS.alice) =>
+  new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0, timeout: 30000 });
+
+// A chat body of exactly n bytes.
+export const EMPTY_BODY = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "" }] });
+export function bodyOf(n) {
+  const s = JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "x".repeat(n - EMPTY_BODY.length) }] });
+  assert.equal(Buffer.byteLength(s), n);
+  return s;
+}
+
+// A slowstream chat stream through base: its first delta must come long
+// before its end (nothing buffers on the way).
+export async function assertStreamsUnbuffered(base, t) {
+  const t0 = Date.now();
+  const r = await fetch(`${base}/v1/chat/completions`, {
+    method: "POST", signal: AbortSignal.timeout(30000),
+    headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "slowstream", stream: true, messages: [{ role: "user", content: "one two three four five six seven" }] }),
+  });
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get("content-type"), /text\/event-stream/);
+  const dec = new TextDecoder();
+  let text = "", firstDelta = null;
+  for await (const chunk of r.body) {
+    text += dec.decode(chunk, { stream: true });
+    if (firstDelta === null && sseEvents(text).some((e) => e.data.startsWith("{") && JSON.parse(e.data).choices?.[0]?.delta?.content))
+      firstDelta = Date.now();
+  }
+  const end = Date.now();
+  t.diagnostic(`first delta at +${firstDelta - t0} ms, end at +${end - t0} ms`);
+  const events = sseEvents(text);
+  assert.equal(events.at(-1).data, "[DONE]");
+  const content = events.filter((e) => e.data.startsWith("{")).map((e) => JSON.parse(e.data).choices?.[0]?.delta?.content ?? "").join("");
+  assert.match(content, /one two three four five six seven/);
+  assert.ok(firstDelta !== null, "a content delta");
+  assert.ok(end - t0 > 2000, `the upstream streams for seconds (took ${end - t0} ms)`);
+  assert.ok(firstDelta < end - 1000, `first delta at +${firstDelta - t0} ms, end at +${end - t0} ms: nothing buffered`);
+}
+
+// The code interpreter on the fake's ci-primes model through base: one
+// code_interpreter_call, then the answer.
+export async function assertIntercepts(base) {
+  const r = await client(base).responses.create({ model: "ci-primes", input: "Multiply the first six primes.",
+    tools: [{ type: "code_interpreter", container: { type: "auto" } }] });
+  assert.equal(r.status, "completed");
+  assert.match(r.output_text, /30030/);
+  const ci = r.output.find((o) => o.type === "code_interpreter_call");
+  assert.ok(ci, "a code_interpreter_call item");
+  assert.equal(ci.status, "completed");
+  assert.equal(ci.code, "print(2*3*5*7*11*13)");
+  assert.deepEqual(r.output.map((o) => o.type), ["code_interpreter_call", "message"]);
+}
