@@ -135,15 +135,14 @@ struct sbx_counts {
 static int
 sbx_count(void *arg, const char *tool, int kind, int64_t count)
 {
-	static const char *const kinds[] = { "ephemeral", "session",
-	    "conversation", "explicit" };
+	const char *name = sg_sbx_kind_name(kind);
 	struct sbx_counts *c = arg;
 	int w;
 
-	if (kind < 0 || kind > 3 || c->n >= c->sz)
+	if (name == NULL || c->n >= c->sz)
 		return 0;
 	w = snprintf(c->buf + c->n, c->sz - c->n, "sandgate_sandboxes{tool=\"%s\","
-	    "kind=\"%s\"} %lld\n", tool, kinds[kind], (long long)count);
+	    "kind=\"%s\"} %lld\n", tool, name, (long long)count);
 	if (w > 0 && (size_t)w < c->sz - c->n)
 		c->n += (size_t)w;
 	return 0;

@@ -7,6 +7,16 @@
 #include "sandbox.h"
 #include "../lib/util.h"
 
+const char *
+sg_sbx_kind_name(int kind)
+{
+	static const char *const kinds[] = { "ephemeral", "session",
+	    "conversation", "explicit" };
+
+	return kind >= SG_SBX_EPHEMERAL && kind <= SG_SBX_EXPLICIT ?
+	    kinds[kind] : NULL;
+}
+
 /*
  * One logfmt line per sandbox made or deleted (ids, tool names and kinds
  * carry no spaces: the config's names are checked, the rest are ours).
@@ -160,11 +170,9 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
 		return store_error(env, err);
 	}
 	free(text);
-	static const char *const kinds[] = { "ephemeral", "session",
-	    "conversation", "explicit" };
-
-	snprintf(extra, sizeof(extra), "kind=%s ms=%lld", kind >= 0 &&
-	    kind <= 3 ? kinds[kind] : "other", (long long)(sg_now_ms() - t0));
+	snprintf(extra, sizeof(extra), "kind=%s ms=%lld",
+	    sg_sbx_kind_name(kind) != NULL ? sg_sbx_kind_name(kind) : "other",
+	    (long long)(sg_now_ms() - t0));
 	log_sandbox("sandbox_create", id, t->name, extra);
 	if (out != NULL && sg_store_sbx_get(env->store, id, NULL, out) !=
 	    SG_STORE_OK)

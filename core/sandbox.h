@@ -84,5 +84,8 @@ void	 sg_sbx_api(struct sg_sbx_env *, int route, const char *id,
 	    const struct sg_req *, struct sg_out *);
 /* New reference: the sandbox object clients see. */
 json_t	*sg_sbx_json(const struct sg_cfg *, const struct sg_store_sbx *);
+/* "ephemeral", "session", "conversation" or "explicit" for a row's kind;
+ * NULL for any other value. */
+const char *sg_sbx_kind_name(int kind);
 
 #endif
