@@ -25,7 +25,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts } from "./front.mjs";
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root } from "./harness.mjs";
 
 const LIGHTTPD = ["/usr/sbin/lighttpd", "/usr/local/sbin/lighttpd"].find((p) => fs.existsSync(p));
@@ -34,7 +34,6 @@ const SAMPLE = path.join(root, "lighttpd.conf.example");
 const MAX_BODY = 65536; // the stacks' max_body_bytes (gatewayConfig's default)
 const MAX_REQUEST_KIB = Math.ceil((2 * MAX_BODY) / 1024);
 const PREFIX = "/ai";
-const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
 const T = { timeout: 60000 };
 
 // Every lighttpd we started, for the exit handler: none outlives the run.
@@ -246,12 +245,7 @@ describe(`lighttpd to sandgate-fcgi --listen mounted under ${PREFIX}: the sample
   });
 
   test(`${PREFIX}/healthz, chat and an intercepted request under ${PREFIX}; nothing outside it`, T, async () => {
-    assert.equal((await call(lighttpd.base, "GET", `${PREFIX}/healthz`, { key: null })).status, 200);
-    const c = new OpenAI({ apiKey: KEYS.carol, baseURL: `${lighttpd.base}${PREFIX}/v1`, maxRetries: 0, timeout: 30000 });
-    const r = await c.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "prefixed" }] });
-    assert.equal(r.choices[0].message.content, "echo: prefixed");
-    const resp = await c.responses.create({ model: "ci-primes", input: "primes", tools: CI });
-    assert.ok(resp.output.some((o) => o.type === "code_interpreter_call"));
+    await assertPrefixed(lighttpd.base, PREFIX);
     assert.equal((await call(lighttpd.base, "GET", `${PREFIX}/v1/models`, { key: "sk-wrong-0000" })).status, 401);
     // Outside the prefix nothing reaches sandgate.
     assert.equal((await call(lighttpd.base, "GET", "/healthz", { key: null })).status, 404);

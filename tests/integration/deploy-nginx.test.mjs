@@ -15,7 +15,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts } from "./front.mjs";
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root, serviceUser } from "./harness.mjs";
 
 const NGINX = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"].find((p) => fs.existsSync(p));
@@ -23,7 +23,6 @@ const SKIP = NGINX ? false : "nginx is not installed";
 const SAMPLE = path.join(root, "etc/nginx.conf.example");
 const MAX_BODY = 65536;
 const PREFIX = "/ai";
-const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
 const isRoot = process.getuid() === 0;
 const T = { timeout: 60000 };
 
@@ -171,12 +170,7 @@ test("the Authorization header reaches sandgate: a wrong key 401, a valid one 20
 });
 
 test(`mounted under ${PREFIX}: the sample's prefixed location and mount_prefix`, { skip: SKIP, ...T }, async () => {
-  assert.equal((await call(prefixed.base, "GET", `${PREFIX}/healthz`, { key: null })).status, 200);
-  const c = new OpenAI({ apiKey: KEYS.carol, baseURL: `${prefixed.base}${PREFIX}/v1`, maxRetries: 0, timeout: 30000 });
-  const r = await c.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "prefixed" }] });
-  assert.equal(r.choices[0].message.content, "echo: prefixed");
-  const resp = await c.responses.create({ model: "ci-primes", input: "primes", tools: CI });
-  assert.ok(resp.output.some((o) => o.type === "code_interpreter_call"));
+  await assertPrefixed(prefixed.base, PREFIX);
   // Outside the prefix nothing reaches sandgate.
   assert.equal((await call(prefixed.base, "GET", "/healthz", { key: null })).status, 404);
   assert.equal((await call(prefixed.base, "POST", "/v1/chat/completions", { body: { model: "gpt-test", messages: [] } })).status, 404);

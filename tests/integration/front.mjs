@@ -78,3 +78,15 @@ export async function assertIntercepts(base) {
   assert.equal(ci.code, "print(2*3*5*7*11*13)");
   assert.deepEqual(r.output.map((o) => o.type), ["code_interpreter_call", "message"]);
 }
+
+// Under a mount prefix: /healthz, a chat and a code interpreter request
+// answer through base + prefix (the caller checks what lies outside it).
+export async function assertPrefixed(base, prefix) {
+  assert.equal((await call(base, "GET", `${prefix}/healthz`, { key: null })).status, 200);
+  const c = new OpenAI({ apiKey: KEYS.carol, baseURL: `${base}${prefix}/v1`, maxRetries: 0, timeout: 30000 });
+  const r = await c.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "prefixed" }] });
+  assert.equal(r.choices[0].message.content, "echo: prefixed");
+  const resp = await c.responses.create({ model: "ci-primes", input: "primes",
+    tools: [{ type: "code_interpreter", container: { type: "auto" } }] });
+  assert.ok(resp.output.some((o) => o.type === "code_interpreter_call"));
+}
