@@ -8,6 +8,7 @@
 #include "convo.h"
 #include "gateway.h"
 #include "loop.h"
+#include "metrics.h"
 #include "resp_api.h"
 #include "rewrite.h"
 #include "router.h"
@@ -169,14 +170,23 @@ static void
 metrics(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 {
 	char buf[8192], sbx[4096];
+	struct sg_buf more = { 0 };
+	struct sg_error err;
 	size_t n = 0, m;
 
 	if (gw->metrics != NULL)
 		n = gw->metrics(gw->metrics_arg, buf, sizeof(buf));
 	m = sbx_metrics(gw, sbx, sizeof(sbx));
+	if (sg_mx_render(gw->cfg, &more) == -1) {
+		free(more.p);
+		sg_error_server(&err, 500, "out of memory");
+		sg_http_error(out, req, &err);
+		return;
+	}
 	if (sg_http_begin(out, req, 200, "text/plain; version=0.0.4", NULL) == 0 &&
-	    out->write(out, buf, n) == 0)
-		out->write(out, sbx, m);
+	    out->write(out, buf, n) == 0 && out->write(out, sbx, m) == 0)
+		out->write(out, more.p, more.len);
+	free(more.p);
 }
 
 static void
@@ -382,6 +392,8 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 	struct sg_error err;
 	int rc = 0;
 
+	req->route = route;
+
 	if (route == SG_ROUTE_NONE) {
 		sg_error_set(&err, 404, "invalid_request_error", NULL, NULL,
 		    "Invalid URL (%s %s)", req->method, req->path[0] != '\0' ?
@@ -435,6 +447,7 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		sg_resp_api(gw->store, route, id, req, out);
 		break;
 	case SG_ROUTE_NONE:
+	case SG_ROUTE_NROUTES:
 		break;
 	}
 	if (rc == -1 && !out->started)

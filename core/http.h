@@ -42,6 +42,7 @@ struct sg_req {
 	const struct sg_cfg_key *key;	/* borrowed; NULL: store key or
 					 * anonymous */
 	char		 model[128];
+	int		 route;		/* enum sg_route, once routed */
 };
 
 /*

@@ -6,6 +6,7 @@
 #include "answer.h"
 #include "convo.h"
 #include "loop.h"
+#include "metrics.h"
 #include "rewrite.h"
 #include "session.h"
 #include "stream.h"
@@ -450,6 +451,7 @@ loop(struct run *r, struct sg_error *err)
 		}
 		json_decref(outs);
 		rounds++;
+		sg_mx_round();
 		final = rounds >= max || repeated(r, calls, n);
 		sg_rw_followup(r->work, r->s, r->tool, final);
 	}

@@ -98,3 +98,17 @@ sg_route_authed(enum sg_route r)
 			return routes[i].authed;
 	return 1;
 }
+
+const char *
+sg_route_path_of(enum sg_route r, const char **method)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (routes[i].route == r) {
+			*method = routes[i].method;
+			return routes[i].path;
+		}
+	*method = "";
+	return "unmatched";
+}

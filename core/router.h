@@ -24,6 +24,7 @@ enum sg_route {
 	SG_ROUTE_RESP_GET,	/* GET /v1/responses/{id} */
 	SG_ROUTE_RESP_DELETE,	/* DELETE /v1/responses/{id} */
 	SG_ROUTE_RESP_ITEMS,	/* GET /v1/responses/{id}/input_items */
+	SG_ROUTE_NROUTES
 };
 
 /* The route path of uri under prefix into out[outsz]: 0, or -1 when uri
@@ -34,6 +35,9 @@ enum sg_route	 sg_route_find(const char *method, const char *path);
 /* Like sg_route_find; a {id} segment of the path is copied to id[idsz]. */
 enum sg_route	 sg_route_match(const char *method, const char *path, char *id,
 		    size_t idsz);
+/* The route's method and path pattern ("/v1/sandboxes/{id}"); for
+ * SG_ROUTE_NONE (and out of range) "" and "unmatched". Static strings. */
+const char	*sg_route_path_of(enum sg_route, const char **method);
 /* Whether the route needs a key (healthz and metrics do not). */
 int		 sg_route_authed(enum sg_route);
 

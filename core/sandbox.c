@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "sandbox.h"
 #include "../lib/util.h"
 
@@ -150,10 +151,16 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
 	int64_t t0 = sg_now_ms();
 	struct sg_prov_error pe;
 	json_t *handle = NULL;
-	char *text, extra[64];
+	char *text, extra[96];
 
 	rc = ops->create(env->prov, t, id, life, &handle, &pe);
+	snprintf(extra, sizeof(extra), "kind=%s ms=%lld%s%s",
+	    sg_sbx_kind_name(kind) != NULL ? sg_sbx_kind_name(kind) : "other",
+	    (long long)(sg_now_ms() - t0), rc != SG_PROV_OK ? " reason=" : "",
+	    rc != SG_PROV_OK ? sg_prov_rc_name(rc) : "");
 	if (rc != SG_PROV_OK) {
+		log_sandbox("sandbox_create_failed", id, t->name, extra);
+		sg_mx_sbx(t->name, SG_MX_CREATE_FAILED, 0);
 		/* An answer from the provider means nothing was created; a
 		 * timeout might have, so that row stays for the reaper. */
 		if (rc != SG_PROV_TIMEOUT && rc != SG_PROV_STOPPED)
@@ -170,10 +177,8 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
 		return store_error(env, err);
 	}
 	free(text);
-	snprintf(extra, sizeof(extra), "kind=%s ms=%lld",
-	    sg_sbx_kind_name(kind) != NULL ? sg_sbx_kind_name(kind) : "other",
-	    (long long)(sg_now_ms() - t0));
 	log_sandbox("sandbox_create", id, t->name, extra);
+	sg_mx_sbx(t->name, SG_MX_CREATED, sg_now_ms() - t0);
 	if (out != NULL && sg_store_sbx_get(env->store, id, NULL, out) !=
 	    SG_STORE_OK)
 		return store_error(env, err);
@@ -345,12 +350,14 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 	    "%s\n", id, why->message, rc == SG_PROV_OK || rc == SG_PROV_GONE ?
 	    "done" : pe.message);
 	if (rc != SG_PROV_OK && rc != SG_PROV_GONE) {
+		sg_mx_sbx(t->name, SG_MX_DELETE_FAILED, 0);
 		sg_error_server(err, 502, "Sandbox tool %s: container %s stopped "
 		    "answering and could not be deleted yet; it is kept, so "
 		    "DELETE it or let it expire.", t->name, id);
 		return -1;
 	}
 	log_sandbox("sandbox_delete", id, t->name, "by=gone");
+	sg_mx_sbx(t->name, SG_MX_GONE, 0);
 	sg_store_sbx_remove(env->store, id);
 	sg_error_set(err, 404, "invalid_request_error", NULL, "id",
 	    "Container with id '%s' stopped answering and was deleted; create "
@@ -369,7 +376,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	struct sg_prov_error pe;
 	struct sg_exec res;
 	json_t *handle;
-	int64_t left;
+	int64_t left, t0;
 	int rc, life;
 
 	*result = NULL;
@@ -401,8 +408,11 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	else
 		life = (int)left;
 	sg_exec_init(&res, env->prov->output_cap);
+	t0 = sg_now_ms();
 	if (rc == SG_PROV_OK)
 		rc = ops->run(env->prov, t, handle, code, timeout_s, &res, &pe);
+	sg_mx_sbx(t->name, rc == SG_PROV_OK ? SG_MX_RAN : SG_MX_RUN_FAILED,
+	    sg_now_ms() - t0);
 	if (rc == SG_PROV_OK)
 		sg_store_sbx_touch(env->store, id, (int64_t)time(NULL) + life);
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)
@@ -438,10 +448,12 @@ sg_sbx_delete(struct sg_sbx_env *env, const char *tenant, const char *id,
 	sg_store_sbx_clear(&row);
 	/* Gone already counts as deleted; anything else keeps the row. */
 	if (rc != SG_PROV_OK && rc != SG_PROV_GONE) {
+		sg_mx_sbx(t->name, SG_MX_DELETE_FAILED, 0);
 		sg_store_sbx_mark(env->store, id, "ready");
 		return provider_error(t, &pe, id, err);
 	}
 	log_sandbox("sandbox_delete", id, t->name, "");
+	sg_mx_sbx(t->name, SG_MX_DELETED, 0);
 	if (sg_store_sbx_remove(env->store, id) != SG_STORE_OK)
 		return store_error(env, err);
 	return 0;
@@ -524,10 +536,13 @@ sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 	if (rc != SG_PROV_OK && rc != SG_PROV_GONE) {
 		if (handle != NULL && t != NULL)
 			snprintf(why, whysz, "%s", pe.message);
+		sg_mx_sbx(row->tool, SG_MX_DELETE_FAILED, 0);
 		return -1;
 	}
-	if (handle != NULL)
+	if (handle != NULL) {
 		log_sandbox("sandbox_delete", row->id, row->tool, "by=sweep");
+		sg_mx_sbx(row->tool, SG_MX_SWEPT, 0);
+	}
 	return remove_row(env, row, why, whysz);
 }
 

@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 
+#include "metrics.h"
 #include "respids.h"
 #include "sse.h"
 #include "upstream.h"
@@ -318,6 +319,20 @@ fail_transfer(struct relay *r, const struct sg_cfg_model *m, CURLcode rc,
 	    rc == CURLE_OPERATION_TIMEDOUT ? 504 : 502, "%s", msg);
 }
 
+/* The call just made, for /metrics: no HTTP status means no answer. */
+static void
+count(CURL *h)
+{
+	curl_off_t first = 0, total = 0;
+	long status = 0;
+
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &first);
+	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total);
+	sg_mx_upstream((int64_t)first / 1000, (int64_t)total / 1000,
+	    status == 0);
+}
+
 /* POST body to the model's upstream with r's callbacks; a curl code. */
 static CURLcode
 post(struct sg_upstream *up, const struct sg_cfg_model *m, const char *body,
@@ -372,6 +387,7 @@ post(struct sg_upstream *up, const struct sg_cfg_model *m, const char *body,
 	r->next_alive = r->last_rx + ALIVE_EVERY_MS;
 	rc = curl_easy_perform(up->h);
 	curl_slist_free_all(hdrs);
+	count(up->h);
 	if (rc == CURLE_OK && !r->decided && decide(r) == -1)
 		rc = CURLE_WRITE_ERROR;
 	return rc;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "fcgi.h"
+#include "../core/metrics.h"
 #include "../lib/util.h"
 
 #define TICK_MS		1000
@@ -476,6 +477,10 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 	m.board = mmap(NULL, sizeof(*m.board), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m.board == MAP_FAILED) {
+		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
+		return 1;
+	}
+	if (sg_mx_map() == -1) {
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}

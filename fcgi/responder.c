@@ -23,6 +23,7 @@
 #include <fcgiapp.h>
 
 #include "fcgi.h"
+#include "../core/metrics.h"
 #include "../core/gateway.h"
 #include "../lib/util.h"
 
@@ -270,6 +271,7 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 	}
 	ms = sg_now_ms() - req.start_ms;
 	sg_log_request(&req, status, ms);
+	sg_mx_request(req.route, dead ? status : out.base.status, ms);
 	sg_board_count(env->board, dead ? status : out.base.status, ms);
 	free(req.body);
 }

@@ -95,6 +95,15 @@ hide_urls(char *m)
 	}
 }
 
+const char *
+sg_prov_rc_name(enum sg_prov_rc rc)
+{
+	static const char *const names[] = { "ok", "failed", "gone", "auth",
+	    "rate", "timeout", "unreachable", "cap", "stopped", "config" };
+
+	return rc <= SG_PROV_OK && rc >= SG_PROV_CONFIG ? names[-rc] : "failed";
+}
+
 int
 sg_prov_fail(struct sg_prov_error *err, enum sg_prov_rc rc, int status,
     const char *fmt, ...)

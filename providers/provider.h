@@ -121,6 +121,8 @@ const char	*sg_provider_name(enum sg_provider_kind);
 int		 sg_provider_parse(const char *, enum sg_provider_kind *);
 void		 sg_prov_init(struct sg_prov *);
 void		 sg_prov_free(struct sg_prov *);
+/* A word for rc, for logs and metrics ("timeout", "unreachable"...). */
+const char	*sg_prov_rc_name(enum sg_prov_rc);
 /* Fill err; returns rc. */
 int		 sg_prov_fail(struct sg_prov_error *, enum sg_prov_rc, int status,
 		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
