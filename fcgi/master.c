@@ -142,6 +142,8 @@ spawn(struct master *m, int reserve)
 	k->reserve = reserve;
 }
 
+pid_t sg_master_pid;
+
 /* The local sandboxes' directory, or NULL when no tool is local. */
 static const char *
 local_dir(const struct sg_cfg *cfg)
@@ -474,6 +476,7 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 	    .kernel_src = kernel_src };
 	struct pollfd pfd[3];
 
+	sg_master_pid = getpid();
 	m.board = mmap(NULL, sizeof(*m.board), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m.board == MAP_FAILED) {

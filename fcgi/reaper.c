@@ -68,6 +68,7 @@ sg_reaper_run(const struct sg_cfg *cfg)
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (sg_drop_privileges(cfg) == -1)
 		_exit(3);
+	sg_child_follow();
 	while (!stopping) {
 		sweep(cfg, NULL);
 		for (i = 0; i < REAP_EVERY && !stopping; i++)
@@ -87,6 +88,7 @@ sg_reaper_removed(const struct sg_cfg *old, const struct sg_cfg *cfg)
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (sg_drop_privileges(old) == -1)
 		_exit(3);
+	sg_child_follow();
 	for (i = 0; i < old->ntools; i++)
 		if (sg_cfg_tool(cfg, old->tools[i].name) == NULL)
 			sweep(old, old->tools[i].name);

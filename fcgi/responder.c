@@ -3,6 +3,7 @@
  * socket, reads the request under a deadline, has the gateway answer it,
  * and reports its state on the scoreboard.
  */
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -481,6 +482,20 @@ sg_child_signals(void (*on_stop)(int))
 	sigaction(SIGCHLD, &sa, NULL);
 }
 
+/*
+ * A master killed outright (SIGKILL: a web server recycling its FastCGI
+ * processes) cannot stop its children: its death does, as a stop would.
+ * After the privileges are dropped, as a change of uid clears it; a master
+ * gone before is seen by getppid().
+ */
+void
+sg_child_follow(void)
+{
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != sg_master_pid)
+		raise(SIGTERM);
+}
+
 void
 sg_responder_run(const struct sg_env *env, int slot)
 {
@@ -499,6 +514,7 @@ sg_responder_run(const struct sg_env *env, int slot)
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (sg_drop_privileges(env->cfg) == -1)
 		_exit(3);
+	sg_child_follow();
 	if (sg_gw_new(env->cfg, &gw, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandgate: responder %d: %s\n", (int)getpid(), err);
 		_exit(3);

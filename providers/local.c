@@ -5,11 +5,19 @@
  * Handle: {"id", "socket"}. Both sockets sit beside the store, whose path
  * may be longer than AF_UNIX allows: each is reached through an fd of its
  * directory (sg_sbxd_sun_path, as sandboxd binds them).
+ *
+ * Each master has its own sandboxd, in an instance directory of its own
+ * (sbxd.h). A create goes to our master's (a responder's parent), or to
+ * any live one (the CLI); everything after it goes where the handle's
+ * socket is, so a sandbox is reached from every gateway sharing the
+ * store, and deleted by the sandboxd that holds it.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,26 +70,102 @@ connect_supervisor(const char *path)
 	}
 }
 
-/* One request to sandboxd. New reference or NULL with err. */
+/* Any live instance in base into inst[instsz]: 0, or -1. */
+static int
+any_instance(int base, char *inst, size_t instsz)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = -1;
+
+	if ((fd = dup(base)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	while (rc == -1 && (de = readdir(d)) != NULL)
+		if (de->d_name[0] == 'm' && sg_sbxd_alive(base, de->d_name) &&
+		    (size_t)snprintf(inst, instsz, "%s", de->d_name) < instsz)
+			rc = 0;
+	closedir(d);
+	return rc;
+}
+
+/* The socket of the sandboxd a create goes to, new, or NULL. Our
+ * master's, unless it is not running and another is: one that is
+ * starting (not yet locked) is waited for by connect_supervisor. */
+static char *
+create_socket(const struct sg_tool *t)
+{
+	char inst[256], *path;
+	int base;
+
+	if (t->local_dir == NULL)
+		return NULL;
+	snprintf(inst, sizeof(inst), "m%d", (int)getppid());
+	if ((base = open(t->local_dir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1) {
+		if (!sg_sbxd_alive(base, inst))
+			any_instance(base, inst, sizeof(inst));
+		close(base);
+	}
+	return asprintf(&path, "%s/%s/sandboxd.sock", t->local_dir, inst) ==
+	    -1 ? NULL : path;
+}
+
+/*
+ * The socket of the sandboxd holding a sandbox, from its kernel's socket
+ * (INST/kernels/ID.sock), new; NULL when there is none or that sandboxd is
+ * gone (and its kernels with it).
+ */
+static char *
+holder_socket(const json_t *handle)
+{
+	const char *sock = json_string_value(json_object_get(handle, "socket"));
+	const char *k = sock != NULL ? strstr(sock, "/kernels/") : NULL;
+	const char *name;
+	char *base = NULL, *inst = NULL, *path = NULL;
+	int bfd = -1;
+
+	if (k == NULL || strchr(k + 9, '/') != NULL)
+		return NULL;
+	for (name = k; name > sock && name[-1] != '/'; name--)
+		;
+	if (name == sock || name == k || (base = strndup(sock, name - 1 > sock ?
+	    (size_t)(name - 1 - sock) : 1)) == NULL ||
+	    (inst = strndup(name, (size_t)(k - name))) == NULL)
+		goto done;
+	if ((bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1 &&
+	    sg_sbxd_alive(bfd, inst) && asprintf(&path, "%.*s/sandboxd.sock",
+	    (int)(k - sock), sock) == -1)
+		path = NULL;
+done:
+	if (bfd != -1)
+		close(bfd);
+	free(base);
+	free(inst);
+	return path;
+}
+
+/* One request to the sandboxd at path (NULL: none runs). New reference
+ * or NULL with err. */
 static json_t *
-supervisor(const struct sg_tool *t, const json_t *req, struct sg_prov_error *err)
+supervisor(const char *path, const json_t *req, struct sg_prov_error *err)
 {
 	struct pollfd p;
-	char buf[4096], *text, *path;
+	char buf[4096], *text;
 	size_t len = 0;
 	ssize_t n;
 	json_t *resp = NULL;
 	int fd, saved;
 
-	if (t->local_dir == NULL || asprintf(&path, "%s/sandboxd.sock",
-	    t->local_dir) == -1) {
+	if (path == NULL) {
 		sg_prov_fail(err, SG_PROV_CONFIG, 0, "local sandboxes: no usable "
 		    "runtime directory beside the store");
 		return NULL;
 	}
 	fd = connect_supervisor(path);
 	saved = errno;
-	free(path);
 	if (fd == -1) {
 		sg_prov_fail(err, SG_PROV_UNREACHABLE, 0, "the local sandbox "
 		    "supervisor is not running (%s)", strerror(saved));
@@ -116,6 +200,7 @@ local_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 {
 	json_t *req, *resp;
 	const char *sock, *kind;
+	char *path;
 	int rc;
 
 	(void)p;
@@ -127,7 +212,9 @@ local_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 	    "process" : "cgroup", "net", t->allow_internet_access, "isolation",
 	    t->isolation != NULL ? t->isolation : "bubblewrap", "kernel",
 	    t->kernel != NULL ? t->kernel : "auto");
-	resp = supervisor(t, req, err);
+	path = create_socket(t);
+	resp = supervisor(path, req, err);
+	free(path);
 	json_decref(req);
 	if (resp == NULL)
 		return err->rc;
@@ -236,12 +323,19 @@ local_destroy(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     struct sg_prov_error *err)
 {
 	json_t *req, *resp;
+	char *path;
 	int rc;
 
 	(void)p;
+	(void)t;
+	/* Its sandboxd gone, its kernels went with it. */
+	if ((path = holder_socket(handle)) == NULL)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox: its "
+		    "supervisor is gone, and the sandbox with it");
 	req = json_pack("{s:s,s:O}", "op", "delete", "id",
 	    json_object_get(handle, "id"));
-	resp = supervisor(t, req, err);
+	resp = supervisor(path, req, err);
+	free(path);
 	json_decref(req);
 	if (resp == NULL)
 		return err->rc;

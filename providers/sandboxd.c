@@ -1,8 +1,10 @@
 /*
  * sandboxd: the local provider's supervisor, a child of the master and
  * the parent of every local kernel, so kernels outlive the responder that
- * asked for them. Responders talk to it over a Unix socket in the
- * gateway's private runtime directory, one JSON line each way:
+ * asked for them. Responders talk to it over a Unix socket in its
+ * instance of the gateway's private runtime directory (one instance per
+ * master: several masters may share a store, see sbxd.h), one JSON line
+ * each way:
  *   {"op":"create","id","lifetime","memory_mb","disk_mb","max_procs",
  *    "cpu","limits","net","isolation","kernel"}
  *                        → {"ok":true,"socket":PATH} | {"ok":false,"error"}
@@ -56,7 +58,8 @@ static int bwrap_ok, net_ok;
 static char bwrap_why[256], net_why[256];
 static volatile sig_atomic_t got_term;
 static int wake[2] = { -1, -1 };
-static int rundir = -1, kdir = -1;	/* conf->dir and its kernels/ */
+static int rundir = -1, kdir = -1;	/* our instance and its kernels/ */
+static char instdir[4096];		/* conf->dir/INST */
 static pid_t master;
 
 static void
@@ -297,7 +300,7 @@ create(const json_t *req)
 		bury(k);
 		return refuse(NULL, why);
 	}
-	return json_pack("{s:b,s:s++}", "ok", 1, "socket", conf->dir,
+	return json_pack("{s:b,s:s++}", "ok", 1, "socket", instdir,
 	    "/kernels/", k->sock);
 }
 
@@ -492,7 +495,8 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 {
 	struct pollfd p[2];
 	struct sigaction sa;
-	char buf[256], why[1024];
+	struct sg_sbxd_dirs dirs;
+	char buf[256], why[1024], inst[32];
 	int lfd, cfd;
 
 	conf = c;
@@ -518,12 +522,17 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	if (drop_privileges() == -1)
 		fail_start("cannot drop privileges", strerror(errno));
 	follow_master();
-	if (sg_sbxd_rundir(conf->dir, &rundir, &kdir, why, sizeof(why)) == -1)
+	snprintf(inst, sizeof(inst), "m%d", (int)master);
+	if (snprintf(instdir, sizeof(instdir), "%s/%s", conf->dir, inst) >=
+	    (int)sizeof(instdir) || sg_sbxd_rundir(conf->dir, inst, &dirs, why,
+	    sizeof(why)) == -1)
 		fail_start("cannot start", why);
+	rundir = dirs.dir;
+	kdir = dirs.kernels;
 	if ((lfd = sg_sbxd_listen(rundir, "sandboxd.sock", 128)) == -1)
 		fail_start("cannot listen on sandboxd.sock in its runtime "
 		    "directory", strerror(errno));
-	if (sg_sbxd_files_load(&files, conf->kernel_src, conf->dir, rundir,
+	if (sg_sbxd_files_load(&files, conf->kernel_src, instdir, rundir,
 	    why, sizeof(why)) == -1 ||
 	    sg_sbxd_seccomp(&seccomp, why, sizeof(why)) == -1)
 		fail_start("cannot prepare kernels", why);
@@ -545,5 +554,8 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 		}
 	}
 	stop_all();
+	/* Nothing of ours stays behind: the instance goes with us. */
+	if ((cfd = open(conf->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1)
+		sg_sbxd_rmtree(cfd, inst, 5);
 	_exit(0);
 }

@@ -63,12 +63,32 @@ int	 sg_sbxd_listen(int dirfd, const char *name, int backlog);
 /* Remove name in at and, if it is a directory, what it holds (depth
  * levels down at most), never following a link. */
 void	 sg_sbxd_rmtree(int at, const char *name, int depth);
-/* As the gateway's user: the runtime directory at path and its kernels/,
- * ours (mode 0700; a link or a file in their place is replaced), with
- * what a previous sandboxd left in kernels/ removed. Their fds in *dfd and
- * *kfd (close-on-exec). 0, or -1 with why. */
-int	 sg_sbxd_rundir(const char *path, int *dfd, int *kfd, char *why,
-	    size_t whysz);
+/*
+ * Several gateways (masters) may share one store, and so one runtime
+ * directory beside it: each sandboxd has an instance directory of its
+ * own there, base/INST (INST: "m" and its master's pid), holding its
+ * socket, its kernels' sockets in kernels/ and a lock it holds for its
+ * life, so anyone can tell a live instance from one a killed sandboxd
+ * left. Stale entries older than this are removed by the next start.
+ */
+#define SG_SBXD_STALE_S	60
+
+struct sg_sbxd_dirs {
+	int	 dir;		/* base/INST */
+	int	 kernels;	/* base/INST/kernels */
+	int	 lock;		/* base/INST/lock, locked: keep it open */
+};
+
+/* As the gateway's user: base and base/inst and its kernels/, ours (mode
+ * 0700; a link or a file in their place is replaced), the instance's lock
+ * taken, what a previous sandboxd of this instance left in kernels/ and
+ * what dead instances left in base removed. Close-on-exec fds in dirs.
+ * 0, or -1 with why. */
+int	 sg_sbxd_rundir(const char *base, const char *inst,
+	    struct sg_sbxd_dirs *dirs, char *why, size_t whysz);
+/* 1 when instance name in the directory open as base is held by a live
+ * sandboxd, else 0. */
+int	 sg_sbxd_alive(int base, const char *name);
 
 /* ---- sbxd_seccomp.c ---- */
 /* The seccomp filter every kernel runs under, as a BPF program for

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbxd.h"
@@ -253,17 +254,24 @@ move_all(const char *from, const char *to)
 }
 
 /* Per-sandbox groups a sandboxd that died left behind (its kernels died
- * with it, so they are empty). */
+ * with it, so they are empty). Another gateway's sandboxd may share the
+ * group: one of its groups is busy (rmdir fails) but for the moment
+ * between its mkdir and its kernel entering it, so only groups a minute
+ * old go. */
 static void
 clean_stale(const char *dir)
 {
 	struct dirent *de;
+	struct stat st;
+	time_t now = time(NULL);
 	DIR *d;
 
 	if ((d = opendir(dir)) == NULL)
 		return;
 	while ((de = readdir(d)) != NULL)
-		if (strncmp(de->d_name, "cntr_", 5) == 0)
+		if (strncmp(de->d_name, "cntr_", 5) == 0 &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_mtime <= now - SG_SBXD_STALE_S)
 			unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
 	closedir(d);
 }

@@ -11,6 +11,7 @@
  * shared with other users either: no short name under /tmp that someone
  * else could make first.
  */
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbxd.h"
@@ -171,25 +173,116 @@ clean_stale(int kfd)
 	closedir(d);
 }
 
-int
-sg_sbxd_rundir(const char *path, int *dfd, int *kfd, char *why, size_t whysz)
+/* The lock file of instance name in base: open, or -1. */
+static int
+open_lock(int base, const char *name, int flags)
 {
-	const char *what = path;
+	char path[300];
 
-	*dfd = *kfd = -1;
-	if ((*dfd = own_dir(AT_FDCWD, path)) == -1)
+	if (snprintf(path, sizeof(path), "%s/lock", name) >= (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return openat(base, path, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+int
+sg_sbxd_alive(int base, const char *name)
+{
+	int fd = open_lock(base, name, O_RDONLY), alive;
+
+	if (fd == -1)
+		return 0;
+	alive = flock(fd, LOCK_SH | LOCK_NB) == -1 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+/*
+ * What dead instances left in base: their directories (a sandboxd killed
+ * before it could clean up; its kernels died with it) and anything else
+ * but instances. Only what is a minute old: a starting sandboxd makes its
+ * directory a moment before it locks it.
+ */
+static void
+clean_dead(int base, const char *self)
+{
+	struct dirent *de;
+	struct stat st;
+	time_t now = time(NULL);
+	DIR *d;
+	int fd;
+
+	if ((fd = dup(base)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    strcmp(de->d_name, self) == 0 ||
+		    fstatat(base, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    st.st_mtime > now - SG_SBXD_STALE_S ||
+		    sg_sbxd_alive(base, de->d_name))
+			continue;
+		sg_sbxd_rmtree(base, de->d_name, 5);
+	}
+	closedir(d);
+}
+
+/* The instance's lock, taken for the life of the process: retried for a
+ * moment, as another process may be testing it (sg_sbxd_alive). */
+static int
+take_lock(int dfd)
+{
+	int fd, i;
+
+	if ((fd = open_lock(dfd, ".", O_RDWR | O_CREAT)) == -1)
+		return -1;
+	for (i = 0; i < 100; i++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		if (errno != EWOULDBLOCK)
+			break;
+		usleep(20000);
+	}
+	close(fd);
+	return -1;
+}
+
+int
+sg_sbxd_rundir(const char *base, const char *inst, struct sg_sbxd_dirs *dirs,
+    char *why, size_t whysz)
+{
+	const char *what = "";
+	int bfd;
+
+	dirs->dir = dirs->kernels = dirs->lock = -1;
+	if ((bfd = own_dir(AT_FDCWD, base)) == -1)
 		goto fail;
-	what = "its kernels/";
-	if ((*kfd = own_dir(*dfd, "kernels")) == -1)
+	what = inst;
+	if ((dirs->dir = own_dir(bfd, inst)) == -1)
 		goto fail;
-	clean_stale(*kfd);
+	what = "its lock (is another sandboxd of this gateway running?)";
+	if ((dirs->lock = take_lock(dirs->dir)) == -1)
+		goto fail;
+	what = "kernels/";
+	if ((dirs->kernels = own_dir(dirs->dir, "kernels")) == -1)
+		goto fail;
+	clean_stale(dirs->kernels);
+	clean_dead(bfd, inst);
+	close(bfd);
 	return 0;
 fail:
-	snprintf(why, whysz, "runtime directory %s: %s%s%s", path,
-	    what == path ? "" : what, what == path ? "" : ": ",
-	    strerror(errno));
-	if (*dfd != -1)
-		close(*dfd);
-	*dfd = -1;
+	snprintf(why, whysz, "runtime directory %s: %s%s%s", base, what,
+	    what[0] != '\0' ? ": " : "", strerror(errno));
+	if (bfd != -1)
+		close(bfd);
+	if (dirs->dir != -1)
+		close(dirs->dir);
+	if (dirs->lock != -1)
+		close(dirs->lock);
+	dirs->dir = dirs->kernels = dirs->lock = -1;
 	return -1;
 }

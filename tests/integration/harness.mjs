@@ -94,7 +94,7 @@ server: {
   ${extra.server ?? ""}
   mount_prefix = "${extra.mount_prefix ?? ""}";
 };
-store: { path = "${storeDirOf(dir, extra)}/sandgate.db"; };
+store: { path = "${extra.storePath ?? storeDirOf(dir, extra) + "/sandgate.db"}"; };
 auth: {
   keys = (
     { name = "alice"; key = "env:SG_TEST_KEY_ALICE"; max_concurrent = 8; },
@@ -305,6 +305,12 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
     const children = all.filter((p) => p.ppid === master?.pid);
     return { master: master?.pid, responders: children.filter((p) => !p.comm.startsWith("sg-")).map((p) => p.pid),
       sandboxd: children.find((p) => p.comm === "sg-sandboxd")?.pid };
+  }
+
+  // The local sandboxes' directory of this gateway's sandboxd: one per
+  // master, in local/ beside the store.
+  localDir() {
+    return `${this.storeDir}/local/m${this.processes().master}`;
   }
 
   // Rewrite the running config with edit and SIGHUP the master; resolves

@@ -263,7 +263,7 @@ test("a deleted sandbox leaves no process of its uid behind, background ones inc
 test("sandboxd answers a request that a signal interrupted (a sandbox's processes ending)", { skip: !isRoot && "needs root to reach sandboxd's socket" }, async () => {
   // A slow client: connected, then SIGCHLD reaches sandboxd (as when a
   // deleted sandbox's last process is reaped) before the line arrives.
-  const sock = `${stack.dir}/state/store/local/sandboxd.sock`;
+  const sock = `${stack.localDir()}/sandboxd.sock`;
   // sandboxd is up once it answers a sandbox request.
   await withSandbox("local", async () => {});
   const answer = await new Promise((resolve) => {

@@ -42,14 +42,14 @@ test("a store directory of over 100 bytes: local sandboxes are made, run and del
   const stack = await startStack({ storeSub });
   try {
     assert.ok(stack.storeDir.length >= 100, stack.storeDir);
-    assert.ok(`${stack.storeDir}/local/sandboxd.sock`.length > 107);
+    assert.ok(`${stack.localDir()}/sandboxd.sock`.length > 107);
     const sandboxd = stack.processes().sandboxd;
     await useLocal(stack);
     await useLocal(stack);
     // No restart of sandboxd meanwhile, and no socket left behind.
     assert.equal(stack.processes().sandboxd, sandboxd, stack.log());
     assert.doesNotMatch(stack.log(), /sandboxd (died|ended|exited)|cannot make/, stack.log());
-    const left = fs.readdirSync(`${stack.storeDir}/local/kernels`);
+    const left = fs.readdirSync(`${stack.localDir()}/kernels`);
     assert.deepEqual(left, []);
   } finally {
     await stack.stop();
@@ -67,13 +67,13 @@ test("start, use, a killed sandboxd and stop leave nothing in /tmp", async () =>
       let pid;
       await waitFor(() => (pid = stack.processes().sandboxd), "sandboxd", 30000);
       await waitFor(() => [...ours()].some((n) => !before.has(n)) ||
-        fs.existsSync(`${stack.storeDir}/local/mpl`), "sandboxd preparing", 3000).catch(() => {});
+        fs.existsSync(`${stack.localDir()}/mpl`), "sandboxd preparing", 3000).catch(() => {});
       process.kill(pid, "SIGKILL");
       await waitFor(() => { const p = stack.processes().sandboxd; return p && p !== pid; },
         "sandboxd restarted", 30000);
     }
     await useLocal(stack);
-    assert.ok(!fs.existsSync(`${stack.storeDir}/local/mpl`), "the font list's directory is removed");
+    assert.ok(!fs.existsSync(`${stack.localDir()}/mpl`), "the font list's directory is removed");
   } finally {
     await stack.stop();
   }

@@ -108,7 +108,7 @@ test("no network: only lo, and 127.0.0.1 (the gateway) is unreachable", async ()
 });
 
 test("the store, /etc/sandgate, the kernel sockets and the host are out of sight", async () => {
-  const paths = [`${stack.dir}/state/store/sandgate.db`, `${stack.dir}/state/store/local/kernels`, "/etc/sandgate",
+  const paths = [`${stack.dir}/state/store/sandgate.db`, `${stack.localDir()}/kernels`, "/etc/sandgate",
     `${stack.dir}/sandgate.conf`, "/root", "/var", "/run"];
   const r = await run(box, `import os\nfor p in ${JSON.stringify(paths)}:\n    print(p, os.path.exists(p))`);
   for (const p of paths) assert.match(r.stdout, new RegExp(`${p.replace(/[/.]/g, "\\$&")} False`));
@@ -180,7 +180,7 @@ test("a deleted sandbox leaves no process and no file", async () => {
   assert.ok(kernels() > before);
   assert.equal((await call("DELETE", `/v1/sandboxes/${id}`)).status, 200);
   assert.equal(kernels(), before, "no process left");
-  assert.ok(!fs.existsSync(`${stack.dir}/state/store/local/kernels/${id}.sock`) || process.getuid() !== 0);
+  assert.ok(!fs.existsSync(`${stack.localDir()}/kernels/${id}.sock`) || process.getuid() !== 0);
 });
 
 test("an idle kernel exits by itself when its lifetime passes", async () => {

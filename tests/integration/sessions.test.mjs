@@ -75,7 +75,7 @@ async function reap(stack) {
 // Delete a sandbox behind sandgate's back, at its provider.
 async function vanish(stack, id, provider) {
   if (provider === "local") {
-    const sock = `${stack.dir}/state/store/local/sandboxd.sock`;
+    const sock = `${stack.localDir()}/sandboxd.sock`;
     const got = await new Promise((res) => {
       const c = net.connect(sock, () => c.write(JSON.stringify({ op: "delete", id }) + "\n"));
       let t = "";

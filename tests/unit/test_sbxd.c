@@ -85,6 +85,7 @@ static void
 v1_found_per_controller(void **state)
 {
 	struct fx *fx = *state;
+	struct timespec old[2] = { { .tv_sec = 1 }, { .tv_sec = 1 } };
 	char mi[2048], want[512];
 
 	snprintf(mi, sizeof(mi),
@@ -110,11 +111,17 @@ v1_found_per_controller(void **state)
 	snprintf(want, sizeof(want), "%s/cpu,cpuacct/sandgate", fx->dir);
 	assert_string_equal(fx->cg.dir[SG_CG_CPU], want);
 	assert_contains(sg_cg_describe(&fx->cg), "cgroup v1 (memory, pids, cpu)");
-	/* A group a dead sandboxd left is removed at the next start. */
+	/* A group a dead sandboxd left is removed at the next start; one
+	 * just made (another gateway's sandboxd, its kernel not in yet) is
+	 * not. */
 	mkdirs(fx->dir, "pids/sandgate/cntr_0123");
-	sg_cg_setup(&fx->cg, getuid(), getgid());
+	mkdirs(fx->dir, "pids/sandgate/cntr_4567");
 	snprintf(want, sizeof(want), "%s/pids/sandgate/cntr_0123", fx->dir);
+	assert_int_equal(utimensat(AT_FDCWD, want, old, 0), 0);
+	sg_cg_setup(&fx->cg, getuid(), getgid());
 	assert_int_equal(access(want, F_OK), -1);
+	snprintf(want, sizeof(want), "%s/pids/sandgate/cntr_4567", fx->dir);
+	assert_int_equal(access(want, F_OK), 0);
 }
 
 /* Without pids there are no per-sandbox limits: NONE, and why. */
@@ -298,15 +305,17 @@ a_socket_in_a_long_path_is_bound_and_reached(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
-/* The runtime directory: made (0700), a link in its place replaced and
- * never followed, kernel sockets a dead sandboxd left removed. */
+/* The runtime directory and the instance in it: made (0700), a link in
+ * their place replaced and never followed, kernel sockets a dead sandboxd
+ * left removed, the instance's lock held. */
 static void
 rundir_is_ours_and_cleaned(void **state)
 {
 	struct fx *fx = *state;
 	char dir[512], path[700], why[900], victim[600];
+	struct sg_sbxd_dirs d, e;
 	struct stat st;
-	int dfd, kfd;
+	int bfd;
 
 	deep_dir(fx, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/local", dir);
@@ -314,28 +323,77 @@ rundir_is_ours_and_cleaned(void **state)
 	mkdirs(fx->dir, "victim");
 	put_file(fx->dir, "victim/precious", "x");
 	assert_int_equal(symlink(victim, path), 0);
-	assert_int_equal(sg_sbxd_rundir(path, &dfd, &kfd, why, sizeof(why)), 0);
+	assert_int_equal(sg_sbxd_rundir(path, "m1", &d, why, sizeof(why)), 0);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0700);
 	snprintf(path, sizeof(path), "%s/precious", victim);
 	assert_int_equal(access(path, F_OK), 0);
-	close(sg_sbxd_listen(kfd, "cntr_1.sock", 1));
-	mkdirat(kfd, "junk", 0700);
-	close(dfd);
-	close(kfd);
-
+	close(sg_sbxd_listen(d.kernels, "cntr_1.sock", 1));
+	mkdirat(d.kernels, "junk", 0700);
 	snprintf(path, sizeof(path), "%s/local", dir);
-	assert_int_equal(sg_sbxd_rundir(path, &dfd, &kfd, why, sizeof(why)), 0);
-	assert_int_equal(faccessat(kfd, "cntr_1.sock", F_OK, 0), -1);
-	assert_int_equal(faccessat(kfd, "junk", F_OK, 0), -1);
-	close(dfd);
-	close(kfd);
+	assert_true((bfd = open(path, O_RDONLY | O_DIRECTORY)) != -1);
+	assert_int_equal(sg_sbxd_alive(bfd, "m1"), 1);
+	close(d.dir);
+	close(d.kernels);
+	close(d.lock);
+	assert_int_equal(sg_sbxd_alive(bfd, "m1"), 0);
+
+	assert_int_equal(sg_sbxd_rundir(path, "m1", &d, why, sizeof(why)), 0);
+	assert_int_equal(faccessat(d.kernels, "cntr_1.sock", F_OK, 0), -1);
+	assert_int_equal(faccessat(d.kernels, "junk", F_OK, 0), -1);
+	/* One instance at a time. */
+	assert_int_equal(sg_sbxd_rundir(path, "m1", &e, why, sizeof(why)), -1);
+	assert_contains(why, "lock");
+	close(bfd);
+	close(d.dir);
+	close(d.kernels);
+	close(d.lock);
 	/* Not a directory we can make: -1 and why. */
 	snprintf(path, sizeof(path), "%s/victim/precious/local", fx->dir);
-	assert_int_equal(sg_sbxd_rundir(path, &dfd, &kfd, why, sizeof(why)), -1);
-	assert_int_equal(dfd, -1);
+	assert_int_equal(sg_sbxd_rundir(path, "m2", &d, why, sizeof(why)), -1);
+	assert_int_equal(d.dir, -1);
 	assert_contains(why, path);
+}
+
+/* Several masters on one store: a starting sandboxd removes what dead
+ * instances left (a minute old), never a live instance's, nor a dead
+ * one's too young to tell from one starting. */
+static void
+rundir_leaves_live_instances_alone(void **state)
+{
+	struct fx *fx = *state;
+	struct timespec old[2] = { { .tv_sec = 1 }, { .tv_sec = 1 } };
+	char path[700], why[900];
+	struct sg_sbxd_dirs a, b;
+	int bfd;
+
+	snprintf(path, sizeof(path), "%s/local", fx->dir);
+	assert_int_equal(sg_sbxd_rundir(path, "m10", &a, why, sizeof(why)), 0);
+	close(sg_sbxd_listen(a.kernels, "cntr_a.sock", 1));
+	assert_true((bfd = open(path, O_RDONLY | O_DIRECTORY)) != -1);
+	mkdirs(path, "m11/kernels");
+	put_file(path, "m11/kernels/cntr_b.sock", "");
+	mkdirs(path, "m12/kernels");
+	put_file(path, "sandboxd.sock", "");
+	assert_int_equal(utimensat(bfd, "m10", old, 0), 0);
+	assert_int_equal(utimensat(bfd, "m11", old, 0), 0);
+	assert_int_equal(utimensat(bfd, "sandboxd.sock", old, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(sg_sbxd_rundir(path, "m13", &b, why, sizeof(why)), 0);
+	assert_int_equal(faccessat(a.kernels, "cntr_a.sock", F_OK, 0), 0);
+	assert_int_equal(faccessat(bfd, "m11", F_OK, 0), -1);
+	assert_int_equal(faccessat(bfd, "sandboxd.sock", F_OK, 0), -1);
+	assert_int_equal(faccessat(bfd, "m12", F_OK, 0), 0);
+	assert_int_equal(sg_sbxd_alive(bfd, "m10"), 1);
+	assert_int_equal(sg_sbxd_alive(bfd, "m13"), 1);
+	assert_int_equal(sg_sbxd_alive(bfd, "m12"), 0);
+	close(bfd);
+	close(a.dir);
+	close(a.kernels);
+	close(a.lock);
+	close(b.dir);
+	close(b.kernels);
+	close(b.lock);
 }
 
 /* rmtree empties nested directories and never follows a link. */
@@ -375,6 +433,7 @@ main(void)
 		cmocka_unit_test(sun_names_the_socket_through_its_directory),
 		T(a_socket_in_a_long_path_is_bound_and_reached),
 		T(rundir_is_ours_and_cleaned),
+		T(rundir_leaves_live_instances_alone),
 		T(rmtree_stays_inside),
 	};
 
