@@ -135,8 +135,9 @@ int	 sg_drop_privileges(const struct sg_cfg *);
  * never holds a SQLite connection, and root never owns -wal/-shm). */
 int	 sg_prepare_store(const struct sg_cfg *, char *err, size_t errsz);
 
-/* master.c */
+/* master.c; workers: --workers MIN, MAX, kept across reloads ({0, 0}:
+ * the config's). */
 int	 sg_master_run(struct sg_cfg *, int listen_fd, const char *listen_spec,
-	    const char *kernel_src);
+	    const char *kernel_src, const int workers[2]);
 
 #endif

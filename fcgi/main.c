@@ -22,7 +22,7 @@ usage(void)
 }
 
 static int
-parse_workers(const char *s, struct sg_cfg *cfg)
+parse_workers(const char *s, int w[2])
 {
 	char *end;
 	long lo, hi;
@@ -33,8 +33,8 @@ parse_workers(const char *s, struct sg_cfg *cfg)
 		hi = strtol(end + 1, &end, 10);
 	if (*end != '\0' || lo < 1 || hi < lo || hi > 256)
 		return -1;
-	cfg->server.workers_min = (int)lo;
-	cfg->server.workers_max = (int)hi;
+	w[0] = (int)lo;
+	w[1] = (int)hi;
 	return 0;
 }
 
@@ -82,6 +82,7 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = NULL, *listen_spec = NULL, *workers = NULL;
+	int w[2] = { 0, 0 };
 	struct sg_cfg *cfg;
 	char err[SG_ERR_MAX];
 	size_t i;
@@ -113,7 +114,7 @@ main(int argc, char *argv[])
 	}
 	for (i = 0; i < cfg->nwarnings; i++)
 		fprintf(stderr, "sandgate: warning: %s\n", cfg->warnings[i]);
-	if (workers != NULL && parse_workers(workers, cfg) == -1) {
+	if (workers != NULL && parse_workers(workers, w) == -1) {
 		fprintf(stderr, "sandgate: --workers %s: expected MIN[:MAX] "
 		    "with 1 <= MIN <= MAX <= 256\n", workers);
 		return 1;
@@ -140,5 +141,5 @@ main(int argc, char *argv[])
 		fprintf(stderr, "sandgate: %s\n", err);
 		return 1;
 	}
-	return sg_master_run(cfg, fd, listen_spec, kernel_src());
+	return sg_master_run(cfg, fd, listen_spec, kernel_src(), w);
 }

@@ -57,6 +57,7 @@ struct master {
 	int		 wake[2];
 	int64_t		 spawn_after;
 	const char	*kernel_src;
+	int		 workers[2];	/* --workers; {0, 0}: the config's */
 	pid_t		 sandboxd;	/* the local provider's supervisor */
 	int64_t		 sandboxd_after;
 	int64_t		 sandboxd_started;
@@ -361,7 +362,9 @@ balance(struct master *m)
 		spawn_sandboxd(m);
 	else if (m->sandboxd != 0 && local_dir(cfg) == NULL)
 		kill(m->sandboxd, SIGTERM);
-	if (m->reaper == 0 && cfg->ntools > 0 && now >= m->reaper_after)
+	/* Without sandbox tools too: it also ends stored responses and
+	 * forgotten sessions. */
+	if (m->reaper == 0 && now >= m->reaper_after)
 		spawn_reaper(m);
 	balance_responders(m, now);
 }
@@ -419,6 +422,16 @@ removed_tools(const struct sg_cfg *old, const struct sg_cfg *cfg)
 	return 0;
 }
 
+/* --workers wins over the config, at start and at each reload. */
+static void
+apply_workers(const struct master *m, struct sg_cfg *cfg)
+{
+	if (m->workers[0] > 0) {
+		cfg->server.workers_min = m->workers[0];
+		cfg->server.workers_max = m->workers[1];
+	}
+}
+
 /* SIGHUP: a good file replaces the config and rolls every responder; a
  * broken one is refused and the old config stays. */
 static void
@@ -436,6 +449,7 @@ reload(struct master *m)
 	}
 	for (i = 0; i < cfg->nwarnings; i++)
 		fprintf(stderr, "sandgate: warning: %s\n", cfg->warnings[i]);
+	apply_workers(m, cfg);
 	if (sg_prepare_store(cfg, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandgate: reload refused: %s\n", err);
 		sg_cfg_free(cfg);
@@ -445,6 +459,12 @@ reload(struct master *m)
 	 * can reach them, so a child with the old config deletes them. */
 	if (removed_tools(m->cfg, cfg) && fork_helper(m) == 0)
 		sg_reaper_removed(m->cfg, cfg);
+	/* A store moved elsewhere moves the local sandboxes' directory: the
+	 * running sandboxd cannot follow, so it stops (its sandboxes with
+	 * it) and balance() starts one in the new place. */
+	if (m->sandboxd != 0 && local_dir(cfg) != NULL &&
+	    strcmp(local_dir(cfg), local_dir(m->cfg)) != 0)
+		kill(m->sandboxd, SIGTERM);
 	sg_cfg_free(m->cfg);
 	m->cfg = cfg;
 	/* A sandboxd waiting out its back-off may start now: the reload may
@@ -470,13 +490,14 @@ drain(int fd)
 
 int
 sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
-    const char *kernel_src)
+    const char *kernel_src, const int workers[2])
 {
 	struct master m = { .cfg = cfg, .listen_fd = listen_fd,
-	    .kernel_src = kernel_src };
+	    .kernel_src = kernel_src, .workers = { workers[0], workers[1] } };
 	struct pollfd pfd[3];
 
 	sg_master_pid = getpid();
+	apply_workers(&m, cfg);
 	m.board = mmap(NULL, sizeof(*m.board), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m.board == MAP_FAILED) {

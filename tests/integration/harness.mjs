@@ -232,7 +232,7 @@ export class Stack {
   async startGateway() {
     const { dir } = this;
     const bin = `${dir}/bin/sandgate-fcgi`;
-    const cfgArgs = `--config ${dir}/sandgate.conf --workers 2:8`;
+    const cfgArgs = `--config ${dir}/sandgate.conf --workers ${this.opts.workers ?? "2:8"}`;
     let backend;
     if (this.mode === "listen") {
       const port = await freePort();

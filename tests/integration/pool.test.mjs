@@ -103,3 +103,25 @@ test("SIGHUP with a good config rolls the responders onto it", async () => {
   assert.ok(names.includes("gpt-new"), "new config in force");
   fs.writeFileSync(cfgPath, good);
 });
+
+test("--workers holds across a reload; the reaper runs without sandbox tools (it also ends stored responses)", async () => {
+  const own = await startStack({ workers: "3:3" });
+  const reaper = () => fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).find((d) => {
+      try {
+        return fs.readFileSync(`/proc/${d}/comm`, "utf8").trim() === "sg-reaper" &&
+          fs.readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1].split(" ")[1] === String(own.processes().master);
+      } catch { return false; }
+    });
+  try {
+    assert.equal(own.processes().responders.length, 3);
+    // No sandbox tools any more (and nothing that names one).
+    await own.reload((c) => c.replace(/sandbox_tools = \([\s\S]*?\n\);/, "").replace(/interception: \{[^\n]*\};/, ""));
+    assert.match(own.log(), /reloaded/);
+    // Past idle_retire (2 s): the config's [2, 8] would have let one go.
+    await sleep(3500);
+    assert.equal(own.processes().responders.length, 3, own.log());
+    await until(() => reaper() !== undefined, "a reaper with no sandbox tool");
+  } finally {
+    await own.stop();
+  }
+});
