@@ -100,6 +100,7 @@ install -m 0644 "$here/copyright" "$doc/copyright"
 install -d -m 0755 "$root/usr/share/lintian/overrides"
 install -m 0644 "$here/lintian-overrides" "$root/usr/share/lintian/overrides/sandgate"
 gzip -9n -c README.md > "$doc/README.md.gz"
+gzip -9n -c docs/configuration.md > "$doc/configuration.md.gz"
 maint=$(sed -n 's/^Maintainer: //p' "$here/maintainer" 2>/dev/null || true)
 maint=${maint:-sandgate maintainers <maintainers@sandgate.invalid>}
 date=$(TZ=UTC git log -1 --format=%cd --date=format-local:'%a, %d %b %Y %H:%M:%S +0000' 2>/dev/null ||
