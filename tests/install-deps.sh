@@ -7,7 +7,7 @@ pkgs="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
 libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev libseccomp-dev lighttpd
 bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib
 python3-ipython python3-pandas curl
-valgrind sqlite3 procps nginx apache2"
+valgrind sqlite3 procps nginx apache2 libapache2-mod-fcgid"
 # `make fuzz` also needs clang and libFuzzer: install-deps.sh fuzz;
 # `make bench` wrk, hyperfine and GNU time: install-deps.sh bench
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"

@@ -449,3 +449,31 @@ export function sseEvents(text) {
 export async function startStack(opts) {
   return new Stack(opts).start();
 }
+
+// The fakes alone, for a test whose gateway is started by someone else (a
+// web server that spawns it, say): the fake upstream and, with e2b, the
+// e2b fake, their port files in dir. Resolves to { fakePort, e2bPort,
+// e2bTool (a sandbox_tools entry named "e2b" for gatewayConfig's
+// sandboxTools), fakeHook(name, hook, body), stop() }.
+export async function startFakes(dir, { e2b = false } = {}) {
+  const s = new Stack({});
+  s.dir = dir;
+  const stop = async () => {
+    for (const p of s.procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGTERM");
+    await Promise.all(s.procs.map((p) => p.exitCode !== null || p.signalCode ? null :
+      new Promise((r) => p.once("exit", r))));
+  };
+  try {
+    s.fakePort = await s.startFake();
+    if (e2b) s.e2bPort = await s.startPy("e2b", ["--api-key", E2B_KEY]);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const base = `http://127.0.0.1:${s.e2bPort}`;
+  return {
+    fakePort: s.fakePort, e2bPort: s.e2bPort, stop,
+    e2bTool: e2b ? `{ name = "e2b"; provider = "e2b"; api_key = "${E2B_KEY}"; api_base = "${base}"; sandbox_url = "${base}"; }` : null,
+    fakeHook: (name, hook, body) => s.fakeHook(name, hook, body),
+  };
+}
