@@ -81,13 +81,32 @@ become_store_owner(const struct sg_cfg *cfg)
 	return 0;
 }
 
+/* The store's own directory, private, as the gateway makes it (a first
+ * `keys create` may come before the gateway ever ran): 0, or -1 said. */
+static int
+make_store_dir(const struct sg_cfg *cfg)
+{
+	char dir[1024], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", cfg->store.path);
+	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		fprintf(stderr, "sandgate: cannot make the store's directory %s: "
+		    "%s\n", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct sg_store *
 sg_cli_open_store(const struct sg_cfg *cfg)
 {
 	struct sg_store *st;
 	char err[512];
 
-	if (become_store_owner(cfg) == -1)
+	if (become_store_owner(cfg) == -1 || make_store_dir(cfg) == -1)
 		return NULL;
 	if (sg_store_open(cfg->store.path, &st, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sandgate: %s\n", err);

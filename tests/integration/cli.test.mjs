@@ -57,6 +57,23 @@ test("run as root, the tool leaves every store file owned by the service user", 
   for (const f of files) assert.equal(fs.statSync(`${dir}/${f}`).uid, uid, `${f} owned by ${serviceUser}`);
 });
 
+test("keys create before the gateway ever ran makes the store's directory, private", () => {
+  const parent = fs.mkdtempSync(`${stack.dir}/fresh-`);
+  if (process.getuid() === 0) {
+    const id = (o) => Number(spawnSync("id", [o, serviceUser], { encoding: "utf8" }).stdout.trim());
+    fs.chownSync(parent, id("-u"), id("-g"));
+  }
+  const conf = `${parent}/sandgate.conf`;
+  fs.writeFileSync(conf, fs.readFileSync(`${stack.dir}/sandgate.conf`, "utf8")
+    .replace(/store: \{ path = "[^"]*"; \};/, `store: { path = "${parent}/state/sandgate.db"; };`));
+  const r = spawnSync(`${stack.dir}/bin/sandgate`, ["--config", conf, "keys", "create", "first"],
+    { encoding: "utf8", env: { ...process.env, SG_TEST_KEY_ALICE: "unused" } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^sk-sg-/);
+  assert.equal(fs.statSync(`${parent}/state`).mode & 0o777, 0o700);
+  assert.ok(fs.existsSync(`${parent}/state/sandgate.db`));
+});
+
 test("check-config: ok, unknown keys are errors with file:line, syntax errors too", () => {
   const good = `${stack.dir}/good.conf`;
   fs.writeFileSync(good, 'models = ( { name = "m"; api_base = "http://127.0.0.1:9/v1"; } );\n');
