@@ -141,6 +141,11 @@ install: all
 	install -m 0755 $(B)/sandgate-fcgi $(B)/sandgate $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 etc/sandgate.conf lighttpd.conf.example \
 		$(DESTDIR)$(PREFIX)/share/sandgate/
+	install -d $(DESTDIR)$(PREFIX)/share/sandgate/shared-hosting
+	install -m 0644 etc/shared-hosting/.htaccess etc/shared-hosting/sandgate.conf \
+		$(DESTDIR)$(PREFIX)/share/sandgate/shared-hosting/
+	install -m 0755 etc/shared-hosting/sandgate.fcgi \
+		$(DESTDIR)$(PREFIX)/share/sandgate/shared-hosting/
 	install -d $(DESTDIR)$(PREFIX)/share/sandgate/kernel
 	install -m 0644 providers/kernel/kernel.py providers/kernel/sg_cells.py \
 		providers/kernel/sg_ipython.py providers/kernel/sg_mpl.py \

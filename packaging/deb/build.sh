@@ -79,6 +79,12 @@ for f in nginx.conf.example apache.conf.example; do
 	sed -e 's,/usr/local/bin/,/usr/bin/,g' "etc/$f" > "$doc/examples/$f"
 done
 chmod 0644 "$doc"/examples/*
+# Shared hosting runs from the user's own copy, not the package: the
+# samples are examples too.
+rm -rf "$root/usr/share/sandgate/shared-hosting"
+install -d -m 0755 "$doc/examples/shared-hosting"
+install -m 0644 etc/shared-hosting/.htaccess etc/shared-hosting/sandgate.conf \
+    etc/shared-hosting/sandgate.fcgi "$doc/examples/shared-hosting/"
 # The conffile: responders (and the --listen socket) belong to the
 # package's own user; the web server's group may connect to the socket.
 sed -e 's,^# /etc/sandgate/sandgate.conf and check it,# /etc/sandgate/sandgate.conf (done by the Debian package); check it,' \

@@ -115,7 +115,11 @@ test("dpkg -i installs files, user, state dir and conffile", { skip, timeout: 12
     "/usr/share/doc/sandgate/copyright", "/usr/share/doc/sandgate/changelog.Debian.gz",
     "/usr/share/doc/sandgate/examples/lighttpd.conf.example",
     "/usr/share/doc/sandgate/examples/nginx.conf.example",
-    "/usr/share/doc/sandgate/examples/apache.conf.example"]) assert.ok(fs.existsSync(f), f);
+    "/usr/share/doc/sandgate/examples/apache.conf.example",
+    "/usr/share/doc/sandgate/examples/shared-hosting/.htaccess",
+    "/usr/share/doc/sandgate/examples/shared-hosting/sandgate.fcgi",
+    "/usr/share/doc/sandgate/examples/shared-hosting/sandgate.conf",
+    "/usr/share/doc/sandgate/configuration.md.gz"]) assert.ok(fs.existsSync(f), f);
   assert.ok(userExists("sandgate") && groupExists("sandgate"));
   const uid = Number(sh("id", ["-u", "sandgate"])), gid = Number(sh("id", ["-g", "sandgate"]));
   assert.ok(uid < 1000, "a system user");
