@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -70,27 +69,6 @@ connect_supervisor(const char *path)
 	}
 }
 
-/* Any live instance in base into inst[instsz]: 0, or -1. */
-static int
-any_instance(int base, char *inst, size_t instsz)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd, rc = -1;
-
-	if ((fd = dup(base)) == -1 || (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			close(fd);
-		return -1;
-	}
-	while (rc == -1 && (de = readdir(d)) != NULL)
-		if (de->d_name[0] == 'm' && sg_sbxd_alive(base, de->d_name) &&
-		    (size_t)snprintf(inst, instsz, "%s", de->d_name) < instsz)
-			rc = 0;
-	closedir(d);
-	return rc;
-}
-
 /* The socket of the sandboxd a create goes to, new, or NULL. Our
  * master's, unless it is not running and another is: one that is
  * starting (not yet locked) is waited for by connect_supervisor. */
@@ -106,7 +84,7 @@ create_socket(const struct sg_tool *t)
 	if ((base = open(t->local_dir, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) != -1) {
 		if (!sg_sbxd_alive(base, inst))
-			any_instance(base, inst, sizeof(inst));
+			sg_sbxd_live_instance(base, inst, sizeof(inst));
 		close(base);
 	}
 	return asprintf(&path, "%s/%s/sandboxd.sock", t->local_dir, inst) ==

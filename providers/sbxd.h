@@ -89,6 +89,8 @@ int	 sg_sbxd_rundir(const char *base, const char *inst,
 /* 1 when instance name in the directory open as base is held by a live
  * sandboxd, else 0. */
 int	 sg_sbxd_alive(int base, const char *name);
+/* The name of a live instance in base into name[namesz]: 0, or -1. */
+int	 sg_sbxd_live_instance(int base, char *name, size_t namesz);
 
 /* ---- sbxd_seccomp.c ---- */
 /* The seccomp filter every kernel runs under, as a BPF program for

@@ -153,24 +153,37 @@ own_dir(int at, const char *name)
 	return fd;
 }
 
-/* Kernel sockets a previous sandboxd left (its kernels died with it). */
-static void
-clean_stale(int kfd)
+/*
+ * fn(dfd, name, arg) for each entry of the directory open as dfd but "."
+ * and "..", until fn returns nonzero: that value, or 0.
+ */
+static int
+each_entry(int dfd, int (*fn)(int, const char *, void *), void *arg)
 {
 	struct dirent *de;
 	DIR *d;
-	int fd;
+	int fd, rc = 0;
 
-	if ((fd = dup(kfd)) == -1)
-		return;
+	if ((fd = dup(dfd)) == -1)
+		return 0;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
-		return;
+		return 0;
 	}
-	while ((de = readdir(d)) != NULL)
+	while (rc == 0 && (de = readdir(d)) != NULL)
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			sg_sbxd_rmtree(kfd, de->d_name, 2);
+			rc = fn(dfd, de->d_name, arg);
 	closedir(d);
+	return rc;
+}
+
+/* Kernel sockets a previous sandboxd left (its kernels died with it). */
+static int
+remove_entry(int dfd, const char *name, void *arg)
+{
+	(void)arg;
+	sg_sbxd_rmtree(dfd, name, 2);
+	return 0;
 }
 
 /* The lock file of instance name in base: open, or -1. */
@@ -201,34 +214,42 @@ sg_sbxd_alive(int base, const char *name)
 /*
  * What dead instances left in base: their directories (a sandboxd killed
  * before it could clean up; its kernels died with it) and anything else
- * but instances. Only what is a minute old: a starting sandboxd makes its
- * directory a moment before it locks it.
+ * but instances (arg: our own). Only what is a minute old: a starting
+ * sandboxd makes its directory a moment before it locks it.
  */
-static void
-clean_dead(int base, const char *self)
+static int
+remove_dead(int base, const char *name, void *self)
 {
-	struct dirent *de;
 	struct stat st;
-	time_t now = time(NULL);
-	DIR *d;
-	int fd;
 
-	if ((fd = dup(base)) == -1)
-		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    strcmp(de->d_name, self) == 0 ||
-		    fstatat(base, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-		    st.st_mtime > now - SG_SBXD_STALE_S ||
-		    sg_sbxd_alive(base, de->d_name))
-			continue;
-		sg_sbxd_rmtree(base, de->d_name, 5);
-	}
-	closedir(d);
+	if (strcmp(name, self) != 0 &&
+	    fstatat(base, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_mtime <= time(NULL) - SG_SBXD_STALE_S &&
+	    !sg_sbxd_alive(base, name))
+		sg_sbxd_rmtree(base, name, 5);
+	return 0;
+}
+
+struct found {
+	char	*name;
+	size_t	 sz;
+};
+
+static int
+found_alive(int base, const char *name, void *arg)
+{
+	struct found *f = arg;
+
+	return name[0] == 'm' && sg_sbxd_alive(base, name) &&
+	    (size_t)snprintf(f->name, f->sz, "%s", name) < f->sz;
+}
+
+int
+sg_sbxd_live_instance(int base, char *name, size_t namesz)
+{
+	struct found f = { name, namesz };
+
+	return each_entry(base, found_alive, &f) ? 0 : -1;
 }
 
 /* The instance's lock, taken for the life of the process: retried for a
@@ -270,8 +291,8 @@ sg_sbxd_rundir(const char *base, const char *inst, struct sg_sbxd_dirs *dirs,
 	what = "kernels/";
 	if ((dirs->kernels = own_dir(dirs->dir, "kernels")) == -1)
 		goto fail;
-	clean_stale(dirs->kernels);
-	clean_dead(bfd, inst);
+	each_entry(dirs->kernels, remove_entry, NULL);
+	each_entry(bfd, remove_dead, (void *)inst);
 	close(bfd);
 	return 0;
 fail:

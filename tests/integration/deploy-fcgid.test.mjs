@@ -36,7 +36,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed } from "./front.mjs";
-import { startFakes, gatewayConfig, freePort, waitFor, KEYS, root, serviceUser } from "./harness.mjs";
+import { startFakes, gatewayConfig, freePort, waitFor, KEYS, root, serviceUser, procOf, procTable } from "./harness.mjs";
 
 const APACHE = "/usr/sbin/apache2";
 const MODULES = "/usr/lib/apache2/modules";
@@ -57,18 +57,8 @@ const T = (s) => ({ timeout: s * 1000 });
 
 // ---------------------------------------------------------------- processes
 
-// One process from /proc: pid, ppid, start (clock ticks), comm, cmd, uid.
-function proc(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (f[0] === "Z") return null;
-    const uid = Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
-    return { pid: Number(pid), ppid: Number(f[1]), start: f[19], comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
-      cmd: fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean), uid };
-  } catch { return null; }
-}
-const procs = () => fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(proc).filter(Boolean);
+const proc = procOf;
+const procs = procTable;
 const alive = (p) => proc(p.pid)?.start === p.start;
 
 // ---------------------------------------------------------------- the deployment

@@ -26,7 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed } from "./front.mjs";
-import { startStack, freePort, waitFor, KEYS, root } from "./harness.mjs";
+import { startStack, freePort, waitFor, KEYS, root, procTable } from "./harness.mjs";
 
 const LIGHTTPD = ["/usr/sbin/lighttpd", "/usr/local/sbin/lighttpd"].find((p) => fs.existsSync(p));
 const SKIP = LIGHTTPD ? false : "lighttpd is not installed";
@@ -75,19 +75,8 @@ function renderSample({ d, bin, listen, prefix }) {
   return s;
 }
 
-// The pids whose parent is pid (from /proc).
-function childrenOf(pid) {
-  const out = [];
-  for (const e of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${e}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(f[1]) === pid && f[0] !== "Z") out.push(Number(e));
-    } catch { /* gone meanwhile */ }
-  }
-  return out;
-}
+// The pids whose parent is pid.
+const childrenOf = (pid) => procTable().filter((p) => p.ppid === pid).map((p) => p.pid);
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
 async function startLighttpd(name, { env, prefix, ...how }) {

@@ -8,7 +8,7 @@ import { test, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import { startStack, KEYS, sseEvents } from "./harness.mjs";
+import { startStack, KEYS, sseEvents, procTable } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
@@ -42,11 +42,8 @@ function assertError(r, status, type, param, code) {
 
 // Processes whose argv is exactly `argv` (a marker the test chose).
 function processesWith(argv) {
-  const want = argv.join("\0") + "\0";
-  return fs.readdirSync("/proc").filter((d) => {
-    if (!/^\d+$/.test(d)) return false;
-    try { return fs.readFileSync(`/proc/${d}/cmdline`, "utf8") === want; } catch { return false; }
-  });
+  const want = argv.join("\0");
+  return procTable().filter((p) => p.cmd.join("\0") === want).map((p) => String(p.pid));
 }
 
 const listed = async (key = KEYS.alice) => (await call("GET", "/v1/sandboxes", undefined, key)).json.data.map((s) => s.id);

@@ -287,19 +287,7 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
   // The sandgate master's pid and its responders' pids, from /proc.
   processes() {
     const bin = `${this.dir}/bin/sandgate-fcgi`;
-    const all = [];
-    for (const d of fs.readdirSync("/proc")) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const cmd = fs.readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0");
-        if (!cmd.includes(bin) || cmd[0] === "setpriv") continue;
-        const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        if (fields[0] === "Z") continue;
-        const comm = fs.readFileSync(`/proc/${d}/comm`, "utf8").trim();
-        all.push({ pid: Number(d), ppid: Number(fields[1]), comm });
-      } catch { /* gone meanwhile */ }
-    }
+    const all = procTable().filter((p) => p.cmd.includes(bin) && p.cmd[0] !== "setpriv");
     const pids = new Set(all.map((p) => p.pid));
     const master = all.find((p) => !pids.has(p.ppid));
     const children = all.filter((p) => p.ppid === master?.pid);
@@ -445,6 +433,22 @@ export function sseEvents(text) {
     return { event: ev ? ev.slice(6).trim() : null, data };
   });
 }
+
+// One live process from /proc (null when gone or a zombie): pid, ppid,
+// start (clock ticks since boot), comm, cmd (argv), uid.
+export function procOf(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (f[0] === "Z") return null;
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
+    return { pid: Number(pid), ppid: Number(f[1]), start: f[19], comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+      cmd: fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean), uid };
+  } catch { return null; }
+}
+
+// Every live process on the host, as procOf gives them.
+export const procTable = () => fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(procOf).filter(Boolean);
 
 export async function startStack(opts) {
   return new Stack(opts).start();

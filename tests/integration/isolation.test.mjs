@@ -11,7 +11,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { startStack, waitFor as until, serviceUser, localLimits, freePort } from "./harness.mjs";
+import { startStack, waitFor as until, serviceUser, localLimits, freePort, procTable } from "./harness.mjs";
 
 const isRoot = process.getuid() === 0;
 // Started by root (lighttpd's bin-path as root), sandboxd gives each
@@ -43,29 +43,10 @@ async function withSandbox(tool, fn) {
 }
 
 // Host processes whose command line holds needle.
-function pidsWith(needle) {
-  const out = [];
-  for (const d of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes(needle)) out.push(Number(d));
-    } catch { /* gone */ }
-  }
-  return out;
-}
+const pidsWith = (needle) => procTable().filter((p) => p.cmd.join("\0").includes(needle)).map((p) => p.pid);
 
 // Processes running as uid.
-function pidsOf(uid) {
-  const out = [];
-  for (const d of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const m = fs.readFileSync(`/proc/${d}/status`, "utf8").match(/^Uid:\s+(\d+)/m);
-      if (m && Number(m[1]) === uid) out.push(Number(d));
-    } catch { /* gone */ }
-  }
-  return out;
-}
+const pidsOf = (uid) => procTable().filter((p) => p.uid === uid).map((p) => p.pid);
 
 test("nothing of the gateway (environment, argv, files) is visible anywhere under the sandbox's /proc", async () => {
   await withSandbox("local", async (id) => {

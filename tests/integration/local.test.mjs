@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { startStack, KEYS, root } from "./harness.mjs";
+import { startStack, KEYS, root, procTable } from "./harness.mjs";
 
 let stack, box, other;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -24,15 +24,9 @@ async function run(id, code, timeout) {
 function kernels() {
   const root = stack.processes().sandboxd;
   const kids = new Map();
-  for (const d of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
-      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (state === "Z") continue;
-      if (!kids.has(Number(ppid))) kids.set(Number(ppid), []);
-      kids.get(Number(ppid)).push(Number(d));
-    } catch { /* gone meanwhile */ }
+  for (const { pid, ppid } of procTable()) {
+    if (!kids.has(ppid)) kids.set(ppid, []);
+    kids.get(ppid).push(pid);
   }
   let n = 0;
   const todo = [...(kids.get(root) ?? [])];

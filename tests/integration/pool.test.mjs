@@ -4,7 +4,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import OpenAI from "openai";
-import { startStack, KEYS } from "./harness.mjs";
+import { startStack, KEYS, procTable } from "./harness.mjs";
 
 let stack, client;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -106,12 +106,7 @@ test("SIGHUP with a good config rolls the responders onto it", async () => {
 
 test("--workers holds across a reload; the reaper runs without sandbox tools (it also ends stored responses)", async () => {
   const own = await startStack({ workers: "3:3" });
-  const reaper = () => fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).find((d) => {
-      try {
-        return fs.readFileSync(`/proc/${d}/comm`, "utf8").trim() === "sg-reaper" &&
-          fs.readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1].split(" ")[1] === String(own.processes().master);
-      } catch { return false; }
-    });
+  const reaper = () => procTable().find((p) => p.comm === "sg-reaper" && p.ppid === own.processes().master);
   try {
     assert.equal(own.processes().responders.length, 3);
     // No sandbox tools any more (and nothing that names one).

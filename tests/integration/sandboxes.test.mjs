@@ -3,8 +3,7 @@
 // no sandbox left behind.
 import { test, describe, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import { startStack, KEYS, E2B_KEY, OSB_KEY } from "./harness.mjs";
+import { startStack, KEYS, E2B_KEY, OSB_KEY, procTable } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 let stack;
@@ -322,14 +321,7 @@ test("logfmt lines: a sandbox made and deleted, and each reaper sweep", async ()
 test("the reaper runs as a child of the master, beside the responders", () => {
   const p = stack.processes();
   assert.ok(p.master);
-  const comms = [];
-  for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      const st = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      if (Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]) === p.master)
-        comms.push(fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim());
-    } catch { /* gone */ }
-  }
+  const comms = procTable().filter((q) => q.ppid === p.master).map((q) => q.comm);
   assert.ok(comms.includes("sg-reaper"), comms.join(","));
   assert.ok(comms.includes("sg-sandboxd"), comms.join(","));
 });

@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { startStack, KEYS, waitFor } from "./harness.mjs";
+import { startStack, waitFor, procTable } from "./harness.mjs";
 
 let a, b;
 const SESSION = { session_id: "shared" };
@@ -40,19 +40,8 @@ const run = (stack, id, code) => stack.call("POST", `/v1/sandboxes/${id}/code`, 
 
 // Every process whose command line names this stack's directory (the
 // gateway's binary, and the kernels' files), but lighttpd and the fakes.
-function leftovers(stack) {
-  const out = [];
-  for (const d of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, "utf8");
-      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2)[0] === "Z") continue;
-      if (cmd.includes(stack.dir) && !cmd.includes("lighttpd") && !cmd.includes("tests/fakes/")) out.push(`${d}: ${cmd.replace(/\0/g, " ")}`);
-    } catch { /* gone */ }
-  }
-  return out;
-}
+const leftovers = (stack) => procTable().map((p) => `${p.pid}: ${p.cmd.join(" ")}`)
+  .filter((c) => c.includes(stack.dir) && !c.includes("lighttpd") && !c.includes("tests/fakes/"));
 
 test("each gateway has a sandboxd of its own, in its own directory beside the one store", async () => {
   const ma = a.processes().master, mb = b.processes().master;

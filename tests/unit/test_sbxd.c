@@ -364,7 +364,7 @@ rundir_leaves_live_instances_alone(void **state)
 {
 	struct fx *fx = *state;
 	struct timespec old[2] = { { .tv_sec = 1 }, { .tv_sec = 1 } };
-	char path[700], why[900];
+	char path[700], why[900], name[16];
 	struct sg_sbxd_dirs a, b;
 	int bfd;
 
@@ -387,6 +387,8 @@ rundir_leaves_live_instances_alone(void **state)
 	assert_int_equal(sg_sbxd_alive(bfd, "m10"), 1);
 	assert_int_equal(sg_sbxd_alive(bfd, "m13"), 1);
 	assert_int_equal(sg_sbxd_alive(bfd, "m12"), 0);
+	assert_int_equal(sg_sbxd_live_instance(bfd, name, sizeof(name)), 0);
+	assert_true(strcmp(name, "m10") == 0 || strcmp(name, "m13") == 0);
 	close(bfd);
 	close(a.dir);
 	close(a.kernels);
@@ -394,6 +396,10 @@ rundir_leaves_live_instances_alone(void **state)
 	close(b.dir);
 	close(b.kernels);
 	close(b.lock);
+	/* None left alive: none found. */
+	assert_true((bfd = open(path, O_RDONLY | O_DIRECTORY)) != -1);
+	assert_int_equal(sg_sbxd_live_instance(bfd, name, sizeof(name)), -1);
+	close(bfd);
 }
 
 /* rmtree empties nested directories and never follows a link. */
