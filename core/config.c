@@ -108,7 +108,9 @@ interception_tool(struct sg_cfgld *ld, const config_t *lc)
 	const char *name = "local";
 
 	if (s != NULL) {
-		if (cfg->ntools > 0 && cfg->interception.enabled &&
+		/* Enabled or not: the sandbox routes and `sandgate exec`
+		 * default to it too. */
+		if (cfg->ntools > 0 &&
 		    sg_cfg_tool(cfg, cfg->interception.sandbox_tool) == NULL)
 			return sg_cfgld_fail(ld, s, "interception.sandbox_tool "
 			    "%s is not in sandbox_tools",

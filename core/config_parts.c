@@ -309,6 +309,16 @@ load_tool(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 	}
 	t->limits_process = lim != NULL && strcmp(lim, "process") == 0;
 	free(lim);
+	/* What a provider cannot work without, unless a secret that would
+	 * give it is only missing now (a warning already says so). */
+	if (t->api_key_problem == NULL && t->provider == SG_PROVIDER_E2B &&
+	    t->api_key == NULL)
+		return sg_cfgld_fail(ld, e, "tool %s: the e2b provider needs "
+		    "api_key", t->name);
+	if (t->api_key_problem == NULL && t->provider ==
+	    SG_PROVIDER_OPENSANDBOX && t->api_base == NULL)
+		return sg_cfgld_fail(ld, e, "tool %s: the opensandbox provider "
+		    "needs api_base (its server's URL, with /v1)", t->name);
 	/* The store keeps a tool's name in 64 bytes. */
 	if (strlen(t->name) > 63)
 		return sg_cfgld_fail(ld, sg_cfgld_at(e, "name"), "tool %.20s...: "

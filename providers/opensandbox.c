@@ -226,11 +226,11 @@ osb_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 	int rc;
 
 	*handle = NULL;
-	if (t->api_base == NULL)
-		return sg_prov_fail(err, SG_PROV_CONFIG, 0, "sandbox tool %s has "
-		    "no OpenSandbox api_base%s%s", t->name,
-		    t->api_key_problem ? ": " : "",
-		    t->api_key_problem ? t->api_key_problem : "");
+	/* A key the config names but could not read: never go keyless. */
+	if (t->api_base == NULL || t->api_key_problem != NULL)
+		return sg_prov_fail(err, SG_PROV_CONFIG, 0, "sandbox tool %s is "
+		    "not usable: %s", t->name, t->api_key_problem != NULL ?
+		    t->api_key_problem : "no OpenSandbox api_base");
 	body = sg_osb_create_body(t, sbx_id, lifetime_s);
 	rc = control(p, t, "POST", "/sandboxes", body, CREATE_MS, "create",
 	    &resp, err);

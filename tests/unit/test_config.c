@@ -649,6 +649,38 @@ api_base_missing(void **state)
 	    ");\n", "api_base");
 }
 
+/* What a provider cannot work without is an error at load, so
+ * check-config finds it, not the first create. */
+static void
+provider_needs_what_it_needs(void **state)
+{
+	load_fails_at(*state,
+	    "sandbox_tools = (\n"
+	    "  { name = \"e\"; provider = \"e2b\"; } " HERE "\n"
+	    ");\n", "needs api_key");
+	load_fails_at(*state,
+	    "sandbox_tools = (\n"
+	    "  { name = \"o\"; provider = \"opensandbox\"; api_key = \"k\"; } "
+	    HERE "\n);\n", "needs api_base");
+	/* A secret only missing now is a warning, as for models. */
+	load_ok(*state, "sandbox_tools = (\n  { name = \"e\"; provider = "
+	    "\"e2b\"; api_key = \"env:SG_UNIT_NEVER_SET\"; }\n);\n");
+}
+
+/* The sandbox routes default to it even with interception off. */
+static void
+sandbox_tool_checked_when_disabled(void **state)
+{
+	load_fails_at(*state,
+	    "sandbox_tools = (\n"
+	    "  { name = \"local\"; provider = \"local\"; }\n"
+	    ");\n"
+	    "interception: {\n"
+	    "  enabled = false;\n"
+	    "  sandbox_tool = \"gone\"; " HERE "\n"
+	    "};\n", "gone");
+}
+
 static void
 sandbox_tool_not_in_tools(void **state)
 {
@@ -1209,6 +1241,8 @@ main(void)
 		T(key_without_secret),
 		T(api_base_not_http),
 		T(api_base_missing),
+		T(provider_needs_what_it_needs),
+		T(sandbox_tool_checked_when_disabled),
 		T(sandbox_tool_not_in_tools),
 		T(secret_literal),
 		T(secret_env_set),

@@ -1570,6 +1570,27 @@ provider_ops_remote(void **state)
 	    sg_provider_ops(SG_PROVIDER_OPENSANDBOX));
 }
 
+/* An OpenSandbox key the config names but could not read: the create is
+ * refused as a config error, never sent without the key. */
+static void
+osb_unread_key_refused(void **state)
+{
+	struct sg_tool t = { .name = "o", .provider = SG_PROVIDER_OPENSANDBOX,
+	    .api_base = "http://127.0.0.1:1/v1",
+	    .api_key_problem = "api_key: env:OSB_KEY is not set" };
+	struct sg_prov_error err;
+	struct sg_prov p;
+	json_t *handle = NULL;
+
+	(void)state;
+	sg_prov_init(&p);
+	assert_int_equal(sg_provider_ops(SG_PROVIDER_OPENSANDBOX)->create(&p, &t,
+	    "cntr_00", 60, &handle, &err), SG_PROV_CONFIG);
+	assert_null(handle);
+	assert_non_null(strstr(err.message, "OSB_KEY is not set"));
+	sg_prov_free(&p);
+}
+
 int
 main(void)
 {
@@ -1584,6 +1605,7 @@ main(void)
 		cmocka_unit_test(osb_error_stream),
 		cmocka_unit_test(osb_traceback_null),
 		cmocka_unit_test(osb_busy_final_line),
+		cmocka_unit_test(osb_unread_key_refused),
 		cmocka_unit_test(osb_execution_count_string),
 		cmocka_unit_test(osb_without_complete),
 		cmocka_unit_test(cap_passed_not_before),
