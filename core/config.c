@@ -13,7 +13,8 @@
 #define SG_DEFAULT_CONFIG "/etc/sandgate/sandgate.conf"
 
 static const char *const top_keys[] = { "server", "store", "auth", "models",
-	"sandbox_tools", "interception", "sessions", "responses", NULL };
+	"sandbox_tools", "interception", "sessions", "responses", "files",
+	NULL };
 
 /* Element i of the list at path: where a duplicate is reported. */
 static const config_setting_t *
@@ -42,6 +43,9 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->sessions.max_per_key = 10;
 	cfg->sessions.ttl = 900;
 	cfg->responses.retention = 30 * 86400;
+	cfg->files.max_bytes = 512LL << 20;
+	cfg->files.max_bytes_per_key = 2LL << 30;
+	cfg->files.retention = 30 * 86400;
 	cfg->server.mount_prefix = strdup("");
 	cfg->store.path = strdup("/var/lib/sandgate/sandgate.db");
 	cfg->interception.tool_name = strdup("litellm_code_execution");
@@ -137,13 +141,20 @@ validate(struct sg_cfgld *ld, const config_t *lc)
 	return 0;
 }
 
-/* Local sandboxes live in a directory beside the store. */
+/* Local sandboxes live in a directory beside the store, and files too
+ * unless files.dir says elsewhere. */
 static int
 set_local_dirs(struct sg_cfg *cfg)
 {
 	const char *slash = strrchr(cfg->store.path, '/');
 	size_t i;
 
+	if (cfg->files.dir == NULL && asprintf(&cfg->files.dir, "%.*s/files",
+	    slash != NULL ? (int)(slash - cfg->store.path) : 1,
+	    slash != NULL ? cfg->store.path : ".") == -1) {
+		cfg->files.dir = NULL;
+		return -1;
+	}
 	for (i = 0; i < cfg->ntools; i++) {
 		if (cfg->tools[i].provider != SG_PROVIDER_LOCAL)
 			continue;
@@ -173,6 +184,7 @@ load_root(struct sg_cfgld *ld, const config_t *lc)
 		{ "interception", sg_cfgld_interception, 1 },
 		{ "sessions", sg_cfgld_sessions, 1 },
 		{ "responses", sg_cfgld_responses, 1 },
+		{ "files", sg_cfgld_files, 1 },
 	};
 	config_setting_t *s;
 	size_t i;
@@ -320,6 +332,7 @@ sg_cfg_free(struct sg_cfg *cfg)
 	free(cfg->store.path);
 	free(cfg->interception.sandbox_tool);
 	free(cfg->interception.tool_name);
+	free(cfg->files.dir);
 	free(cfg->path);
 	free(cfg);
 }

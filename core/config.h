@@ -86,6 +86,13 @@ struct sg_cfg {
 	struct {
 		int	 retention;	/* seconds a stored response is kept */
 	} responses;
+	struct {
+		char	*dir;		/* uploaded and container files; default
+					 * "files" beside the store */
+		long long max_bytes;	/* per file */
+		long long max_bytes_per_key;	/* every file of a key */
+		int	 retention;	/* seconds a file is kept */
+	} files;
 	/* "file:line: ..." for unknown keys and unresolved secrets: warnings
 	 * at start, errors for `sandgate check-config`. */
 	char	**warnings;

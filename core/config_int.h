@@ -63,6 +63,7 @@ int	 sg_cfgld_tools(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_interception(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_sessions(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_responses(struct sg_cfgld *, const config_setting_t *);
+int	 sg_cfgld_files(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_store(struct sg_cfgld *, const config_setting_t *);
 
 #endif

@@ -28,6 +28,8 @@ static const char *const icpt_keys[] = { "enabled", "sandbox_tool",
 	NULL };
 static const char *const sess_keys[] = { "max_per_key", "ttl", NULL };
 static const char *const resp_keys[] = { "retention", NULL };
+static const char *const file_keys[] = { "dir", "max_bytes",
+	"max_bytes_per_key", "retention", NULL };
 
 static int
 load_workers(struct sg_cfgld *ld, const config_setting_t *g)
@@ -376,4 +378,23 @@ sg_cfgld_responses(struct sg_cfgld *ld, const config_setting_t *g)
 	sg_cfgld_check_keys(ld, g, resp_keys, "responses");
 	return sg_cfgld_int(ld, g, "retention", &ld->cfg->responses.retention,
 	    60, 86400 * 3650);
+}
+
+int
+sg_cfgld_files(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	struct sg_cfg *cfg = ld->cfg;
+
+	sg_cfgld_check_keys(ld, g, file_keys, "files");
+	if (sg_cfgld_str(ld, g, "dir", &cfg->files.dir, 0) == -1 ||
+	    sg_cfgld_llong(ld, g, "max_bytes", &cfg->files.max_bytes, 1,
+	    1LL << 40) == -1 || sg_cfgld_llong(ld, g, "max_bytes_per_key",
+	    &cfg->files.max_bytes_per_key, 1, 1LL << 50) == -1 ||
+	    sg_cfgld_int(ld, g, "retention", &cfg->files.retention, 60,
+	    86400 * 3650) == -1)
+		return -1;
+	if (cfg->files.dir != NULL && cfg->files.dir[0] != '/')
+		return sg_cfgld_fail(ld, sg_cfgld_at(g, "dir"), "files.dir must "
+		    "be an absolute path");
+	return 0;
 }

@@ -107,6 +107,26 @@ static const char *const migrations[] = {
 	"  upstream TEXT NOT NULL,"		/* JSON array the upstream saw */
 	"  PRIMARY KEY (response_id, output, seq));"
 	"CREATE INDEX response_items_id ON response_items(item_id);",
+	/* 4 -> 5: files, uploaded (/v1/files, container NULL) or in a
+	 * container (cfile_...). Their bytes live in files.dir under their
+	 * id; a row is "uploading" (holding its reserved bytes of the key's
+	 * quota, its writer named) until they are whole. */
+	"CREATE TABLE files ("
+	"  id TEXT PRIMARY KEY,"
+	"  tenant TEXT NOT NULL,"
+	"  container_id TEXT,"
+	"  filename TEXT NOT NULL,"
+	"  path TEXT,"				/* in the container */
+	"  purpose TEXT,"
+	"  source TEXT,"			/* user, assistant */
+	"  state TEXT NOT NULL,"		/* uploading, ready */
+	"  bytes INTEGER NOT NULL,"
+	"  owner_pid INTEGER,"
+	"  owner_start INTEGER,"
+	"  created_at INTEGER NOT NULL,"
+	"  expires_at INTEGER NOT NULL);"
+	"CREATE INDEX files_list ON files(tenant, container_id, created_at);"
+	"CREATE INDEX files_expires ON files(expires_at);",
 };
 
 /* Relayed ids are kept this long (OpenAI keeps responses 30 days). */

@@ -19,7 +19,7 @@ enum sg_store_rc {
 	SG_STORE_THEIRS = -5,	/* it exists, but another tenant's */
 };
 
-#define SG_STORE_SCHEMA_VERSION 4
+#define SG_STORE_SCHEMA_VERSION 5
 
 struct sg_store;
 
@@ -243,6 +243,52 @@ int	 sg_store_relayed_put(struct sg_store *, const char *upstream_id,
  * expired), else NOTFOUND. */
 int	 sg_store_relayed_has(struct sg_store *, const char *upstream_id,
 	    const char *tenant, const char *upstream);
+
+/*
+ * files.c: files uploaded with /v1/files (container_id "") and container
+ * files (cfile_...). The bytes are the caller's to keep (files.dir); a
+ * row first reserves the key's quota while its bytes are written.
+ */
+struct sg_store_file {
+	char	 id[48];
+	char	 tenant[65];
+	char	 container_id[48];	/* "" for /v1/files */
+	char	 filename[256];
+	char	 path[1024];		/* in the container, or "" */
+	char	 purpose[32];		/* /v1/files, or "" */
+	char	 source[16];		/* container files: user, assistant */
+	char	 state[16];		/* uploading, ready */
+	int64_t	 bytes;			/* reserved while uploading */
+	int64_t	 owner_pid, owner_start;	/* the writer, while uploading */
+	int64_t	 created_at, expires_at;
+};
+/* Record f (state uploading, f->bytes reserved) unless the tenant's files
+ * with it would pass quota bytes: OK, FULL, or EXISTS (its id). */
+int	 sg_store_file_begin(struct sg_store *, const struct sg_store_file *f,
+	    int64_t quota);
+/* The bytes are whole: state ready, bytes their real size. */
+int	 sg_store_file_ready(struct sg_store *, const char *id, int64_t bytes);
+/* The file id of tenant (NULL: any) in container (NULL: a /v1/files
+ * file, "*": any), ready or not: OK or NOTFOUND. */
+int	 sg_store_file_get(struct sg_store *, const char *id,
+	    const char *tenant, const char *container, struct sg_store_file *);
+/*
+ * tenant's ready files in container (NULL: /v1/files ones, purpose when
+ * not NULL), newest first unless asc, after the file id after (NULL: from
+ * the start), at most limit: fn for each; *more set when there are more.
+ * NOTFOUND when after is not one of them.
+ */
+int	 sg_store_file_list(struct sg_store *, const char *tenant,
+	    const char *container, const char *purpose, const char *after,
+	    int limit, int asc, int (*fn)(void *, const struct sg_store_file *),
+	    void *arg, int *more);
+/* OK, or NOTFOUND (another tenant's too). */
+int	 sg_store_file_remove(struct sg_store *, const char *id,
+	    const char *tenant);
+/* fn for at most limit files expired before now or still uploading for a
+ * writer fn may find dead (the caller decides; it removes what it took). */
+int	 sg_store_file_due(struct sg_store *, int64_t now, int limit,
+	    int (*fn)(void *, const struct sg_store_file *), void *arg);
 
 /* backup.c: a consistent copy of the store, taken while it serves, at
  * path (replaced only once the copy is whole and checks): OK with the

@@ -1,0 +1,190 @@
+/*
+ * Files: uploaded ones (/v1/files) and container files. The quota check
+ * and the row that reserves its bytes are one transaction, so two uploads
+ * racing for the last bytes of a key's quota cannot both have them.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "store.h"
+
+#define FILE_COLUMNS "id, tenant, coalesce(container_id, ''), filename, " \
+	"coalesce(path, ''), coalesce(purpose, ''), coalesce(source, ''), " \
+	"state, bytes, coalesce(owner_pid, 0), coalesce(owner_start, 0), " \
+	"created_at, expires_at"
+
+static void
+text(sqlite3_stmt *stmt, int i, char *out, size_t sz)
+{
+	const unsigned char *t = sqlite3_column_text(stmt, i);
+
+	snprintf(out, sz, "%s", t != NULL ? (const char *)t : "");
+}
+
+static void
+row(sqlite3_stmt *stmt, struct sg_store_file *f)
+{
+	text(stmt, 0, f->id, sizeof(f->id));
+	text(stmt, 1, f->tenant, sizeof(f->tenant));
+	text(stmt, 2, f->container_id, sizeof(f->container_id));
+	text(stmt, 3, f->filename, sizeof(f->filename));
+	text(stmt, 4, f->path, sizeof(f->path));
+	text(stmt, 5, f->purpose, sizeof(f->purpose));
+	text(stmt, 6, f->source, sizeof(f->source));
+	text(stmt, 7, f->state, sizeof(f->state));
+	f->bytes = sqlite3_column_int64(stmt, 8);
+	f->owner_pid = sqlite3_column_int64(stmt, 9);
+	f->owner_start = sqlite3_column_int64(stmt, 10);
+	f->created_at = sqlite3_column_int64(stmt, 11);
+	f->expires_at = sqlite3_column_int64(stmt, 12);
+}
+
+/* "" as NULL, for the columns that are NULL when unused. */
+static const char *
+opt(const char *s)
+{
+	return s[0] != '\0' ? s : NULL;
+}
+
+int
+sg_store_file_begin(struct sg_store *st, const struct sg_store_file *f,
+    int64_t quota)
+{
+	sqlite3_stmt *stmt;
+	int64_t used;
+	int rc;
+
+	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
+		return rc;
+	rc = sg_st_run(st, &stmt, "SELECT coalesce(sum(bytes), 0) FROM files "
+	    "WHERE tenant = ?", "s", f->tenant);
+	if (rc < 0)
+		return sg_st_end(st, rc);
+	used = sqlite3_column_int64(stmt, 0);
+	sg_st_done(st, stmt);
+	if (used + f->bytes > quota)
+		return sg_st_end(st, SG_STORE_FULL);
+	rc = sg_st_exec_args(st, NULL, "INSERT INTO files (id, tenant, "
+	    "container_id, filename, path, purpose, source, state, bytes, "
+	    "owner_pid, owner_start, created_at, expires_at) VALUES (?, ?, ?, "
+	    "?, ?, ?, ?, 'uploading', ?, ?, ?, ?, ?)", "sssssssiiiii", f->id,
+	    f->tenant, opt(f->container_id), f->filename, opt(f->path),
+	    opt(f->purpose), opt(f->source), f->bytes, f->owner_pid,
+	    f->owner_start, f->created_at, f->expires_at);
+	if (rc != SG_STORE_OK && sqlite3_extended_errcode(st->db) ==
+	    SQLITE_CONSTRAINT_PRIMARYKEY)
+		rc = SG_STORE_EXISTS;
+	return sg_st_end(st, rc);
+}
+
+int
+sg_store_file_ready(struct sg_store *st, const char *id, int64_t bytes)
+{
+	int changes = 0, rc;
+
+	rc = sg_st_exec_args(st, &changes, "UPDATE files SET state = 'ready', "
+	    "bytes = ?, owner_pid = NULL, owner_start = NULL WHERE id = ?",
+	    "is", bytes, id);
+	return rc == SG_STORE_OK && changes == 0 ? SG_STORE_NOTFOUND : rc;
+}
+
+int
+sg_store_file_get(struct sg_store *st, const char *id, const char *tenant,
+    const char *container, struct sg_store_file *out)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = sg_st_run(st, &stmt, "SELECT " FILE_COLUMNS " FROM files WHERE "
+	    "id = ? AND (?2 IS NULL OR tenant = ?2) AND (?3 = '*' OR "
+	    "coalesce(container_id, '') = ?3)", "sss", id, tenant,
+	    container != NULL ? container : "");
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW)
+		row(stmt, out);
+	sg_st_done(st, stmt);
+	return rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
+}
+
+int
+sg_store_file_list(struct sg_store *st, const char *tenant,
+    const char *container, const char *purpose, const char *after, int limit,
+    int asc, int (*fn)(void *, const struct sg_store_file *), void *arg,
+    int *more)
+{
+	struct sg_store_file f;
+	sqlite3_stmt *stmt;
+	const char *sql;
+	int rc, n = 0;
+
+	*more = 0;
+	if (after != NULL && sg_store_file_get(st, after, tenant, container,
+	    &f) != SG_STORE_OK)
+		return SG_STORE_NOTFOUND;
+	/* One more than asked: whether there are more. */
+	sql = asc ? "SELECT " FILE_COLUMNS " FROM files WHERE tenant = ?1 AND "
+	    "coalesce(container_id, '') = ?2 AND state = 'ready' AND (?3 IS "
+	    "NULL OR purpose = ?3) AND (?4 IS NULL OR (created_at, rowid) > "
+	    "(SELECT created_at, rowid FROM files WHERE id = ?4)) ORDER BY "
+	    "created_at, rowid LIMIT ?5" :
+	    "SELECT " FILE_COLUMNS " FROM files WHERE tenant = ?1 AND "
+	    "coalesce(container_id, '') = ?2 AND state = 'ready' AND (?3 IS "
+	    "NULL OR purpose = ?3) AND (?4 IS NULL OR (created_at, rowid) < "
+	    "(SELECT created_at, rowid FROM files WHERE id = ?4)) ORDER BY "
+	    "created_at DESC, rowid DESC LIMIT ?5";
+	for (rc = sg_st_run(st, &stmt, sql, "ssssi", tenant, container != NULL ?
+	    container : "", purpose, after, (int64_t)limit + 1);
+	    rc == SQLITE_ROW; rc = sqlite3_step(stmt)) {
+		if (n++ == limit) {
+			*more = 1;
+			break;
+		}
+		row(stmt, &f);
+		if (fn(arg, &f) == -1)
+			break;
+	}
+	if (rc < 0)
+		return rc;
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SG_STORE_OK :
+	    sg_st_dberr(st, "list files");
+	sg_st_done(st, stmt);
+	return rc;
+}
+
+int
+sg_store_file_remove(struct sg_store *st, const char *id, const char *tenant)
+{
+	int changes = 0, rc;
+
+	rc = sg_st_exec_args(st, &changes, "DELETE FROM files WHERE id = ? AND "
+	    "(?2 IS NULL OR tenant = ?2)", "ss", id, tenant);
+	return rc == SG_STORE_OK && changes == 0 ? SG_STORE_NOTFOUND : rc;
+}
+
+int
+sg_store_file_due(struct sg_store *st, int64_t now, int limit,
+    int (*fn)(void *, const struct sg_store_file *), void *arg)
+{
+	struct sg_store_file f;
+	sqlite3_stmt *stmt;
+	int rc;
+
+	for (rc = sg_st_run(st, &stmt, "SELECT " FILE_COLUMNS " FROM files "
+	    "WHERE expires_at < ? OR state = 'uploading' ORDER BY expires_at "
+	    "LIMIT ?", "ii", now, (int64_t)limit); rc == SQLITE_ROW;
+	    rc = sqlite3_step(stmt)) {
+		row(stmt, &f);
+		if (fn(arg, &f) == -1)
+			break;
+	}
+	if (rc < 0)
+		return rc;
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SG_STORE_OK :
+	    sg_st_dberr(st, "files due");
+	sg_st_done(st, stmt);
+	return rc;
+}
