@@ -6,6 +6,7 @@
 
 #include "auth.h"
 #include "convo.h"
+#include "files.h"
 #include "gateway.h"
 #include "loop.h"
 #include "metrics.h"
@@ -93,6 +94,12 @@ sg_gw_set_admit(struct sg_gw *gw, sg_admit_fn fn, void *arg)
 {
 	gw->admit = fn;
 	gw->admit_arg = arg;
+}
+
+int
+sg_gw_streams(const struct sg_req *req)
+{
+	return sg_route_streams(sg_route_find(req->method, req->path));
 }
 
 void
@@ -372,14 +379,26 @@ sandbox_route(struct sg_gw *gw, enum sg_route route, const char *id,
 	unwatch(gw);
 }
 
-/* Model and sandbox routes hold a responder for long; the rest answer
- * at once and must keep answering when the heavy ones fill the pool. */
+static void
+files_route(struct sg_gw *gw, enum sg_route route, const char *id,
+    struct sg_req *req, struct sg_out *out)
+{
+	struct sg_files_env env = { gw->cfg, gw->store };
+
+	sg_files_api(&env, route, id, req, out);
+}
+
+/* Model and sandbox routes, uploads and downloads hold a responder for
+ * long; the rest answer at once and must keep answering when the heavy
+ * ones fill the pool. */
 static int
 route_heavy(enum sg_route route)
 {
 	return route != SG_ROUTE_HEALTHZ && route != SG_ROUTE_METRICS &&
 	    route != SG_ROUTE_MODELS && route != SG_ROUTE_RESP_GET &&
-	    route != SG_ROUTE_RESP_DELETE && route != SG_ROUTE_RESP_ITEMS;
+	    route != SG_ROUTE_RESP_DELETE && route != SG_ROUTE_RESP_ITEMS &&
+	    route != SG_ROUTE_FILE_LIST && route != SG_ROUTE_FILE_GET &&
+	    route != SG_ROUTE_FILE_DELETE;
 }
 
 void
@@ -445,6 +464,13 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 	case SG_ROUTE_RESP_DELETE:
 	case SG_ROUTE_RESP_ITEMS:
 		sg_resp_api(gw->store, route, id, req, out);
+		break;
+	case SG_ROUTE_FILE_CREATE:
+	case SG_ROUTE_FILE_LIST:
+	case SG_ROUTE_FILE_GET:
+	case SG_ROUTE_FILE_DELETE:
+	case SG_ROUTE_FILE_CONTENT:
+		files_route(gw, route, id, req, out);
 		break;
 	case SG_ROUTE_NONE:
 	case SG_ROUTE_NROUTES:

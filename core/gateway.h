@@ -36,5 +36,8 @@ void	 sg_gw_set_admit(struct sg_gw *, sg_admit_fn, void *arg);
 void	 sg_gw_handle(struct sg_gw *, struct sg_req *, struct sg_out *);
 /* The request-id, route path and start time every request needs. */
 void	 sg_gw_req_init(const struct sg_cfg *, struct sg_req *);
+/* Whether req (its method and path set by sg_gw_req_init) is one whose
+ * body its handler reads as it goes: give it req->in, not req->body. */
+int	 sg_gw_streams(const struct sg_req *);
 
 #endif

@@ -155,3 +155,52 @@ sg_http_query(const char *uri, const char *name, char *out, size_t outsz)
 	}
 	return 0;
 }
+
+int
+sg_http_page_args(const struct sg_req *req, long dflt, long max, long *limit,
+    int *desc, char *after, size_t aftersz, struct sg_error *err)
+{
+	char v[32], *end;
+	int rc;
+
+	*limit = dflt;
+	*desc = 1;
+	after[0] = '\0';
+	if ((rc = sg_http_query(req->uri, "limit", v, sizeof(v))) != 0) {
+		*limit = rc == 1 ? strtol(v, &end, 10) : 0;
+		if (rc == -1 || *end != '\0' || v[0] == '\0' || *limit < 1 ||
+		    *limit > max)
+			return sg_error_invalid(err, "limit", "integer_out_of_"
+			    "range", "Invalid 'limit': expected an integer "
+			    "between 1 and %ld.", max);
+	}
+	if ((rc = sg_http_query(req->uri, "order", v, sizeof(v))) != 0) {
+		if (rc == -1 || (strcmp(v, "asc") != 0 && strcmp(v, "desc") != 0))
+			return sg_error_invalid(err, "order", "invalid_value",
+			    "Invalid 'order': expected one of 'asc' or 'desc'.");
+		*desc = strcmp(v, "desc") == 0;
+	}
+	if (sg_http_query(req->uri, "after", after, aftersz) == -1)
+		return sg_error_invalid(err, "after", "invalid_value",
+		    "Invalid 'after': no such item.");
+	return 0;
+}
+
+/* The id of data's item i, or JSON null. Borrowed. */
+static json_t *
+id_at(const json_t *data, size_t i)
+{
+	json_t *id = json_object_get(json_array_get(data, i), "id");
+
+	return id != NULL ? id : json_null();
+}
+
+json_t *
+sg_http_list(json_t *data, int more)
+{
+	size_t n = json_array_size(data);
+
+	return json_pack("{s:s,s:o,s:O,s:O,s:b}", "object", "list", "data",
+	    data, "first_id", id_at(data, 0), "last_id", id_at(data, n > 0 ?
+	    n - 1 : 0), "has_more", more);
+}

@@ -26,6 +26,16 @@ struct sg_out {
 	int	 status;
 };
 
+/*
+ * A request body its handler reads as it goes (uploads: never whole in
+ * memory) instead of sg_req.body. read: up to len bytes into buf; 0 at
+ * the body's end, -1 when the client broke off or went quiet past
+ * read_timeout.
+ */
+struct sg_in {
+	long	(*read)(struct sg_in *, void *buf, size_t len);
+};
+
 struct sg_req {
 	const char	*method;	/* borrowed from the server's params */
 	const char	*uri;		/* REQUEST_URI, raw */
@@ -34,6 +44,9 @@ struct sg_req {
 	const char	*content_type;
 	char		*body;		/* owned, NUL-terminated */
 	size_t		 body_len;
+	struct sg_in	*in;		/* instead of body, for the routes
+					 * sg_gw_streams says */
+	long long	 content_length;	/* -1 when not given */
 	char		 id[40];	/* "req_" + hex, x-request-id */
 	int64_t		 start_ms;
 	/* Filled as the request is handled, for the log line. */
@@ -52,6 +65,16 @@ struct sg_req {
  */
 int	 sg_http_query(const char *uri, const char *name, char *out,
 	    size_t outsz);
+
+/* A list's limit (dflt when absent, 1..max), order (desc unless "asc")
+ * and after (the cursor id, "" when absent) from the query, checked as
+ * OpenAI does: 0, or -1 with err. */
+int	 sg_http_page_args(const struct sg_req *, long dflt, long max,
+	    long *limit, int *desc, char *after, size_t aftersz,
+	    struct sg_error *err);
+/* New reference: {"object":"list","data","first_id","last_id","has_more"};
+ * data is stolen. */
+json_t	*sg_http_list(json_t *data, int more);
 
 /* Head of a response; extra is NULL or "Name: value\r\n..." lines. */
 int	 sg_http_begin(struct sg_out *, const struct sg_req *, int status,

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "sandbox.h"
 
 #define LEASE_SECS	120		/* longer than a sweep takes */
@@ -86,6 +87,15 @@ prune_responses(struct sg_sbx_env *env)
 			break;
 }
 
+/* Files past their retention, and uploads whose writer died. */
+static void
+prune_files(struct sg_sbx_env *env)
+{
+	struct sg_files_env fenv = { env->cfg, env->store };
+
+	sg_files_prune(&fenv);
+}
+
 int
 sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
     int *failed, int *skipped)
@@ -137,6 +147,7 @@ sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
 	if (only_tool == NULL) {
 		sg_store_sess_prune(env->store, w.now - LOST_KEPT, &pruned);
 		prune_responses(env);
+		prune_files(env);
 		sg_store_lease_release(env->store, "reaper", holder);
 	}
 	return 0;

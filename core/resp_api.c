@@ -111,37 +111,6 @@ delete(struct sg_store *st, const char *id, const struct sg_req *req,
 	return 0;
 }
 
-/* limit, order and after from the query, checked as OpenAI does. */
-static int
-page_args(const struct sg_req *req, long *limit, int *desc, char *after,
-    size_t aftersz, struct sg_error *err)
-{
-	char v[32], *end;
-	int rc;
-
-	*limit = ITEMS_LIMIT;
-	*desc = 1;
-	after[0] = '\0';
-	if ((rc = sg_http_query(req->uri, "limit", v, sizeof(v))) != 0) {
-		*limit = rc == 1 ? strtol(v, &end, 10) : 0;
-		if (rc == -1 || *end != '\0' || v[0] == '\0' || *limit < 1 ||
-		    *limit > ITEMS_LIMIT_MAX)
-			return sg_error_invalid(err, "limit", "integer_out_of_"
-			    "range", "Invalid 'limit': expected an integer "
-			    "between 1 and %d.", ITEMS_LIMIT_MAX);
-	}
-	if ((rc = sg_http_query(req->uri, "order", v, sizeof(v))) != 0) {
-		if (rc == -1 || (strcmp(v, "asc") != 0 && strcmp(v, "desc") != 0))
-			return sg_error_invalid(err, "order", "invalid_value",
-			    "Invalid 'order': expected one of 'asc' or 'desc'.");
-		*desc = strcmp(v, "desc") == 0;
-	}
-	if (sg_http_query(req->uri, "after", after, aftersz) == -1)
-		return sg_error_invalid(err, "after", "invalid_value",
-		    "Invalid 'after': no such item.");
-	return 0;
-}
-
 /* New reference: a page of items (the whole list, borrowed). */
 static json_t *
 page(const json_t *all, long limit, int desc, const char *after, int *more)
@@ -175,7 +144,8 @@ input_items(struct sg_store *st, const char *id, const struct sg_req *req,
 	long limit;
 	int desc, more;
 
-	if (page_args(req, &limit, &desc, after, sizeof(after), err) == -1 ||
+	if (sg_http_page_args(req, ITEMS_LIMIT, ITEMS_LIMIT_MAX, &limit, &desc,
+	    after, sizeof(after), err) == -1 ||
 	    (resp = load(st, id, req, err)) == NULL)
 		return -1;
 	json_decref(resp);
@@ -185,13 +155,7 @@ input_items(struct sg_store *st, const char *id, const struct sg_req *req,
 		return store_down(st, err);
 	}
 	data = page(all, limit, desc, after, &more);
-	list = json_pack("{s:s,s:o,s:O,s:O,s:b}", "object", "list", "data", data,
-	    "first_id", json_object_get(json_array_get(data, 0), "id") ?
-	    json_object_get(json_array_get(data, 0), "id") : json_null(),
-	    "last_id", json_object_get(json_array_get(data,
-	    json_array_size(data) - 1), "id") ? json_object_get(
-	    json_array_get(data, json_array_size(data) - 1), "id") :
-	    json_null(), "has_more", more);
+	list = sg_http_list(data, more);
 	sg_http_json(out, req, 200, list);
 	json_decref(list);
 	json_decref(all);

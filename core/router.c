@@ -22,6 +22,11 @@ static const struct {
 	{ "GET", "/v1/responses/{id}", SG_ROUTE_RESP_GET, 1 },
 	{ "DELETE", "/v1/responses/{id}", SG_ROUTE_RESP_DELETE, 1 },
 	{ "GET", "/v1/responses/{id}/input_items", SG_ROUTE_RESP_ITEMS, 1 },
+	{ "POST", "/v1/files", SG_ROUTE_FILE_CREATE, 1 },
+	{ "GET", "/v1/files", SG_ROUTE_FILE_LIST, 1 },
+	{ "GET", "/v1/files/{id}", SG_ROUTE_FILE_GET, 1 },
+	{ "DELETE", "/v1/files/{id}", SG_ROUTE_FILE_DELETE, 1 },
+	{ "GET", "/v1/files/{id}/content", SG_ROUTE_FILE_CONTENT, 1 },
 };
 
 /* Whether path matches pattern, where "{id}" stands for one non-empty
@@ -97,6 +102,12 @@ sg_route_authed(enum sg_route r)
 		if (routes[i].route == r)
 			return routes[i].authed;
 	return 1;
+}
+
+int
+sg_route_streams(enum sg_route r)
+{
+	return r == SG_ROUTE_FILE_CREATE;
 }
 
 const char *

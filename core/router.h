@@ -24,6 +24,11 @@ enum sg_route {
 	SG_ROUTE_RESP_GET,	/* GET /v1/responses/{id} */
 	SG_ROUTE_RESP_DELETE,	/* DELETE /v1/responses/{id} */
 	SG_ROUTE_RESP_ITEMS,	/* GET /v1/responses/{id}/input_items */
+	SG_ROUTE_FILE_CREATE,	/* POST /v1/files (multipart, streamed) */
+	SG_ROUTE_FILE_LIST,	/* GET /v1/files */
+	SG_ROUTE_FILE_GET,	/* GET /v1/files/{id} */
+	SG_ROUTE_FILE_DELETE,	/* DELETE /v1/files/{id} */
+	SG_ROUTE_FILE_CONTENT,	/* GET /v1/files/{id}/content */
 	SG_ROUTE_NROUTES
 };
 
@@ -38,6 +43,9 @@ enum sg_route	 sg_route_match(const char *method, const char *path, char *id,
 /* The route's method and path pattern ("/v1/sandboxes/{id}"); for
  * SG_ROUTE_NONE (and out of range) "" and "unmatched". Static strings. */
 const char	*sg_route_path_of(enum sg_route, const char **method);
+/* Whether the route's handler reads the body as it goes (uploads) rather
+ * than being given it whole. */
+int		 sg_route_streams(enum sg_route);
 /* Whether the route needs a key (healthz and metrics do not). */
 int		 sg_route_authed(enum sg_route);
 

@@ -29,6 +29,7 @@
 #include "../lib/util.h"
 
 #define DRAIN_MAX	(1LL << 30)	/* read at most this much of a refused body */
+#define UPLOAD_DRAIN_MAX (1LL << 20)	/* of an upload its handler refused */
 #define READ_CHUNK	65536		/* body bytes due within read_timeout */
 #define TRIM_FREE	(1 << 20)	/* free heap that is worth a malloc_trim */
 
@@ -156,16 +157,32 @@ get_chunk(FCGX_Request *r, const struct sg_cfg *cfg, char *buf, size_t len)
 	return FCGX_GetStr(buf, len > READ_CHUNK ? READ_CHUNK : (int)len, r->in);
 }
 
+/* A body its handler streams (sg_in over the request's stdin). */
+struct fin {
+	struct sg_in		 base;
+	FCGX_Request		*r;
+	const struct sg_cfg	*cfg;
+};
+
+static long
+fin_read(struct sg_in *in, void *buf, size_t len)
+{
+	struct fin *f = (struct fin *)in;
+	int n = get_chunk(f->r, f->cfg, buf, len);
+
+	return n < 0 || FCGX_GetError(f->r->in) != 0 ? -1 : n;
+}
+
 /* Read and drop the rest of a refused body, so its answer is not lost to
  * a reset connection. */
 static void
-drain(FCGX_Request *r, const struct sg_cfg *cfg)
+drain(FCGX_Request *r, const struct sg_cfg *cfg, long long max)
 {
 	char scratch[16384];
 	long long drained = 0;
 	int n;
 
-	while (drained < DRAIN_MAX &&
+	while (drained < max &&
 	    (n = get_chunk(r, cfg, scratch, sizeof(scratch))) > 0)
 		drained += n;
 }
@@ -182,7 +199,7 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 	int n;
 
 	if (want > (long long)cap) {
-		drain(r, cfg);
+		drain(r, cfg, DRAIN_MAX);
 		return sg_error_set(err, 413, "invalid_request_error",
 		    "request_too_large", NULL, "Request body of %lld bytes is "
 		    "larger than this gateway's limit of %zu bytes.", want, cap);
@@ -199,7 +216,7 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 			if (len >= cap && get_chunk(r, cfg, &more, 1) <= 0)
 				break;
 			if (len >= cap) {
-				drain(r, cfg);
+				drain(r, cfg, DRAIN_MAX);
 				return sg_error_set(err, 413,
 				    "invalid_request_error", "request_too_large",
 				    NULL, "Request body is larger than this "
@@ -231,9 +248,11 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
     const sigset_t *mask)
 {
 	struct fout out = { { fout_write, fout_flush, fout_alive, 0, 0 }, r, 0 };
+	struct fin in = { { fin_read }, r, env->cfg };
+	const char *cl = FCGX_GetParam("CONTENT_LENGTH", r->envp);
 	struct sg_req req;
 	struct sg_error err;
-	int rc, dead, status;
+	int rc = 0, dead, status;
 	int64_t ms;
 
 	memset(&req, 0, sizeof(req));
@@ -245,10 +264,17 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 		req.method = "GET";
 	if (req.uri == NULL)
 		req.uri = "/";
+	req.content_length = cl != NULL && *cl != '\0' ? atoll(cl) : -1;
 	sg_gw_req_init(env->cfg, &req);
-	rc = read_body(r, env->cfg, &req, &err);
-	deadline(-1, 0);
-	sigprocmask(SIG_SETMASK, mask, NULL);
+	/* An upload is read by its handler as it goes; a stop still waits
+	 * for it (the mask stays) and each read has its deadline. */
+	if (sg_gw_streams(&req))
+		req.in = &in.base;
+	else {
+		rc = read_body(r, env->cfg, &req, &err);
+		deadline(-1, 0);
+		sigprocmask(SIG_SETMASK, mask, NULL);
+	}
 	if ((dead = FCGX_GetError(r->in) != 0))
 		status = 408;
 	else {
@@ -256,6 +282,13 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 			sg_http_error(&out.base, &req, &err);
 		else
 			sg_gw_handle(gw, &req, &out.base);
+		if (req.in != NULL) {
+			/* What an upload's handler left unread (it refused
+			 * it): a little, not the whole of a huge one. */
+			drain(r, env->cfg, UPLOAD_DRAIN_MAX);
+			deadline(-1, 0);
+			sigprocmask(SIG_SETMASK, mask, NULL);
+		}
 		/* Closing both streams sends the rest of the answer, its end
 		 * and the END_REQUEST record (libfcgi adds it on the last
 		 * stream closed) in one write, instead of a flush here and

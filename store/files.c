@@ -80,13 +80,14 @@ sg_store_file_begin(struct sg_store *st, const struct sg_store_file *f,
 }
 
 int
-sg_store_file_ready(struct sg_store *st, const char *id, int64_t bytes)
+sg_store_file_ready(struct sg_store *st, const struct sg_store_file *f)
 {
 	int changes = 0, rc;
 
 	rc = sg_st_exec_args(st, &changes, "UPDATE files SET state = 'ready', "
-	    "bytes = ?, owner_pid = NULL, owner_start = NULL WHERE id = ?",
-	    "is", bytes, id);
+	    "bytes = ?, filename = ?, purpose = ?, expires_at = ?, owner_pid = "
+	    "NULL, owner_start = NULL WHERE id = ?", "issis", f->bytes,
+	    f->filename, opt(f->purpose), f->expires_at, f->id);
 	return rc == SG_STORE_OK && changes == 0 ? SG_STORE_NOTFOUND : rc;
 }
 

@@ -266,8 +266,9 @@ struct sg_store_file {
  * with it would pass quota bytes: OK, FULL, or EXISTS (its id). */
 int	 sg_store_file_begin(struct sg_store *, const struct sg_store_file *f,
 	    int64_t quota);
-/* The bytes are whole: state ready, bytes their real size. */
-int	 sg_store_file_ready(struct sg_store *, const char *id, int64_t bytes);
+/* f's bytes are whole: state ready, with f's bytes (their real size),
+ * filename, purpose and expiry (known only once the body was read). */
+int	 sg_store_file_ready(struct sg_store *, const struct sg_store_file *f);
 /* The file id of tenant (NULL: any) in container (NULL: a /v1/files
  * file, "*": any), ready or not: OK or NOTFOUND. */
 int	 sg_store_file_get(struct sg_store *, const char *id,

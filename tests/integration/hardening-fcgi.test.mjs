@@ -9,6 +9,9 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import { startStack, waitFor as until, KEYS } from "./harness.mjs";
+import { fcgiRequest, fcgiConn as connTo } from "./fcgi-client.mjs";
+
+const fcgiConn = (opts) => connTo(stack.fcgiAddr, opts);
 
 const DAVE = "sk-dave-" + crypto.randomBytes(8).toString("hex");
 const MAX_BODY = 8 << 20;
@@ -202,62 +205,6 @@ test("connections that send nothing or half a header neither freeze the pool nor
     for (const x of socks) x.s.destroy();
   }
 });
-
-// A FastCGI client of our own, as nginx with fastcgi_keep_conn: each
-// request asks the responder to keep the connection open.
-function record(type, content = Buffer.alloc(0)) {
-  const pad = (8 - (content.length % 8)) % 8;
-  const h = Buffer.from([1, type, 0, 1, content.length >> 8, content.length & 255, pad, 0]);
-  return Buffer.concat([h, content, Buffer.alloc(pad)]);
-}
-
-function keptRequest(uri) {
-  const params = Buffer.concat(Object.entries({ REQUEST_METHOD: "GET", REQUEST_URI: uri, SCRIPT_NAME: uri })
-    .map(([k, v]) => Buffer.concat([Buffer.from([k.length, v.length]), Buffer.from(k + v)])));
-  const FCGI_KEEP_CONN = 1;
-  return Buffer.concat([record(1, Buffer.from([0, 1, FCGI_KEEP_CONN, 0, 0, 0, 0, 0])),
-    record(4, params), record(4), record(5)]);
-}
-
-// A request as a web server that closes the connection itself (no
-// FCGI_KEEP_CONN), with a body and a key.
-function fcgiRequest(method, uri, { key, body = "" }) {
-  const p = { REQUEST_METHOD: method, REQUEST_URI: uri, SCRIPT_NAME: uri, CONTENT_TYPE: "application/json",
-    CONTENT_LENGTH: String(Buffer.byteLength(body)), HTTP_AUTHORIZATION: `Bearer ${key}` };
-  const params = Buffer.concat(Object.entries(p)
-    .map(([k, v]) => Buffer.concat([Buffer.from([k.length, v.length]), Buffer.from(k + v)])));
-  return Buffer.concat([record(1, Buffer.from([0, 1, 0, 0, 0, 0, 0, 0])), record(4, params), record(4),
-    record(5, Buffer.from(body)), record(5)]);
-}
-
-// Open a connection to the FastCGI socket; ask(uri) resolves to the
-// response's stdout once END_REQUEST came, send(request) likewise. With
-// halfOpen, the connection stays open after sandgate's end of it closes
-// (a web server slow to close).
-function fcgiConn({ halfOpen = false } = {}) {
-  const s = net.connect({ ...stack.fcgiAddr, allowHalfOpen: halfOpen });
-  const c = { s, closed: false, buf: Buffer.alloc(0), waiter: null };
-  s.on("error", () => {});
-  s.on("close", () => { c.closed = true; c.waiter?.reject(new Error("closed")); });
-  s.on("data", (d) => {
-    c.buf = Buffer.concat([c.buf, d]);
-    let out = Buffer.alloc(0), o = 0;
-    while (o + 8 <= c.buf.length) {
-      const len = c.buf.readUInt16BE(o + 4), end = o + 8 + len + c.buf[o + 6];
-      if (end > c.buf.length) break;
-      if (c.buf[o + 1] === 6) out = Buffer.concat([out, c.buf.subarray(o + 8, o + 8 + len)]);
-      if (c.buf[o + 1] === 3) { c.buf = c.buf.subarray(end); c.waiter?.resolve(out.toString()); return; }
-      o = end;
-    }
-  });
-  c.send = (request) => new Promise((resolve, reject) => {
-    c.buf = Buffer.alloc(0);
-    c.waiter = { resolve, reject };
-    s.write(request);
-  });
-  c.ask = (uri) => c.send(keptRequest(uri));
-  return c;
-}
 
 test("an answered request no longer counts against its key while the web server has yet to close", async () => {
   // Finishing, libfcgi waits for the web server to close the connection.

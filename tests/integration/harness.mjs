@@ -124,6 +124,7 @@ sandbox_tools = (
 );
 interception: { ${extra.sandboxTools ? `sandbox_tool = "${extra.interceptionTool ?? "e2b"}"; exec_timeout = ${extra.execTimeout ?? 20};` : ""} ${extra.interception ?? ""} };
 ${extra.sessions ? `sessions: { ${extra.sessions} };` : ""}
+${extra.files ? `files: { ${extra.files} };` : ""}
 `;
 }
 

@@ -19,6 +19,21 @@
 #define A "aaaa"
 #define B "bbbb"
 
+/* Ready at bytes, its name and purpose as begun. */
+static int
+ready(struct sg_store *st, const char *id, int64_t bytes)
+{
+	struct sg_store_file f;
+	int rc = sg_store_file_get(st, id, NULL, "*", &f);
+
+	if (rc != SG_STORE_OK) {
+		snprintf(f.id, sizeof(f.id), "%s", id);
+		f.filename[0] = f.purpose[0] = '\0';
+	}
+	f.bytes = bytes;
+	return sg_store_file_ready(st, &f);
+}
+
 static int
 begin(struct sg_store *st, const char *id, const char *tenant,
     const char *container, int64_t bytes, int64_t created, int64_t quota)
@@ -55,7 +70,7 @@ quota_is_reserved_while_uploading(void **state)
 	assert_int_equal(begin(fx->st, "file-1", B, "", 1, 12, 1000),
 	    SG_STORE_EXISTS);
 	/* Whole at 100 bytes: the rest of the reservation is free again. */
-	assert_int_equal(sg_store_file_ready(fx->st, "file-1", 100),
+	assert_int_equal(ready(fx->st, "file-1", 100),
 	    SG_STORE_OK);
 	assert_int_equal(begin(fx->st, "file-3", A, "", 500, 13, 1000),
 	    SG_STORE_OK);
@@ -65,7 +80,7 @@ quota_is_reserved_while_uploading(void **state)
 	assert_int_equal(f.bytes, 100);
 	assert_string_equal(f.purpose, "user_data");
 	assert_int_equal(f.owner_pid, 0);
-	assert_int_equal(sg_store_file_ready(fx->st, "file-9", 1),
+	assert_int_equal(ready(fx->st, "file-9", 1),
 	    SG_STORE_NOTFOUND);
 }
 
@@ -143,15 +158,15 @@ lists_page_by_page(void **state)
 		assert_int_equal(begin(fx->st, id, A, "", 1, i == 3 ? 2 : i, 100),
 		    SG_STORE_OK);
 		if (i != 4)
-			assert_int_equal(sg_store_file_ready(fx->st, id, 1),
+			assert_int_equal(ready(fx->st, id, 1),
 			    SG_STORE_OK);
 	}
 	assert_int_equal(begin(fx->st, "file-b", B, "", 1, 1, 100),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_file_ready(fx->st, "file-b", 1), SG_STORE_OK);
+	assert_int_equal(ready(fx->st, "file-b", 1), SG_STORE_OK);
 	assert_int_equal(begin(fx->st, "cfile_x", A, "cntr_1", 1, 1, 100),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_file_ready(fx->st, "cfile_x", 1), SG_STORE_OK);
+	assert_int_equal(ready(fx->st, "cfile_x", 1), SG_STORE_OK);
 	/* Uploading (4), another key's and a container's are not listed. */
 	assert_int_equal(page(fx->st, NULL, 2, 0, &s), 1);
 	assert_string_equal(s.text, "file-5,file-3");
@@ -182,13 +197,13 @@ due_are_expired_or_uploading(void **state)
 
 	assert_int_equal(begin(fx->st, "file-old", A, "", 1, 0, 100),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_file_ready(fx->st, "file-old", 1),
+	assert_int_equal(ready(fx->st, "file-old", 1),
 	    SG_STORE_OK);
 	assert_int_equal(begin(fx->st, "file-up", A, "", 1, 1000, 100),
 	    SG_STORE_OK);
 	assert_int_equal(begin(fx->st, "file-new", A, "", 1, 1000, 100),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_file_ready(fx->st, "file-new", 1),
+	assert_int_equal(ready(fx->st, "file-new", 1),
 	    SG_STORE_OK);
 	/* file-old expired at 100. */
 	assert_int_equal(sg_store_file_due(fx->st, 500, 10, note, &s),
