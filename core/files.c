@@ -37,12 +37,14 @@ not_found(struct sg_error *err, const char *id)
 json_t *
 sg_files_json(const struct sg_store_file *f)
 {
-	return json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:s,s:n}", "id", f->id,
+	/* status_details is deprecated, and a string when present: left
+	 * out rather than null (the spec has no null for it). */
+	return json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:s}", "id", f->id,
 	    "object", "file", "bytes", (json_int_t)f->bytes, "created_at",
 	    (json_int_t)f->created_at, "expires_at", f->expires_at > 0 &&
 	    f->expires_at != INT64_MAX ? json_integer(f->expires_at) :
 	    json_null(), "filename", f->filename, "purpose", f->purpose,
-	    "status", "processed", "status_details");
+	    "status", "processed");
 }
 
 int

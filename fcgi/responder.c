@@ -176,15 +176,18 @@ fin_read(struct sg_in *in, void *buf, size_t len)
 /* Read and drop the rest of a refused body, so its answer is not lost to
  * a reset connection. */
 static void
-drain(FCGX_Request *r, const struct sg_cfg *cfg, long long max)
+drain(FCGX_Request *r, const struct sg_cfg *cfg, long long max, int secs)
 {
 	char scratch[16384];
 	long long drained = 0;
 	int n;
 
-	while (drained < max &&
-	    (n = get_chunk(r, cfg, scratch, sizeof(scratch))) > 0)
+	while (drained < max) {
+		deadline(r->ipcFd, secs > 0 ? secs : cfg->server.read_timeout);
+		if ((n = FCGX_GetStr(scratch, sizeof(scratch), r->in)) <= 0)
+			break;
 		drained += n;
+	}
 }
 
 /* Read the whole body (to EOF, which also consumes the empty stdin
@@ -199,7 +202,7 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 	int n;
 
 	if (want > (long long)cap) {
-		drain(r, cfg, DRAIN_MAX);
+		drain(r, cfg, DRAIN_MAX, 0);
 		return sg_error_set(err, 413, "invalid_request_error",
 		    "request_too_large", NULL, "Request body of %lld bytes is "
 		    "larger than this gateway's limit of %zu bytes.", want, cap);
@@ -216,7 +219,7 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
 			if (len >= cap && get_chunk(r, cfg, &more, 1) <= 0)
 				break;
 			if (len >= cap) {
-				drain(r, cfg, DRAIN_MAX);
+				drain(r, cfg, DRAIN_MAX, 0);
 				return sg_error_set(err, 413,
 				    "invalid_request_error", "request_too_large",
 				    NULL, "Request body is larger than this "
@@ -284,8 +287,11 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 			sg_gw_handle(gw, &req, &out.base);
 		if (req.in != NULL) {
 			/* What an upload's handler left unread (it refused
-			 * it): a little, not the whole of a huge one. */
-			drain(r, env->cfg, UPLOAD_DRAIN_MAX);
+			 * it): a little, for a second, not the whole of a
+			 * huge one, nor what the client has yet to send; its
+			 * answer goes out first. */
+			FCGX_FFlush(r->out);
+			drain(r, env->cfg, UPLOAD_DRAIN_MAX, 1);
 			deadline(-1, 0);
 			sigprocmask(SIG_SETMASK, mask, NULL);
 		}

@@ -92,19 +92,31 @@ test("a purpose missing or unknown, and no file part, are OpenAI's 400s", async 
   assert.equal((await alice.files.list()).data.length, 0, "nothing was kept");
 });
 
-test("filenames that are paths are refused: ../, an absolute path, a backslash, NUL, control characters", async () => {
-  for (const name of ["../../etc/passwd", "/etc/passwd", "a/b.csv", "..", "a\\b.csv", "a\u0001b", "x".repeat(256)]) {
-    await assert.rejects(alice.files.create({ file: await toFile(Buffer.from("a"), name), purpose: "user_data" }),
-      (e) => e.status === 400 && e.param === "file", JSON.stringify(name));
-  }
-  // NUL in the name, written raw (no client library would).
+// An upload written by hand: the SDK itself keeps only a path's last
+// part, so a hostile name has to be written raw. disposition is the
+// file part's Content-Disposition parameters after name="file".
+async function rawUpload(disposition, key = KEYS.alice) {
   const boundary = "b0undary";
   const body = `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n` +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="ok.csv\u0000../../x"\r\n` +
-    `Content-Type: text/csv\r\n\r\na\r\n--${boundary}--\r\n`;
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; ${disposition}\r\n` +
+    `Content-Type: text/csv\r\n\r\na,b\r\n--${boundary}--\r\n`;
   const r = await fetch(stack.url("/v1/files"), { method: "POST", body,
-    headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": `multipart/form-data; boundary=${boundary}` } });
-  assert.equal(r.status, 400, await r.text());
+    headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}` } });
+  return { status: r.status, json: await r.json() };
+}
+
+test("filenames that are paths are refused: ../, an absolute path, a backslash, NUL, control characters", async () => {
+  const ok = await rawUpload('filename="fine.csv"');
+  assert.equal(ok.status, 200, JSON.stringify(ok.json));
+  assert.equal(ok.json.filename, "fine.csv");
+  await alice.files.delete(ok.json.id);
+  for (const d of ['filename="../../etc/passwd"', 'filename="/etc/passwd"', 'filename="a/b.csv"', 'filename=".."',
+    "filename*=UTF-8''a%5Cb.csv", "filename*=UTF-8''..%2F..%2Fx", 'filename="a\u0001b"', 'filename="ok.csv\u0000../../x"',
+    "filename*=UTF-8''ok%00.csv", `filename="${"x".repeat(256)}"`, "filename*=UTF-8''%FF%FE.csv"]) {
+    const r = await rawUpload(d);
+    assert.equal(r.status, 400, `${d}: ${JSON.stringify(r.json)}`);
+    validate("ErrorResponse", r.json);
+  }
   assert.equal((await alice.files.list()).data.length, 0, "nothing was kept");
   assert.deepEqual(fs.readdirSync(`${stack.storeDir}/files`), [], "no bytes left on disk");
 });
