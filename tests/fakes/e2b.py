@@ -6,7 +6,7 @@ Standard library only. Written from reference/e2b-protocol.md. One process, one 
 * a request carrying `E2b-Sandbox-Id` (+ `E2b-Sandbox-Port`) goes to that sandbox's data plane,
   the way E2B_SANDBOX_URL / sandgate's `sandbox_url` works (a Host of `<port>-<id>.<anything>`
   routes the same way); port 49999 is the code-interpreter server (`/health`, `/execute`,
-  `/contexts`), port 49983 a small envd (`/health`, `/envs`, `/metrics`);
+  `/contexts`), port 49983 a small envd (`/health`, `/envs`, `/metrics`, and the files API below);
 * anything else is the control-plane API (`X-API-Key`): POST /sandboxes, GET /sandboxes,
   GET /v2/sandboxes, GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout|refreshes|connect.
 
@@ -22,6 +22,61 @@ writes them with colors off, joined with "" as the server joins them. A client l
 the worker (SIGINT, then a kill after --interrupt-grace s); a run sent within --abort-window s of
 that is aborted and only ever gets keepalives, as on the real server (its "aborted" quirk).
 
+Files (envd, port 49983). Each sandbox has a directory of its own that the fake treats as the
+sandbox's "/" (/mnt/data/x.csv is DIR/mnt/data/x.csv); the cells' worker runs in DIR/home/user and
+sees /home/user and /mnt there through the path mapping of sbfiles.py (open, os, pathlib, shutil,
+pandas...; not subprocesses), so a file uploaded to /mnt/data/x.csv is what open('/mnt/data/x.csv')
+reads and what the code writes there downloads. Routes:
+  GET  /files?path=&username=   raw bytes; Content-Type by extension (Go's table, then the system's;
+       text/* with charset=utf-8), else sniffed (http.ServeContent); Content-Disposition as
+       mime.FormatMediaType("inline", filename=base) writes it: `inline; filename=a.csv` (quoted
+       only when not a token; RFC 2231 for non-ASCII); Vary: Accept-Encoding; Last-Modified,
+       Accept-Ranges, single Range -> 206 (several ranges: the whole file), If-Modified-Since -> 304;
+       Accept-Encoding: gzip -> gzip (Content-Length up to 2048 bytes, chunked above, as net/http).
+       Errors {"code":N,"message":...}\n (json.Encoder), application/json; charset=utf-8, nosniff:
+       400 "path '/p' is a directory", 404 "path '/p' does not exist", 401 unknown user / token /
+       signature, 406 Accept-Encoding.
+  POST /files?path=&username=   multipart/form-data (form name "file"; without `path`, each part's
+       filename, kept whole, is its destination) or application/octet-stream (path required);
+       Content-Encoding: gzip; creates parents (0755), overwrites; 200
+       [{"name":"a.csv","path":"/mnt/data/a.csv","type":"file"}] with Content-Type text/plain;
+       charset=utf-8 (envd writes none: net/http sniffs). 400 unsupported content type, raw body
+       without path, a directory at the path, two parts to one path; 401 unknown user; 500 "error
+       ensuring directories: path is a file: /p"; 507 (files_status fault).
+  POST /filesystem.Filesystem/ListDir|MakeDir|Stat   Connect unary, JSON codec only (Content-Type
+       application/json; else 415), POST only (405), user from `Authorization: Basic base64(user:)`
+       (unknown -> 401 unauthenticated), the envd token required as on every envd route but
+       /files and /health. ListDir {"path","depth"} (0 = 1) -> {"entries":[EntryInfo...]} in
+       filepath.WalkDir's order (pre-order, lexical), symlinks not followed, depth-limited, paths
+       under the requested (not the symlink-resolved) path; no entries -> {}. MakeDir {"path"} ->
+       {"entry":EntryInfo}, 409 already_exists, 400 invalid_argument when a non-directory is
+       there. EntryInfo in protojson: name, type (FILE_TYPE_FILE|FILE_TYPE_DIRECTORY; a symlink
+       has its target's type and mode, "L..." permissions and symlinkTarget), path, size (int64:
+       a string), mode (permission bits, a number), permissions (Go's FileMode.String, e.g.
+       "-rw-r--r--"), owner, group, modifiedTime (RFC 3339, 0/3/6/9 fraction digits, Z); fields at
+       their default value left out. Errors {"code":"not_found","message":...} with Connect's
+       HTTP status (404, 400 invalid_argument, 409, 401, 500 internal, 501 unimplemented for the
+       service's other methods).
+  Verified by reading the sources (no live service): e2b-dev/infra @54693ff3
+  packages/envd/spec/filesystem/filesystem.proto (EntryInfo, FileType, ListDirRequest{path,depth},
+  MakeDirRequest), packages/envd/internal/services/filesystem/{dir,stat,utils,service}.go (ListDir's
+  depth default, walk, errors; MakeDir's), packages/shared/pkg/filesystem/entry.go (symlink type,
+  mode, permissions), packages/envd/internal/api/{download,upload,auth,encoding,error}.go and
+  permissions/{path,authenticate}.go (paths, users, messages, statuses, signatures, gzip, the
+  auth exemption of /files); e2b-dev/E2B @b8029973 packages/js-sdk/src/sandbox/index.ts
+  (createConnectTransport with useBinaryFormat: false: the SDK speaks Connect JSON),
+  src/envd/rpc.ts (Basic auth "user:"), src/sandbox/filesystem/index.ts (ListDir depth default 1,
+  MakeDir's already_exists = false); connectrpc/connect-go @96463260 codec.go (protojson with
+  default options, DiscardUnknown on input, the zero-length payload error) and
+  protocol_connect.go (connectCodeToHTTP, the unary error body, always application/json).
+  Assumed: the default user is "user" with home and workdir /home/user (envd's own default is
+  root, set per template by /init; the code-interpreter's kernels run as user in /home/user), and
+  users are user and root only; owner/group in entries is whoever the fake saw make the path
+  through envd, else root for / /home /mnt /root and user for the rest; protojson's whitespace
+  (it may add a random space after ':' or ',') is not reproduced; Go error texts built from
+  syscall errors are approximated; X-Metadata-* headers are ignored (envdVersion is 0.5.9, before
+  0.6.2 where they came); Connect's binary codec, compression and GET are not served.
+
 Test hooks (not authenticated): GET /__stats, POST /__reset, GET|POST /__faults, GET /__requests.
 Faults (POST /__faults, each with "count", default 1, -1 = forever; {} clears all):
   {"create_status": 500|503|504|429|401, "message"?, "error_code"?, "retry_after"?}
@@ -29,6 +84,9 @@ Faults (POST /__faults, each with "count", default 1, -1 = forever; {} clears al
   {"execute_status": 502}             (the proxy's "sandbox was not found" 502)
   {"execute_drop": true, "lines"?: 2} (send N lines, then close mid-stream, no end_of_execution)
   {"execute_hang": true, "lines"?: 1} (send N lines, then nothing until the client leaves)
+  {"files_status": 507|500, "message"?}  (POST /files answers it, nothing written)
+  {"download_status": 500, "message"?}   {"download_drop": true} (GET /files: headers, half the body, cut)
+  {"listdir_status": 503|404|500...}     (ListDir answers the Connect error of that HTTP status)
 GET /__stats also has `history`: {sandboxID: {"metadata", "timeout"}} for every sandbox created
 since the last reset, so a test can tell each one's fate (in `live`, in `expired`, else deleted).
 

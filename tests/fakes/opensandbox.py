@@ -23,6 +23,39 @@ IPython-style _repr_*_ methods), exceptions as IPython-like error events. displa
 display(obj) exist in the worker's builtins and emit display_data, which is DROPPED, as real execd
 drops it (§2.6). /code with an empty context.language runs the code with `bash -c` (§2.3, §2.7).
 
+Files (execd, §2.9). Each sandbox has a directory of its own that the fake treats as the sandbox's "/";
+the code's worker runs in DIR/workspace and sees /workspace and /mnt there through the path mapping
+of sbfiles.py (Python's file functions only: `bash -c` runs see the host's paths), so a file uploaded
+to /mnt/data/x.csv is what open('/mnt/data/x.csv') reads and what the code writes there downloads.
+  POST /files/upload      multipart pairs: part "metadata" (JSON {"path","owner","group","mode"}) and
+       part "file", both with a filename (Go's ReadForm keeps the others as values), paired by
+       order; parents made; the file made 0777 less the umask, then mode applied (its decimal
+       digits read as octal); 200 with an empty body. 400 INVALID_FILE "multipart form is empty"
+       (not multipart), INVALID_FILE_METADATA "metadata file is missing" / "metadata path is
+       empty" / "invalid metadata format. ...", INVALID_FILE_CONTENT "file is missing",
+       INVALID_FILE "metadata and file count mismatch: N vs M".
+  GET  /files/download?path=   application/octet-stream, `attachment; filename="a.csv"` (non-ASCII:
+       PathEscape'd, plus filename*=UTF-8''...), Content-Length, Last-Modified, Accept-Ranges; Range
+       by execd's own parser: 206 with Content-Range for the first range, 416 {"code":"UNKNOWN"}
+       when malformed, http.ServeContent's 416 text when no range overlaps. 400 MISSING_QUERY, 404
+       FILE_NOT_FOUND "file not found. open /p: no such file or directory".
+  GET  /files/info?path=a&path=b   {path: FileInfo} (keys sorted, as Go writes a map); no path -> {}.
+  GET  /files/search?path=&pattern=   [FileInfo] of the files (not directories) under path, in
+       filepath.Walk's order, whose base name matches the doublestar pattern (default "**").
+  GET  /directories/list?path=&depth=   [FileInfo] of the tree to depth levels (default 1, 0 -> []),
+       each entry then, for a directory, its own; 400 for a symlink or a file as the root, or a
+       bad depth.
+  POST /directories {path: {"mode",...}}   made with parents; DELETE /files?path=... removes files.
+  FileInfo: {"path","type":"file|directory|symlink|other","size","modified_at","created_at" (Go
+  time.Time in UTC: RFC 3339, nanoseconds without trailing zeros),"owner","group","mode"}.
+  Verified by reading alibaba/OpenSandbox @4db3a993 components/execd/pkg/web/router.go,
+  controller/{filesystem,filesystem_upload,filesystem_download,utils,basic,syscall_linux}.go,
+  model/{filesystem,error}.go, pkg/util/pathutil/path.go, pkg/util/glob/match.go.
+  Assumed: execd's cwd (for relative paths) is /workspace, its HOME /root; owner and group are
+  "root" for the fake's own files (execd runs as root) and chown is not done; a directory given to
+  /files/download gets its headers and then a cut connection (what the code suggests); $VAR in a
+  path is expanded from the sandbox's env plus HOME and PATH.
+
 Test hooks (main port, never authenticated):
   GET  /__stats   {"creates","created","deletes","renews","codes","polls",...,"live":[ids],
                    "states":{id:state},"create_bodies":[...],"renew_bodies":[...],
@@ -34,7 +67,9 @@ Test hooks (main port, never authenticated):
                   value is the number of 404s), code_drop (true = cut mid-chunked-body, "clean" =
                   proper end of body without the terminal event), code_hang, code_error_object
                   (true, or the message string), framing_sse, delete_status, ping_503 (the value is
-                  the number of 503s).
+                  the number of 503s), files_status (POST /files/upload answers that status),
+                  download_status, download_drop (GET /files/download: headers, half the body,
+                  cut), listdir_status (GET /directories/list answers that status).
 
 Usage: opensandbox.py [--port 0] [--execd-port 0] [--port-file PATH] [--api-key KEY] [--quiet]
                       [--start-delay 0.3] [--max-timeout 86400]
