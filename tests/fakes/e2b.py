@@ -6,7 +6,7 @@ Standard library only. Written from reference/e2b-protocol.md. One process, one 
 * a request carrying `E2b-Sandbox-Id` (+ `E2b-Sandbox-Port`) goes to that sandbox's data plane,
   the way E2B_SANDBOX_URL / sandgate's `sandbox_url` works (a Host of `<port>-<id>.<anything>`
   routes the same way); port 49999 is the code-interpreter server (`/health`, `/execute`,
-  `/contexts`), port 49983 a small envd (`/health`, `/envs`, `/metrics`);
+  `/contexts`), port 49983 a small envd (`/health`, `/envs`, `/metrics`, and the files API below);
 * anything else is the control-plane API (`X-API-Key`): POST /sandboxes, GET /sandboxes,
   GET /v2/sandboxes, GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout|refreshes|connect.
 
@@ -22,6 +22,61 @@ writes them with colors off, joined with "" as the server joins them. A client l
 the worker (SIGINT, then a kill after --interrupt-grace s); a run sent within --abort-window s of
 that is aborted and only ever gets keepalives, as on the real server (its "aborted" quirk).
 
+Files (envd, port 49983). Each sandbox has a directory of its own that the fake treats as the
+sandbox's "/" (/mnt/data/x.csv is DIR/mnt/data/x.csv); the cells' worker runs in DIR/home/user and
+sees /home/user and /mnt there through the path mapping of sbfiles.py (open, os, pathlib, shutil,
+pandas...; not subprocesses), so a file uploaded to /mnt/data/x.csv is what open('/mnt/data/x.csv')
+reads and what the code writes there downloads. Routes:
+  GET  /files?path=&username=   raw bytes; Content-Type by extension (Go's table, then the system's;
+       text/* with charset=utf-8), else sniffed (http.ServeContent); Content-Disposition as
+       mime.FormatMediaType("inline", filename=base) writes it: `inline; filename=a.csv` (quoted
+       only when not a token; RFC 2231 for non-ASCII); Vary: Accept-Encoding; Last-Modified,
+       Accept-Ranges, single Range -> 206 (several ranges: the whole file), If-Modified-Since -> 304;
+       Accept-Encoding: gzip -> gzip (Content-Length up to 2048 bytes, chunked above, as net/http).
+       Errors {"code":N,"message":...}\n (json.Encoder), application/json; charset=utf-8, nosniff:
+       400 "path '/p' is a directory", 404 "path '/p' does not exist", 401 unknown user / token /
+       signature, 406 Accept-Encoding.
+  POST /files?path=&username=   multipart/form-data (form name "file"; without `path`, each part's
+       filename, kept whole, is its destination) or application/octet-stream (path required);
+       Content-Encoding: gzip; creates parents (0755), overwrites; 200
+       [{"name":"a.csv","path":"/mnt/data/a.csv","type":"file"}] with Content-Type text/plain;
+       charset=utf-8 (envd writes none: net/http sniffs). 400 unsupported content type, raw body
+       without path, a directory at the path, two parts to one path; 401 unknown user; 500 "error
+       ensuring directories: path is a file: /p"; 507 (files_status fault).
+  POST /filesystem.Filesystem/ListDir|MakeDir|Stat   Connect unary, JSON codec only (Content-Type
+       application/json; else 415), POST only (405), user from `Authorization: Basic base64(user:)`
+       (unknown -> 401 unauthenticated), the envd token required as on every envd route but
+       /files and /health. ListDir {"path","depth"} (0 = 1) -> {"entries":[EntryInfo...]} in
+       filepath.WalkDir's order (pre-order, lexical), symlinks not followed, depth-limited, paths
+       under the requested (not the symlink-resolved) path; no entries -> {}. MakeDir {"path"} ->
+       {"entry":EntryInfo}, 409 already_exists, 400 invalid_argument when a non-directory is
+       there. EntryInfo in protojson: name, type (FILE_TYPE_FILE|FILE_TYPE_DIRECTORY; a symlink
+       has its target's type and mode, "L..." permissions and symlinkTarget), path, size (int64:
+       a string), mode (permission bits, a number), permissions (Go's FileMode.String, e.g.
+       "-rw-r--r--"), owner, group, modifiedTime (RFC 3339, 0/3/6/9 fraction digits, Z); fields at
+       their default value left out. Errors {"code":"not_found","message":...} with Connect's
+       HTTP status (404, 400 invalid_argument, 409, 401, 500 internal, 501 unimplemented for the
+       service's other methods).
+  Verified by reading the sources (no live service): e2b-dev/infra @54693ff3
+  packages/envd/spec/filesystem/filesystem.proto (EntryInfo, FileType, ListDirRequest{path,depth},
+  MakeDirRequest), packages/envd/internal/services/filesystem/{dir,stat,utils,service}.go (ListDir's
+  depth default, walk, errors; MakeDir's), packages/shared/pkg/filesystem/entry.go (symlink type,
+  mode, permissions), packages/envd/internal/api/{download,upload,auth,encoding,error}.go and
+  permissions/{path,authenticate}.go (paths, users, messages, statuses, signatures, gzip, the
+  auth exemption of /files); e2b-dev/E2B @b8029973 packages/js-sdk/src/sandbox/index.ts
+  (createConnectTransport with useBinaryFormat: false: the SDK speaks Connect JSON),
+  src/envd/rpc.ts (Basic auth "user:"), src/sandbox/filesystem/index.ts (ListDir depth default 1,
+  MakeDir's already_exists = false); connectrpc/connect-go @96463260 codec.go (protojson with
+  default options, DiscardUnknown on input, the zero-length payload error) and
+  protocol_connect.go (connectCodeToHTTP, the unary error body, always application/json).
+  Assumed: the default user is "user" with home and workdir /home/user (envd's own default is
+  root, set per template by /init; the code-interpreter's kernels run as user in /home/user), and
+  users are user and root only; owner/group in entries is whoever the fake saw make the path
+  through envd, else root for / /home /mnt /root and user for the rest; protojson's whitespace
+  (it may add a random space after ':' or ',') is not reproduced; Go error texts built from
+  syscall errors are approximated; X-Metadata-* headers are ignored (envdVersion is 0.5.9, before
+  0.6.2 where they came); Connect's binary codec, compression and GET are not served.
+
 Test hooks (not authenticated): GET /__stats, POST /__reset, GET|POST /__faults, GET /__requests.
 Faults (POST /__faults, each with "count", default 1, -1 = forever; {} clears all):
   {"create_status": 500|503|504|429|401, "message"?, "error_code"?, "retry_after"?}
@@ -29,6 +84,9 @@ Faults (POST /__faults, each with "count", default 1, -1 = forever; {} clears al
   {"execute_status": 502}             (the proxy's "sandbox was not found" 502)
   {"execute_drop": true, "lines"?: 2} (send N lines, then close mid-stream, no end_of_execution)
   {"execute_hang": true, "lines"?: 1} (send N lines, then nothing until the client leaves)
+  {"files_status": 507|500, "message"?}  (POST /files answers it, nothing written)
+  {"download_status": 500, "message"?}   {"download_drop": true} (GET /files: headers, half the body, cut)
+  {"listdir_status": 503|404|500...}     (ListDir answers the Connect error of that HTTP status)
 GET /__stats also has `history`: {sandboxID: {"metadata", "timeout"}} for every sandbox created
 since the last reset, so a test can tell each one's fate (in `live`, in `expired`, else deleted).
 
@@ -37,6 +95,12 @@ Usage: e2b.py [--host 127.0.0.1] [--port 0] [--port-file PATH] [--api-key KEY] [
               [--template ALIAS ...] [--interrupt-grace 3] [--python PATH]
 """
 import argparse
+import base64
+import errno
+import gzip
+import posixpath
+import stat as stat_mod
+import zlib
 import collections
 import datetime
 import hmac
@@ -62,6 +126,9 @@ import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sbfiles  # noqa: E402
+
 DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 CLIENT_ID = "6532622b"
 ENVD_VERSION = "0.5.9"
@@ -79,9 +146,23 @@ RESULT_KEYS = (("text/plain", "text"), ("text/html", "html"), ("text/markdown", 
                ("application/pdf", "pdf"), ("text/latex", "latex"), ("application/json", "json"),
                ("application/javascript", "javascript"), ("e2b/data", "data"), ("e2b/chart", "chart"))
 FAULT_KINDS = ("create_status", "create_delay", "execute_drop", "execute_hang", "execute_status",
-               "delete_status", "timeout_status")
+               "delete_status", "timeout_status", "files_status", "download_status", "download_drop",
+               "listdir_status")
 FAULT_PARAMS = ("count", "message", "error_code", "retry_after", "lines")
 ID_RE = re.compile(r"[a-z0-9]+")
+HOME_DIR = "/home/user"           # the template's user "user" (uid 1000), its home and the kernels' cwd
+MAPPED = (HOME_DIR, "/mnt")       # what the code sees inside the sandbox's directory (sbfiles.py)
+USERS = {"user": (1000, HOME_DIR), "root": (0, "/root")}   # the template's users: uid, home
+DEFAULT_USER = "user"
+DOWNLOAD_CHUNK = 2048             # net/http's buffer before it chunks a response
+
+# Connect's codes and the HTTP status of each (connect-go protocol_connect.go connectCodeToHTTP)
+CONNECT_HTTP = {"canceled": 499, "unknown": 500, "invalid_argument": 400, "deadline_exceeded": 504,
+                "not_found": 404, "already_exists": 409, "permission_denied": 403, "resource_exhausted": 429,
+                "failed_precondition": 400, "aborted": 409, "out_of_range": 400, "unimplemented": 501,
+                "internal": 500, "unavailable": 503, "data_loss": 500, "unauthenticated": 401}
+CONNECT_FS_METHODS = ("Stat", "MakeDir", "Move", "ListDir", "Remove", "WatchDir", "CreateWatcher",
+                      "GetWatcherEvents", "RemoveWatcher")     # filesystem.proto's service
 EMPTY = object()        # Worker.get(): nothing arrived in time
 SEQ = itertools.count(1)
 PYTHON = sys.executable  # what runs the cells (--python)
@@ -133,17 +214,26 @@ class ClientGone(Exception):
     pass
 
 
+class WalkError(Exception):
+    pass
+
+
+def go_errno(e):
+    """The text Go's syscall.Errno gives for an OSError."""
+    return (e.strerror or str(e)).lower() if isinstance(e, OSError) else str(e)
+
+
 class Cut(Exception):
     """End the response by closing the connection mid-body (fault, or sandbox killed)."""
 
 
 # ---------------------------------------------------------------- the worker (runs the code)
 
-WORKER_SRC = r'''
+WORKER_SRC = sbfiles.PATHMAP_SRC + r'''
 import ast, base64, builtins, codeop, datetime, io, json, linecache, os, signal, sys, threading, time, traceback, types
 
 PARENT = os.getppid()
-HOME = os.getcwd()          # the sandbox's directory, made by the fake for this sandbox
+HOME = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()   # the sandbox's directory (its "/")
 MAIN = threading.main_thread()
 _proto = os.dup(1)
 _cmds = os.dup(0)
@@ -732,10 +822,10 @@ _main()
 class Worker:
     """One python3 process running cells; JSON lines in on stdin, out on stdout."""
 
-    def __init__(self, cwd, quiet):
-        env = dict(os.environ, PYTHONUNBUFFERED="1", MPLBACKEND="Agg")
+    def __init__(self, root, cwd, quiet):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", MPLBACKEND="Agg", **sbfiles.worker_env(root, MAPPED))
         env.pop("PYTHONSTARTUP", None)
-        self.proc = subprocess.Popen([PYTHON, "-u", "-c", WORKER_SRC], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([PYTHON, "-u", "-c", WORKER_SRC, root], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if quiet else None,
                                      cwd=cwd, env=env, close_fds=True, start_new_session=True)
         self.q = queue.Queue()
@@ -850,7 +940,7 @@ class Context:
                 self.worker.kill()
                 self.worker = None
             if self.worker is None and not (self.deleted or self.sandbox.killed):
-                self.worker = Worker(self.sandbox.dir, self.sandbox.quiet)
+                self.worker = Worker(self.sandbox.dir, self.sandbox.cwd_of(self.cwd), self.sandbox.quiet)
                 self.count, self.env_loaded = 0, False
             return self.worker
 
@@ -881,6 +971,9 @@ class Sandbox:
         self.quiet = quiet
         self.killed = False
         self.dir = tempfile.mkdtemp(prefix="fake-e2b-%s-" % sid)
+        os.chmod(self.dir, 0o755)
+        sbfiles.makedirs_in(self.dir, HOME_DIR)      # the template's user and home
+        self.owners = {}            # sandbox path -> user that made it through envd, when not "user"
         self.contexts = collections.OrderedDict()
         self.default_ctx = None
         if runs_code:
@@ -892,6 +985,18 @@ class Sandbox:
                 raise
             self.contexts[ctx.id] = ctx
             self.default_ctx = ctx
+
+    def cwd_of(self, cwd):
+        """The host directory a context's worker starts in: its cwd mapped into the sandbox when it
+        is under a mapped prefix (made if missing), else the home directory."""
+        v = sbfiles.go_clean(cwd) if isinstance(cwd, str) and cwd.startswith("/") else HOME_DIR
+        if not any(v == p or v.startswith(p + "/") for p in MAPPED):
+            v = HOME_DIR
+        try:
+            sbfiles.makedirs_in(self.dir, v)
+        except OSError:
+            v = HOME_DIR
+        return sbfiles.real_path(self.dir, v)
 
     def end_wall(self):
         return time.time() + (self.end - time.monotonic())
@@ -958,8 +1063,9 @@ class State:
     def clear_counters(self):
         with self.lock:
             self.c = {"creates": 0, "deletes": 0, "keepalives": 0, "executes": 0, "connects": 0,
-                      "executes_without_token": 0}
-            self.attempts = {"create": 0, "delete": 0, "timeout": 0, "refresh": 0, "connect": 0, "execute": 0}
+                      "executes_without_token": 0, "uploads": 0, "downloads": 0, "listdirs": 0}
+            self.attempts = {"create": 0, "delete": 0, "timeout": 0, "refresh": 0, "connect": 0, "execute": 0,
+                             "upload": 0, "download": 0}
             self.create_bodies, self.timeouts, self.expired = [], [], []
             self.history = {}
             self.requests.clear()
@@ -1299,6 +1405,7 @@ class Handler(BaseHTTPRequestHandler):
         st = self.server.state
         url = urllib.parse.urlsplit(self.path)
         path, query = url.path, url.query
+        self.query = query
         try:
             raw = self.read_body()
         except ValueError:
@@ -1693,7 +1800,7 @@ class Handler(BaseHTTPRequestHandler):
                                               "token. Token header 'e2b-traffic-access-token' is %s" % what,
                                               "code": 403})
         if port == ENVD_PORT:
-            return self.envd(sb, path)
+            return self.envd(sb, path, raw)
         if port == CI_PORT and sb.runs_code:
             self.server_name_hdr = "uvicorn"
             return self.code_interpreter(sb, path, raw)
@@ -1706,11 +1813,16 @@ class Handler(BaseHTTPRequestHandler):
         given = self.headers.get("X-Access-Token")
         return given is not None and hmac.compare_digest(given.encode(), sb.token.encode())
 
-    def envd(self, sb, path):
+    def envd(self, sb, path, raw):
         if path == "/health" and self.command == "GET":
             return self.no_content()
-        if not self.token_ok(sb):
-            return self.api_json(401, {"code": 401, "message": ENVD_401})
+        files = path == "/files" and self.command in ("GET", "POST")
+        if not files and not self.token_ok(sb):
+            return self.envd_error(401, ENVD_401)
+        if files:
+            return self.envd_files(sb, raw)
+        if path.startswith("/filesystem.Filesystem/"):
+            return self.connect_fs(sb, path[len("/filesystem.Filesystem/"):], raw)
         if path == "/envs" and self.command == "GET":
             return self.api_json(200, sb.env_vars)
         if path == "/metrics" and self.command == "GET":
@@ -1718,6 +1830,504 @@ class Handler(BaseHTTPRequestHandler):
                                        "mem_total": 1073741824, "mem_used": 104857600,
                                        "disk_total": 5368709120, "disk_used": 1073741824})
         self.api_json(404, {"code": 404, "message": "fake envd: %s %s is not implemented" % (self.command, path)})
+
+    # -- envd's files API (reference §6; e2b-dev/infra packages/envd/internal/api/{download,upload,
+    #    auth,encoding,error}.go and internal/services/filesystem/{dir,stat,utils}.go)
+    def envd_error(self, status, message, extra=None):
+        """envd's jsonError: json.Encoder's output (so a newline after it), nosniff."""
+        h = {"X-Content-Type-Options": "nosniff"}
+        h.update(extra or {})
+        self.send_raw(status, go_json({"code": status, "message": message}) + b"\n",
+                      "application/json; charset=utf-8", h)
+
+    def envd_params(self):
+        q = urllib.parse.parse_qs(self.query, keep_blank_values=True)
+        return {k: v[0] for k, v in q.items()}
+
+    def envd_signing(self, sb, params, path, op):
+        """validateSigning: None when allowed, else the message of its 401."""
+        if not sb.secure:
+            return None
+        given = self.headers.get("X-Access-Token")
+        if given:
+            return None if hmac.compare_digest(given.encode(), sb.token.encode()) else \
+                "access token present in header but does not match"
+        sig = params.get("signature")
+        if sig is None:
+            return "missing signature query parameter"
+        exp = params.get("signature_expiration")
+        try:
+            exp = int(exp) if exp is not None else None
+        except ValueError:
+            return "invalid signature"
+        want = sbfiles.envd_signature(path, op, params.get("username", ""), sb.token, exp)
+        if not hmac.compare_digest(want.encode(), sig.encode()):
+            return "invalid signature"
+        if exp is not None and exp < time.time():
+            return "signature is already expired"
+        return None
+
+    @staticmethod
+    def envd_resolve(path, user):
+        """permissions.ExpandAndResolve: (absolute sandbox path, as envd keeps it, or None, error)."""
+        home = USERS[user][1]
+        if path == "":
+            path = HOME_DIR        # the default workdir
+        if path.startswith("~"):
+            if len(path) > 1 and path[1] not in "/\\":
+                return None, "failed to expand path '%s' for user '%s': cannot expand user-specific home dir" % (
+                    path, user)
+            path = sbfiles.go_clean(home + "/" + path[1:])
+        if path.startswith("/"):
+            return path, None      # absolute: as given (Go returns it uncleaned)
+        return sbfiles.go_clean(home + "/" + path), None
+
+    def envd_real(self, sb, vpath):
+        return sbfiles.real_path(sb.dir, sbfiles.go_clean(vpath))
+
+    def envd_user(self, params):
+        user = params.get("username", DEFAULT_USER)
+        return user if user in USERS else None
+
+    def envd_files(self, sb, raw):
+        params = self.envd_params()
+        if self.command == "GET":
+            return self.envd_download(sb, params)
+        return self.envd_upload(sb, params, raw)
+
+    def envd_download(self, sb, params):
+        st = self.server.state
+        st.bump(None, "download")
+        path = params.get("path", "")
+        err = self.envd_signing(sb, params, path, "read")
+        if err:
+            return self.envd_error(401, err)
+        user = self.envd_user(params)
+        if user is None:
+            u = params["username"]
+            return self.envd_error(401, "error looking up user '%s': user: unknown user %s" % (u, u))
+        v, err = self.envd_resolve(path, user)
+        if err:
+            return self.envd_error(400, "error expanding and resolving path '%s': %s" % (path, err))
+        real = self.envd_real(sb, v)
+        try:
+            info = os.stat(real)
+        except FileNotFoundError:
+            return self.envd_error(404, "path '%s' does not exist" % v)
+        except OSError as e:
+            return self.envd_error(500, "error checking if path exists '%s': stat %s: %s" % (v, v, go_errno(e)))
+        if stat_mod.S_ISDIR(info.st_mode):
+            return self.envd_error(400, "path '%s' is a directory" % v)
+        enc, identity_rejected = sbfiles.parse_accept_encoding(self.headers.get("Accept-Encoding", ""))
+        if enc is None:
+            return self.envd_error(406, "error parsing Accept-Encoding: no acceptable encoding found, "
+                                        "supported: [gzip]")
+        extra = {"Vary": "Accept-Encoding"}
+        if any(self.headers.get(k) for k in ("Range", "If-Modified-Since", "If-None-Match", "If-Range")):
+            if identity_rejected:
+                return self.envd_error(406, "identity encoding not acceptable for Range or conditional request",
+                                       extra)
+            enc = "identity"
+        try:
+            with open(real, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            return self.envd_error(500, "error opening file '%s': open %s: %s" % (v, v, go_errno(e)))
+        fault = st.take_fault("download_status")
+        if fault:
+            status = as_int(fault["value"]) or 500
+            return self.envd_error(status, fault.get("message", "injected fault"))
+        drop = st.take_fault("download_drop")
+        with st.lock:
+            st.c["downloads"] += 1
+        extra["Content-Disposition"] = sbfiles.go_format_media_type("inline", "filename", posixpath.basename(
+            sbfiles.go_clean(v)))
+        if enc == "gzip":
+            extra["Content-Encoding"] = "gzip"
+            body = gzip.compress(data, mtime=0)
+            ctype = sbfiles.go_type_by_extension(path) or "application/octet-stream"
+            return self.envd_body(200, body, ctype, extra, drop, chunked=len(body) > DOWNLOAD_CHUNK)
+        # http.ServeContent(w, r, path, modtime, file)
+        ctype = sbfiles.go_type_by_extension(path) or sbfiles.go_detect_content_type(data[:512])
+        if info.st_mtime_ns > 0:
+            extra["Last-Modified"] = sbfiles.http_date(info.st_mtime)
+        ims = sbfiles.parse_http_date(self.headers.get("If-Modified-Since", ""))
+        if ims is not None and not self.headers.get("If-None-Match") and int(info.st_mtime) <= ims:
+            self.send_response(304)
+            for k in ("Vary", "Content-Disposition", "Last-Modified"):
+                self.send_header(k, extra[k]) if k in extra else None
+            self.end_headers()
+            self.status = 304
+            return
+        extra["Accept-Ranges"] = "bytes"
+        rng = sbfiles.go_serve_range(self.headers.get("Range", ""), len(data))
+        if rng is None:
+            extra = {"Content-Range": "bytes */%d" % len(data), "X-Content-Type-Options": "nosniff",
+                     "Vary": "Accept-Encoding"}
+            return self.send_raw(416, b"invalid range: failed to overlap\n", "text/plain; charset=utf-8", extra)
+        if rng != "all":
+            a, n = rng
+            extra["Content-Range"] = "bytes %d-%d/%d" % (a, a + n - 1, len(data))
+            return self.envd_body(206, data[a:a + n], ctype, extra, drop)
+        return self.envd_body(200, data, ctype, extra, drop)
+
+    def envd_body(self, status, body, ctype, extra, drop, chunked=False):
+        """Send a download; with the download_drop fault, half of it and then a cut connection."""
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        for k, v in extra.items():
+            self.send_header(k, v)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.status = status
+        if self.command == "HEAD":
+            return
+        send = body[:len(body) // 2] if drop else body
+        if chunked:
+            for i in range(0, len(send), 65536):
+                piece = send[i:i + 65536]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            if not drop:
+                self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.wfile.write(send)
+        if drop:
+            self.wfile.flush()
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def envd_upload(self, sb, params, raw):
+        st = self.server.state
+        st.bump(None, "upload")
+        path = params.get("path")
+        err = self.envd_signing(sb, params, path or "", "write")
+        if err:
+            return self.envd_error(401, err)
+        body, gz_err = raw, None
+        ce = self.headers.get("Content-Encoding", "")
+        if ce:
+            e = ce.split(";")[0].strip().lower()
+            if e not in ("identity", "gzip"):
+                return self.envd_error(400, "error decompressing request body: unsupported Content-Encoding: %s, "
+                                            "supported: [gzip]" % ce)
+            if e == "gzip":
+                if raw[:2] != b"\x1f\x8b":
+                    return self.envd_error(400, "error decompressing request body: failed to create gzip reader: "
+                                                "gzip: invalid header")
+                try:
+                    body = gzip.decompress(raw)
+                except (OSError, EOFError, zlib.error) as ex:
+                    body, gz_err = b"", "error writing file: %s" % ("unexpected EOF" if isinstance(ex, EOFError)
+                                                                     else "gzip: invalid checksum")
+        user = self.envd_user(params)
+        if user is None:
+            u = params["username"]
+            return self.envd_error(401, "error looking up user '%s': user: unknown user %s" % (u, u))
+        ctype = self.headers.get("Content-Type", "")
+        mtype = ctype.split(";")[0].strip().lower()
+        if mtype != "application/octet-stream" and not mtype.startswith("multipart/"):
+            return self.envd_error(400, "unsupported content type: %s, expected multipart/form-data or "
+                                        "application/octet-stream" % ctype)
+        fault = st.take_fault("files_status")
+        if fault:
+            status = as_int(fault["value"]) or 500
+            msg = {507: "attempted to write %d bytes: not enough disk space available" % len(raw)}.get(
+                status, "error writing file: injected fault")
+            return self.envd_error(status, fault.get("message", msg))
+        entries = []
+        if mtype == "application/octet-stream":
+            if path is None:
+                return self.envd_error(400, "path query parameter is required for raw body upload")
+            v, err = self.envd_resolve(path, user)
+            if err:
+                return self.envd_error(400, "error resolving path: %s" % err)
+            files = [(v, body)]
+        else:
+            try:
+                parts = sbfiles.parse_multipart(body, ctype)
+            except ValueError as ex:
+                return self.envd_error(500, "error parsing multipart form: %s" % ex)
+            files = []
+            for _h, name, filename, data in parts:
+                if name != "file":
+                    continue
+                v, err = self.envd_resolve(path if path is not None else (filename or ""), user)
+                if err:
+                    return self.envd_error(400, "error resolving path: %s" % err)
+                files.append((v, data))
+        for v, data in files:
+            if any(e["path"] == v for e in entries):
+                msg = ("you cannot upload multiple files to the same path '%s' in one upload request, only the "
+                       "first specified file was uploaded" % v)
+                others = [e["path"] for e in entries if e["path"] != v]
+                if len(others) > 1:
+                    msg += ", also the following files were uploaded: %s" % ", ".join(others)
+                return self.envd_error(400, msg)
+            if gz_err:
+                return self.envd_error(500, gz_err)
+            status, err = self.envd_write(sb, v, data, user)
+            if err:
+                return self.envd_error(status, err)
+            entries.append({"name": posixpath.basename(sbfiles.go_clean(v)), "path": v, "type": "file"})
+        with st.lock:
+            st.c["uploads"] += len(entries)
+        # envd writes the array without a Content-Type: net/http sniffs one
+        self.send_raw(200, go_json(entries), "text/plain; charset=utf-8")
+
+    def envd_ensure_dirs(self, sb, vdir, user):
+        """permissions.EnsureDirs: None, or the error text."""
+        subs, p = [], sbfiles.go_clean(vdir)
+        while True:
+            subs.append(p)
+            p = posixpath.dirname(p)
+            if subs[-1] == "/" or p == "/":
+                break
+        for sub in reversed(subs):
+            r = sbfiles.real_path(sb.dir, sub)
+            try:
+                info = os.stat(r)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(r, 0o755)
+                except FileExistsError:
+                    pass
+                except OSError as e:
+                    return "failed to create directory: mkdir %s: %s" % (sub, go_errno(e))
+                sb.owners[sub] = user
+                continue
+            except OSError as e:
+                return "failed to stat directory: stat %s: %s" % (sub, go_errno(e))
+            if not stat_mod.S_ISDIR(info.st_mode):
+                return "path is a file: %s" % sub
+        return None
+
+    def envd_write(self, sb, v, data, user):
+        """processFile: (status, None) or (status, error text)."""
+        clean = sbfiles.go_clean(v)
+        err = self.envd_ensure_dirs(sb, posixpath.dirname(clean), user)
+        if err:
+            return 500, "error ensuring directories: %s" % err
+        real = sbfiles.real_path(sb.dir, clean)
+        try:
+            if stat_mod.S_ISDIR(os.stat(real).st_mode):
+                return 400, "path is a directory: %s" % v
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            return 500, "error getting file info: stat %s: %s" % (v, go_errno(e))
+        try:
+            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                return 507, "not enough inodes available: open %s: %s" % (v, go_errno(e))
+            return 500, "error opening file: open %s: %s" % (v, go_errno(e))
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                return 507, "not enough disk space available"
+            return 500, "error writing file: write %s: %s" % (v, go_errno(e))
+        finally:
+            os.close(fd)
+        sb.owners[clean] = user
+        return 200, None
+
+    # -- envd's filesystem service over Connect (unary, JSON codec)
+    def connect_error(self, code, message, extra=None):
+        self.send_raw(CONNECT_HTTP.get(code, 500), go_json({"code": code, "message": message}),
+                      "application/json", dict({"Accept-Encoding": "gzip"}, **(extra or {})))
+
+    def connect_fs(self, sb, method, raw):
+        if method not in CONNECT_FS_METHODS:
+            return self.send_raw(404, b"404 page not found\n", "text/plain; charset=utf-8",
+                                 {"X-Content-Type-Options": "nosniff"})
+        if self.command != "POST":
+            return self.send_raw(405, b"", None, {"Allow": "POST"})
+        ctype = self.headers.get("Content-Type", "").strip().lower()
+        if ctype not in ("application/json", "application/json; charset=utf-8"):
+            # (the real server also takes application/proto; this fake speaks JSON only)
+            return self.send_raw(415, b"", None, {"Accept-Post": "application/json, application/json; "
+                                                                 "charset=utf-8"})
+        user = DEFAULT_USER
+        auth = self.headers.get("Authorization", "")
+        if auth[:6].lower() == "basic ":
+            try:
+                name = base64.b64decode(auth[6:].strip(), validate=True).decode().partition(":")[0]
+            except (ValueError, UnicodeDecodeError):
+                name = None
+            if name is not None:
+                if name not in USERS:
+                    return self.connect_error("unauthenticated", "invalid username: '%s'" % name)
+                user = name
+        if method not in ("ListDir", "MakeDir", "Stat"):
+            return self.connect_error("unimplemented", "fake envd: filesystem.Filesystem/%s is not implemented"
+                                      % method)
+        if not raw:
+            return self.connect_error("invalid_argument", "unmarshal message: zero-length payload is not a valid "
+                                                          "JSON object")
+        what = "unmarshal message: unmarshal into *filesystem.%sRequest: proto: " % method
+        try:
+            req = json.loads(raw)
+        except ValueError as e:
+            return self.connect_error("invalid_argument", what + "syntax error: %s" % e)
+        if not isinstance(req, dict):
+            return self.connect_error("invalid_argument", what + "unexpected token %s" % json.dumps(req)[:40])
+        path = req.get("path", "")
+        if path is None:
+            path = ""
+        if not isinstance(path, str):
+            return self.connect_error("invalid_argument", what + "invalid value for string field path: %s"
+                                      % json.dumps(path))
+        depth = req.get("depth", 0)
+        if depth is None:
+            depth = 0
+        if isinstance(depth, str) and re.fullmatch(r"-?\d+", depth):
+            depth = int(depth)
+        if isinstance(depth, float) and depth.is_integer():
+            depth = int(depth)
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth < 2 ** 32:
+            return self.connect_error("invalid_argument", what + "invalid value for uint32 field depth: %s"
+                                      % json.dumps(depth))
+        v, err = self.envd_resolve(path, user)
+        if err:
+            return self.connect_error("invalid_argument", err)
+        st = self.server.state
+        if method == "Stat":
+            return self.connect_entry_reply(sb, v, "entry")
+        if method == "MakeDir":
+            real = self.envd_real(sb, v)
+            try:
+                info = os.stat(real)
+            except FileNotFoundError:
+                info = None
+            except OSError as e:
+                return self.connect_error("internal", "error getting file info: stat %s: %s" % (v, go_errno(e)))
+            if info is not None:
+                if stat_mod.S_ISDIR(info.st_mode):
+                    return self.connect_error("already_exists", "directory already exists: %s" % v)
+                return self.connect_error("invalid_argument", "path already exists but it is not a directory: %s" % v)
+            err = self.envd_ensure_dirs(sb, v, user)
+            if err:
+                return self.connect_error("internal", err)
+            return self.connect_entry_reply(sb, v, "entry")
+        # ListDir
+        fault = st.take_fault("listdir_status")
+        if fault:
+            status = as_int(fault["value"]) or 500
+            code = {v_: k for k, v_ in CONNECT_HTTP.items() if k not in ("unknown", "data_loss", "aborted",
+                                                                          "out_of_range", "failed_precondition")}
+            return self.connect_error(code.get(status, "internal"), fault.get("message", "injected fault"))
+        resolved, cerr = self.eval_symlinks(sb, v)
+        if cerr:
+            return self.connect_error(*cerr)
+        rreal = sbfiles.real_path(sb.dir, resolved)
+        try:
+            is_dir = stat_mod.S_ISDIR(os.stat(rreal).st_mode)
+        except OSError as e:
+            return self.connect_error("internal", "error getting file info: stat %s: %s" % (resolved, go_errno(e)))
+        if not is_dir:
+            return self.connect_error("invalid_argument", "path is not a directory: %s" % resolved)
+        entries = []
+
+        def walk(rdir, rel, level):
+            try:
+                names = sorted(os.listdir(rdir), key=os.fsencode)
+            except OSError as e:
+                raise WalkError("error reading directory %s: open %s: %s" % (resolved, resolved, go_errno(e)))
+            for name in names:
+                child_rel = rel + [name]
+                child = os.path.join(rdir, name)
+                try:
+                    e = self.envd_entry(sb, child)
+                except FileNotFoundError:
+                    continue
+                e["path"] = sbfiles.go_clean(v + "/" + "/".join(child_rel))
+                entries.append(e)
+                if level < depth and stat_mod.S_ISDIR(os.lstat(child).st_mode):
+                    walk(child, child_rel, level + 1)
+        depth = depth or 1      # ListDir: 0 means the directory's own entries
+        try:
+            walk(rreal, [], 1)
+        except WalkError as e:
+            return self.connect_error("internal", str(e))
+        with st.lock:
+            st.c["listdirs"] += 1
+        self.send_raw(200, py_json({"entries": entries}) if entries else b"{}", "application/json",
+                      {"Accept-Encoding": "gzip"})
+
+    def connect_entry_reply(self, sb, v, key):
+        try:
+            e = self.envd_entry(sb, self.envd_real(sb, v), v)
+        except FileNotFoundError:
+            return self.connect_error("not_found", "file not found: lstat %s: no such file or directory" % v)
+        except OSError as ex:
+            return self.connect_error("internal", "error getting file info: lstat %s: %s" % (v, go_errno(ex)))
+        self.send_raw(200, py_json({key: e}), "application/json", {"Accept-Encoding": "gzip"})
+
+    def eval_symlinks(self, sb, v):
+        """filepath.EvalSymlinks inside the sandbox: (resolved sandbox path, None) or (None, (code, msg))."""
+        clean = sbfiles.go_clean(v)
+        acc = ""
+        comps = [c for c in clean.split("/") if c]
+        for i, c in enumerate(comps):
+            acc += "/" + c
+            try:
+                info = os.stat(sbfiles.real_path(sb.dir, acc))
+            except FileNotFoundError:
+                return None, ("not_found", "path not found: lstat %s: no such file or directory" % acc)
+            except OSError as e:
+                return None, ("internal", "error resolving symlink: lstat %s: %s" % (acc, go_errno(e)))
+            if i < len(comps) - 1 and not stat_mod.S_ISDIR(info.st_mode):
+                return None, ("internal", "error resolving symlink: not a directory")
+        real = os.path.realpath(sbfiles.real_path(sb.dir, clean))
+        return sbfiles.virtual_path(sb.dir, real) or real, None
+
+    def envd_entry(self, sb, real, vpath=None):
+        """EntryInfo in protojson (lowerCamelCase, default values left out, int64 as a string)."""
+        info = os.lstat(real)
+        vpath = vpath if vpath is not None else (sbfiles.virtual_path(sb.dir, real) or real)
+        mode, target = info.st_mode, None
+        ftype = stat_mod.S_IFMT(mode)
+        perm = mode & 0o777
+        if stat_mod.S_ISLNK(mode):
+            try:
+                t = os.path.realpath(real, strict=True)
+                target = sbfiles.virtual_path(sb.dir, t) or t
+            except OSError:
+                target = vpath
+            try:
+                tinfo = os.stat(real)
+                ftype, perm = stat_mod.S_IFMT(tinfo.st_mode), tinfo.st_mode & 0o777
+            except OSError:
+                ftype, perm = None, 0
+        e = {"name": posixpath.basename(real)}
+        t = {stat_mod.S_IFREG: "FILE_TYPE_FILE", stat_mod.S_IFDIR: "FILE_TYPE_DIRECTORY",
+             stat_mod.S_IFLNK: "FILE_TYPE_SYMLINK"}.get(ftype)
+        if t:
+            e["type"] = t
+        e["path"] = vpath
+        if info.st_size:
+            e["size"] = str(info.st_size)
+        if perm:
+            e["mode"] = perm
+        e["permissions"] = sbfiles.go_filemode_string(mode)
+        clean = sbfiles.go_clean(vpath)
+        owner = sb.owners.get(clean) or ("root" if clean in ("/", "/home", "/mnt", "/root") or
+                                         clean.startswith("/root/") else "user")
+        e["owner"] = e["group"] = owner
+        if info.st_mtime_ns:
+            e["modifiedTime"] = sbfiles.proto_timestamp(info.st_mtime_ns)
+        if target is not None:
+            e["symlinkTarget"] = target
+        return e
 
     def code_interpreter(self, sb, path, raw):
         c = self.command

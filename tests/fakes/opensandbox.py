@@ -23,6 +23,39 @@ IPython-style _repr_*_ methods), exceptions as IPython-like error events. displa
 display(obj) exist in the worker's builtins and emit display_data, which is DROPPED, as real execd
 drops it (§2.6). /code with an empty context.language runs the code with `bash -c` (§2.3, §2.7).
 
+Files (execd, §2.9). Each sandbox has a directory of its own that the fake treats as the sandbox's "/";
+the code's worker runs in DIR/workspace and sees /workspace and /mnt there through the path mapping
+of sbfiles.py (Python's file functions only: `bash -c` runs see the host's paths), so a file uploaded
+to /mnt/data/x.csv is what open('/mnt/data/x.csv') reads and what the code writes there downloads.
+  POST /files/upload      multipart pairs: part "metadata" (JSON {"path","owner","group","mode"}) and
+       part "file", both with a filename (Go's ReadForm keeps the others as values), paired by
+       order; parents made; the file made 0777 less the umask, then mode applied (its decimal
+       digits read as octal); 200 with an empty body. 400 INVALID_FILE "multipart form is empty"
+       (not multipart), INVALID_FILE_METADATA "metadata file is missing" / "metadata path is
+       empty" / "invalid metadata format. ...", INVALID_FILE_CONTENT "file is missing",
+       INVALID_FILE "metadata and file count mismatch: N vs M".
+  GET  /files/download?path=   application/octet-stream, `attachment; filename="a.csv"` (non-ASCII:
+       PathEscape'd, plus filename*=UTF-8''...), Content-Length, Last-Modified, Accept-Ranges; Range
+       by execd's own parser: 206 with Content-Range for the first range, 416 {"code":"UNKNOWN"}
+       when malformed, http.ServeContent's 416 text when no range overlaps. 400 MISSING_QUERY, 404
+       FILE_NOT_FOUND "file not found. open /p: no such file or directory".
+  GET  /files/info?path=a&path=b   {path: FileInfo} (keys sorted, as Go writes a map); no path -> {}.
+  GET  /files/search?path=&pattern=   [FileInfo] of the files (not directories) under path, in
+       filepath.Walk's order, whose base name matches the doublestar pattern (default "**").
+  GET  /directories/list?path=&depth=   [FileInfo] of the tree to depth levels (default 1, 0 -> []),
+       each entry then, for a directory, its own; 400 for a symlink or a file as the root, or a
+       bad depth.
+  POST /directories {path: {"mode",...}}   made with parents; DELETE /files?path=... removes files.
+  FileInfo: {"path","type":"file|directory|symlink|other","size","modified_at","created_at" (Go
+  time.Time in UTC: RFC 3339, nanoseconds without trailing zeros),"owner","group","mode"}.
+  Verified by reading alibaba/OpenSandbox @4db3a993 components/execd/pkg/web/router.go,
+  controller/{filesystem,filesystem_upload,filesystem_download,utils,basic,syscall_linux}.go,
+  model/{filesystem,error}.go, pkg/util/pathutil/path.go, pkg/util/glob/match.go.
+  Assumed: execd's cwd (for relative paths) is /workspace, its HOME /root; owner and group are
+  "root" for the fake's own files (execd runs as root) and chown is not done; a directory given to
+  /files/download gets its headers and then a cut connection (what the code suggests); $VAR in a
+  path is expanded from the sandbox's env plus HOME and PATH.
+
 Test hooks (main port, never authenticated):
   GET  /__stats   {"creates","created","deletes","renews","codes","polls",...,"live":[ids],
                    "states":{id:state},"create_bodies":[...],"renew_bodies":[...],
@@ -34,7 +67,9 @@ Test hooks (main port, never authenticated):
                   value is the number of 404s), code_drop (true = cut mid-chunked-body, "clean" =
                   proper end of body without the terminal event), code_hang, code_error_object
                   (true, or the message string), framing_sse, delete_status, ping_503 (the value is
-                  the number of 503s).
+                  the number of 503s), files_status (POST /files/upload answers that status),
+                  download_status, download_drop (GET /files/download: headers, half the body,
+                  cut), listdir_status (GET /directories/list answers that status).
 
 Usage: opensandbox.py [--port 0] [--execd-port 0] [--port-file PATH] [--api-key KEY] [--quiet]
                       [--start-delay 0.3] [--max-timeout 86400]
@@ -43,6 +78,7 @@ import argparse
 import datetime
 import json
 import os
+import posixpath
 import queue
 import re
 import secrets
@@ -50,6 +86,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -58,7 +95,10 @@ import time
 import traceback
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sbfiles  # noqa: E402
 
 EXECD_PORT = 44772
 PING_EVERY = 3.0            # execd's keep-alive cadence on streams (§2.5)
@@ -66,10 +106,102 @@ DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, so
 UTC = datetime.timezone.utc
 PROXY_RE = re.compile(r"^/(?:v1/)?sandboxes/([^/]+)/proxy/([^/]+)(/.*)?$")
 KNOWN_LANGUAGES = ("python", "bash", "java", "javascript", "typescript", "go")
+WORKDIR = "/workspace"          # the code-interpreter image's WORKDIR: the kernels' cwd, and execd's (assumed)
+MAPPED = (WORKDIR, "/mnt")      # what the code sees inside the sandbox's directory (sbfiles.py)
+EXECD_HOME = "/root"            # execd runs as root: "~" in a path
 
 
 class ClientGone(Exception):
     pass
+
+
+FILE_ROUTES = {("POST", "/files/upload"): "fs_upload", ("GET", "/files/download"): "fs_download",
+               ("GET", "/files/info"): "fs_info", ("GET", "/files/search"): "fs_search",
+               ("GET", "/directories/list"): "fs_list", ("POST", "/directories"): "fs_mkdirs",
+               ("DELETE", "/files"): "fs_remove"}
+ENV_VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def go_errno(e):
+    """The text Go's syscall.Errno gives for an OSError."""
+    return (e.strerror or str(e)).lower() if isinstance(e, OSError) else str(e)
+
+
+def go_json_kind(v):
+    return {bool: "bool", str: "string", list: "array", dict: "object"}.get(type(v), "number")
+
+
+def go_unmarshal_problem(obj, fields, struct):
+    """What encoding/json says when obj does not fit a struct of these (json name, type) fields."""
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        return "json: cannot unmarshal %s into Go value of type model.%s" % (go_json_kind(obj), struct)
+    for name, typ in fields:
+        v = obj.get(name)
+        if v is None:
+            continue
+        ok = isinstance(v, str) if typ is str else (isinstance(v, int) and not isinstance(v, bool))
+        if not ok:
+            return "json: cannot unmarshal %s into Go struct field %s.%s of type %s" % (
+                "number %s" % json.dumps(v) if isinstance(v, float) and typ is int else go_json_kind(v),
+                struct, name, "string" if typ is str else "int")
+    return None
+
+
+def fs_chmod(real, mode):
+    """ChmodFile's mode half: the decimal digits read as octal; the chown half is a no-op here
+    (the fake's files are all its own, reported as root's). None, or the error text."""
+    if not mode:
+        return None
+    try:
+        m = int(str(mode), 8)
+    except ValueError:
+        return 'strconv.ParseUint: parsing "%d": invalid syntax' % mode
+    try:
+        os.chmod(real, m)
+    except OSError as e:
+        return "chmod %s: %s" % (real, go_errno(e))
+    return None
+
+
+def execd_parse_range(s, size):
+    """execd's own ParseRange: [(start, length)] (ranges past the end dropped), or None (invalid)."""
+    if not s.startswith("bytes="):
+        return None
+    out = []
+    for ra in s[6:].split(","):
+        ra = ra.strip()
+        if not ra:
+            continue
+        if "-" not in ra:
+            return None
+        start, _, end = ra.partition("-")
+        start, end = start.strip(), end.strip()
+        try:
+            if start == "":
+                n = int(end)
+                if n < 0:
+                    return None
+                n = min(n, size)
+                a, length = size - n, n
+            else:
+                a = int(start)
+                if a < 0:
+                    return None
+                if end == "":
+                    length = size - a
+                else:
+                    j = int(end)
+                    if j < a:
+                        return None
+                    length = j - a + 1
+        except ValueError:
+            return None
+        if a >= size:
+            continue
+        out.append((a, min(length, size - a)))
+    return out
 
 
 # ================================================================ the per-context python worker
@@ -86,7 +218,7 @@ class ClientGone(Exception):
 # The worker moves the protocol pipes to private fds, puts /dev/null on fd 0 and capture pipes on
 # fds 1 and 2. SIGINT interrupts a running cell (KeyboardInterrupt) and is ignored when idle. The
 # worker kills its own process group when its parent dies or its command pipe closes.
-WORKER_SRC = r'''
+WORKER_SRC = sbfiles.PATHMAP_SRC + r'''
 import ast, binascii, builtins, codecs, json, linecache, os, select, shutil, signal, sys
 import threading, time, traceback, zlib
 
@@ -683,7 +815,8 @@ def validate_create_semantics(b, max_timeout):
 
 class Faults:
     NAMES = ("create_status", "create_delay", "pending_polls", "fail_start", "endpoint_404", "code_drop",
-             "code_hang", "code_error_object", "framing_sse", "delete_status", "ping_503")
+             "code_hang", "code_error_object", "framing_sse", "delete_status", "ping_503", "files_status",
+             "download_status", "download_drop", "listdir_status")
     VALUE_IS_COUNT = ("endpoint_404", "ping_503")
 
     def __init__(self):
@@ -741,7 +874,8 @@ class Faults:
 def new_stats():
     return {"creates": 0, "created": 0, "deletes": 0, "renews": 0, "codes": 0, "polls": 0,
             "endpoint_lookups": 0, "pings": 0, "contexts": 0, "interrupts": 0, "displays_dropped": 0,
-            "expired": 0, "auth_failures": 0, "execd_auth_failures": 0,
+            "expired": 0, "auth_failures": 0, "execd_auth_failures": 0, "uploads": 0, "downloads": 0,
+            "listdirs": 0,
             "create_bodies": [], "renew_bodies": [], "code_bodies": []}
 
 
@@ -770,8 +904,9 @@ class Context:
                 env.pop(k, None)
             env.update(self.sb.env)
             env.update({"PYTHONIOENCODING": "utf-8:backslashreplace", "PYTHONUNBUFFERED": "1"})
+            env.update(sbfiles.worker_env(self.sb.workdir, MAPPED))
             p = subprocess.Popen([sys.executable, "-u", "-c", WORKER_SRC, self.sb.workdir], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, cwd=self.sb.workdir, env=env, start_new_session=True)
+                                 stdout=subprocess.PIPE, cwd=self.sb.cwd, env=env, start_new_session=True)
             q = queue.Queue()
 
             def pump():
@@ -892,7 +1027,11 @@ class Sandbox:
         self.hold_polls = hold_polls
         self.set_state("Pending", "CONTAINER_STARTING", "Sandbox container is starting.")
         self.transition = self.created
-        self.workdir = tempfile.mkdtemp(prefix="fake-osb-")
+        self.workdir = tempfile.mkdtemp(prefix="fake-osb-")     # the sandbox's "/" (sbfiles.py)
+        os.chmod(self.workdir, 0o755)
+        sbfiles.makedirs_in(self.workdir, WORKDIR)
+        sbfiles.makedirs_in(self.workdir, EXECD_HOME)
+        self.cwd = sbfiles.real_path(self.workdir, WORKDIR)
         self.contexts = {}   # id -> Context
         self.shells = {}     # id -> ShellRun
         self.dead = False
@@ -1570,6 +1709,9 @@ class Handler(BaseHTTPRequestHandler):
                 sb.contexts.pop(c.id, None)
                 c.kill()
             return self.send_body(200, b"", None)
+        files = FILE_ROUTES.get(route)
+        if files:
+            return getattr(self, files)(sb, query, raw)
         m = re.match(r"^/code/contexts/([^/]+)$", sub)
         if m and self.command in ("GET", "DELETE"):
             c = sb.contexts.get(m.group(1))
@@ -1581,6 +1723,327 @@ class Handler(BaseHTTPRequestHandler):
             c.kill()
             return self.send_body(200, b"", None)
         return self.send_text(404, "404 page not found")
+
+    # ------------------------------------------------------------ execd's files (§2.9; alibaba/OpenSandbox
+    # components/execd/pkg/web/controller/{filesystem,filesystem_upload,filesystem_download,utils}.go)
+    def fs_expand(self, sb, path, absolute):
+        """pathutil.ExpandPath / ExpandAbsPath: (sandbox path, None) or (None, error text)."""
+        if path == "":
+            return (WORKDIR if absolute else ""), None
+        env = {"HOME": EXECD_HOME, "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        env.update(sb.env)
+        names = [a or b for a, b in ENV_VAR_RE.findall(path)]
+        missing = sorted({n for n in names if n not in env})
+        if missing:
+            return None, "path references undefined environment variables: %s" % ",".join(missing)
+        path = ENV_VAR_RE.sub(lambda m: env[m.group(1) or m.group(2)], path)
+        if path == "~":
+            path = EXECD_HOME
+        elif path.startswith("~/") or path.startswith("~\\"):
+            path = sbfiles.go_clean(EXECD_HOME + "/" + path[2:])
+        if absolute:
+            path = sbfiles.go_clean(path if path.startswith("/") else WORKDIR + "/" + path)
+        return path, None
+
+    def fs_real(self, sb, v):
+        """The host path of a sandbox path (a relative one is relative to execd's cwd)."""
+        v = v if v.startswith("/") else WORKDIR + "/" + v
+        return sbfiles.real_path(sb.workdir, sbfiles.go_clean(v))
+
+    def fs_file_error(self, e, text):
+        """handleFileError."""
+        if isinstance(e, FileNotFoundError):
+            return self.execd_error(404, "FILE_NOT_FOUND", "file not found. %s" % text)
+        return self.execd_error(500, "RUNTIME_ERROR", "error accessing file: %s" % text)
+
+    @staticmethod
+    def fs_info_of(sb, v, info):
+        """buildFileInfo: model.FileInfo as Go marshals it (time.Time in UTC, mode's octal digits)."""
+        fmt = stat.S_IFMT(info.st_mode)
+        t = {stat.S_IFLNK: "symlink", stat.S_IFDIR: "directory", stat.S_IFREG: "file"}.get(fmt, "other")
+
+        def name(i):  # execd is root: files it and the code make are root's (whoever runs this fake)
+            return "root" if i in (0, os.getuid(), os.getgid()) else str(i)
+        return {"path": v, "type": t, "size": info.st_size, "modified_at": sbfiles.go_time_json(info.st_mtime_ns),
+                "created_at": sbfiles.go_time_json(info.st_ctime_ns), "owner": name(info.st_uid),
+                "group": name(info.st_gid), "mode": int(oct(info.st_mode & 0o777)[2:])}
+
+    def fs_download(self, sb, query, raw):
+        f = self.fake
+        path = query.get("path", [""])[0]
+        if path == "":
+            return self.execd_error(400, "MISSING_QUERY", "missing query parameter 'path'")
+        v, err = self.fs_expand(sb, path, False)
+        if err:
+            return self.execd_error(500, "RUNTIME_ERROR", "error resolving file path: %s. %s" % (path, err))
+        real = self.fs_real(sb, v)
+        try:
+            fd = os.open(real, os.O_RDONLY)
+        except OSError as e:
+            return self.fs_file_error(e, "open %s: %s" % (v, go_errno(e)))
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            data = None if stat.S_ISDIR(info.st_mode) else fh.read()
+        status = f.faults.take("download_status")
+        if status:
+            status = int(status) if not isinstance(status, bool) else 500
+            return self.execd_error(status, "RUNTIME_ERROR", "fake download_status fault")
+        base = posixpath.basename(sbfiles.go_clean(v))
+        if all(ord(c) < 128 for c in base):
+            cd = 'attachment; filename="%s"' % base
+        else:
+            enc = quote(base, safe="!$&'()*+,;=:@~")     # url.PathEscape
+            cd = 'attachment; filename="%s"; filename*=UTF-8\'\'%s' % (enc, enc)
+        extra = {"Content-Disposition": cd}
+        if data is None:
+            # a directory: execd sets its size as Content-Length, then copying it fails (EISDIR) and
+            # the connection ends without the body (read from the code, not observed)
+            return self.fs_body(200, b"", dict(extra, **{"Content-Length": str(info.st_size)}), True)
+        drop = bool(f.faults.take("download_drop"))
+        f.bump("downloads")
+        size = len(data)
+        rng = self.headers.get("Range")
+        if rng:
+            ranges = execd_parse_range(rng, size)
+            if ranges is None:
+                return self.execd_json(416, {"code": "UNKNOWN"})
+            if ranges:
+                a, n = ranges[0]
+                extra["Content-Range"] = "bytes %d-%d/%d" % (a, a + n - 1, size)
+                return self.fs_body(206, data[a:a + n], extra, drop)
+            # no range overlaps: http.ServeContent answers the Range header itself
+            return self.send_body(416, b"invalid range: failed to overlap\n", "text/plain; charset=utf-8",
+                                  {"Content-Range": "bytes */%d" % size, "X-Content-Type-Options": "nosniff",
+                                   "Content-Disposition": cd})
+        extra["Last-Modified"] = sbfiles.http_date(info.st_mtime)
+        ims = sbfiles.parse_http_date(self.headers.get("If-Modified-Since", ""))
+        if ims is not None and int(info.st_mtime) <= ims:
+            return self.send_body(304, b"", None, {"Last-Modified": extra["Last-Modified"], "Content-Disposition": cd})
+        extra["Accept-Ranges"] = "bytes"
+        return self.fs_body(200, data, extra, drop)
+
+    def fs_body(self, status, body, extra, drop):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        if "Content-Length" not in extra:
+            self.send_header("Content-Length", str(len(body)))
+        for k, v in extra.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.status = status
+        self.wfile.write(body[:len(body) // 2] if drop else body)
+        if drop:
+            self.wfile.flush()
+            Stream(self, False).abort()
+
+    def fs_upload(self, sb, query, raw):
+        f = self.fake
+        try:
+            parts = sbfiles.parse_multipart(raw, self.headers.get("Content-Type", "")) \
+                if self.headers.get("Content-Type", "").lower().startswith("multipart/form-data") else None
+        except ValueError:
+            parts = None
+        if parts is None:
+            return self.execd_error(400, "INVALID_FILE", "multipart form is empty")
+        # Go's multipart.Reader.ReadForm: a part with a filename is a file, the rest are values
+        metas = [p for p in parts if p[1] == "metadata" and p[2]]
+        datas = [p for p in parts if p[1] == "file" and p[2]]
+        if not metas:
+            return self.execd_error(400, "INVALID_FILE_METADATA", "metadata file is missing")
+        if not datas:
+            return self.execd_error(400, "INVALID_FILE_CONTENT", "file is missing")
+        if len(metas) != len(datas):
+            return self.execd_error(400, "INVALID_FILE", "metadata and file count mismatch: %d vs %d"
+                                    % (len(metas), len(datas)))
+        status = f.faults.take("files_status")
+        if status:
+            status = int(status) if not isinstance(status, bool) else 500
+            return self.execd_error(status, "RUNTIME_ERROR", "fake files_status fault")
+        for meta_part, file_part in zip(metas, datas):
+            try:
+                meta = json.loads(meta_part[3] or b"null")
+            except ValueError as e:
+                return self.execd_error(400, "INVALID_FILE_METADATA", "invalid metadata format. %s" % e)
+            problem = go_unmarshal_problem(meta, (("path", str), ("owner", str), ("group", str), ("mode", int)),
+                                           "FileMetadata")
+            if problem:
+                return self.execd_error(400, "INVALID_FILE_METADATA", "invalid metadata format. %s" % problem)
+            meta = meta or {}
+            if not meta.get("path"):
+                return self.execd_error(400, "INVALID_FILE_METADATA", "metadata path is empty")
+            target = meta["path"]
+            v, err = self.fs_expand(sb, target, False)
+            if err:
+                return self.execd_error(500, "RUNTIME_ERROR", "error resolving target path %s. %s" % (target, err))
+            real = self.fs_real(sb, v)
+            parent = posixpath.dirname(v) or "."
+            try:
+                os.makedirs(os.path.dirname(real), exist_ok=True)
+            except OSError as e:
+                return self.execd_error(500, "RUNTIME_ERROR", "error creating target directory %s. mkdir %s: %s"
+                                        % (parent, parent, go_errno(e)))
+            try:
+                fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o777)
+            except OSError as e:
+                return self.execd_error(500, "RUNTIME_ERROR", "error opening destination file %s. open %s: %s"
+                                        % (v, v, go_errno(e)))
+            try:
+                view = memoryview(file_part[3])
+                while view:
+                    view = view[os.write(fd, view):]
+            except OSError as e:
+                return self.execd_error(500, "RUNTIME_ERROR", "error copying file %s. write %s: %s"
+                                        % (v, v, go_errno(e)))
+            finally:
+                os.close(fd)
+            err = fs_chmod(real, meta.get("mode") or 0)
+            if err:
+                return self.execd_error(500, "RUNTIME_ERROR", "error chmoding file %s. %s" % (v, err))
+            f.bump("uploads")
+        return self.send_body(200, b"", None)
+
+    def fs_info(self, sb, query, raw):
+        out = {}
+        for p in query.get("path", []):
+            v, err = self.fs_expand(sb, p, True)
+            if err:
+                return self.execd_error(500, "RUNTIME_ERROR", "error accessing file: invalid path %s: %s" % (p, err))
+            try:
+                info = os.lstat(self.fs_real(sb, v))
+            except OSError as e:
+                if isinstance(e, FileNotFoundError):
+                    return self.fs_file_error(e, "file not found: %s: lstat %s: %s" % (p, v, go_errno(e)))
+                return self.fs_file_error(e, "error accessing file %s: lstat %s: %s" % (p, v, go_errno(e)))
+            out[p] = self.fs_info_of(sb, v, info)
+        return self.execd_json(200, dict(sorted(out.items())))
+
+    def fs_search(self, sb, query, raw):
+        path = query.get("path", [""])[0]
+        if path == "":
+            return self.execd_error(400, "MISSING_QUERY", "missing query parameter 'path'")
+        v, err = self.fs_expand(sb, path, True)
+        if err:
+            return self.execd_error(500, "RUNTIME_ERROR", "error converting path %s to absolute. %s" % (path, err))
+        real = self.fs_real(sb, v)
+        try:
+            os.stat(real)
+        except OSError as e:
+            return self.fs_file_error(e, "stat %s: %s" % (v, go_errno(e)))
+        pattern = query.get("pattern", [""])[0] or "**"
+        found = []
+
+        def walk(r, vp):       # filepath.Walk: lexical order, symlinks not followed, directories not listed
+            try:
+                info = os.lstat(r)
+            except FileNotFoundError:
+                return
+            if stat.S_ISDIR(info.st_mode):
+                for n in sorted(os.listdir(r), key=os.fsencode):
+                    walk(os.path.join(r, n), sbfiles.go_clean(vp + "/" + n))
+                return
+            if sbfiles.doublestar_basename_match(pattern, posixpath.basename(r)):
+                found.append(self.fs_info_of(sb, vp, info))
+        try:
+            walk(real, v)
+        except ValueError:
+            return self.execd_error(500, "RUNTIME_ERROR", "error searching files. invalid pattern %s: syntax error "
+                                                          "in pattern" % pattern)
+        except OSError as e:
+            return self.execd_error(500, "RUNTIME_ERROR", "error searching files. %s" % go_errno(e))
+        return self.execd_json(200, found)
+
+    def fs_list(self, sb, query, raw):
+        f = self.fake
+        path = query.get("path", [""])[0]
+        if path == "":
+            return self.execd_error(400, "MISSING_QUERY", "missing query parameter 'path'")
+        depth = 1
+        raw_depth = query.get("depth", [""])[0]
+        if raw_depth != "":
+            if not re.fullmatch(r"[+-]?\d+", raw_depth) or int(raw_depth) < 0:
+                return self.execd_error(400, "INVALID_REQUEST_BODY", "invalid query parameter 'depth': %s" % raw_depth)
+            depth = int(raw_depth)
+        status = f.faults.take("listdir_status")
+        if status:
+            status = int(status) if not isinstance(status, bool) else 500
+            return self.execd_error(status, "RUNTIME_ERROR", "fake listdir_status fault")
+        v, err = self.fs_expand(sb, path, True)
+        if err:
+            return self.execd_error(500, "RUNTIME_ERROR", "error converting path %s to absolute. %s" % (path, err))
+        real = self.fs_real(sb, v)
+        try:
+            info = os.lstat(real)
+        except OSError as e:
+            return self.fs_file_error(e, "lstat %s: %s" % (v, go_errno(e)))
+        if stat.S_ISLNK(info.st_mode):
+            return self.execd_error(400, "INVALID_REQUEST_BODY", "path is a symbolic link, refusing to traverse: %s" % v)
+        if not stat.S_ISDIR(info.st_mode):
+            return self.execd_error(400, "INVALID_REQUEST_BODY", "path is not a directory: %s" % v)
+        entries = []
+
+        def walk(r, vp, level):
+            for n in sorted(os.listdir(r), key=os.fsencode):
+                cr, cv = os.path.join(r, n), sbfiles.go_clean(vp + "/" + n)
+                ci = os.lstat(cr)
+                entries.append(self.fs_info_of(sb, cv, ci))
+                if stat.S_ISDIR(ci.st_mode) and level + 1 < depth:
+                    walk(cr, cv, level + 1)
+        if depth:
+            try:
+                walk(real, v, 0)
+            except OSError as e:
+                return self.execd_error(500, "RUNTIME_ERROR", "error listing directory %s. %s" % (v, go_errno(e)))
+        f.bump("listdirs")
+        return self.execd_json(200, entries)
+
+    def fs_mkdirs(self, sb, query, raw):
+        try:
+            body = json.loads(raw or b"")
+        except ValueError as e:
+            return self.execd_error(400, "INVALID_REQUEST_BODY", "error parsing request, MAYBE invalid body format. %s"
+                                    % ("EOF" if not raw else e))
+        if body is not None and not isinstance(body, dict):
+            return self.execd_error(400, "INVALID_REQUEST_BODY", "error parsing request, MAYBE invalid body format. "
+                                    "json: cannot unmarshal %s into Go value of type map[string]model.Permission"
+                                    % go_json_kind(body))
+        for d, perm in (body or {}).items():
+            problem = go_unmarshal_problem(perm, (("owner", str), ("group", str), ("mode", int)), "Permission")
+            if problem:
+                return self.execd_error(400, "INVALID_REQUEST_BODY", "error parsing request, MAYBE invalid body "
+                                        "format. %s" % problem)
+        for d, perm in (body or {}).items():
+            v, err = self.fs_expand(sb, d, True)
+            if err:
+                return self.execd_error(500, "RUNTIME_ERROR", "error accessing file: %s" % err)
+            real = self.fs_real(sb, v)
+            try:
+                os.makedirs(real, exist_ok=True)
+                if not os.path.isdir(real):
+                    raise NotADirectoryError(20, "not a directory")
+            except OSError as e:
+                return self.fs_file_error(e, "mkdir %s: %s" % (v, go_errno(e)))
+            err = fs_chmod(real, (perm or {}).get("mode") or 0)
+            if err:
+                return self.execd_error(500, "RUNTIME_ERROR", "error accessing file: %s" % err)
+        return self.send_body(200, b"", None)
+
+    def fs_remove(self, sb, query, raw):
+        for p in query.get("path", []):
+            v, err = self.fs_expand(sb, p, True)
+            if err:
+                return self.execd_error(500, "RUNTIME_ERROR", "error removing file %s. invalid path: %s" % (p, err))
+            real = self.fs_real(sb, v)
+            try:
+                if stat.S_ISDIR(os.stat(real).st_mode):
+                    return self.execd_error(500, "RUNTIME_ERROR", "error removing file %s. path is a directory: %s"
+                                            % (p, p))
+                os.remove(real)
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                return self.execd_error(500, "RUNTIME_ERROR", "error removing file %s. failed to remove file: "
+                                        "remove %s: %s" % (p, v, go_errno(e)))
+        return self.send_body(200, b"", None)
 
     def context_create(self, sb, raw):
         try:
@@ -1721,7 +2184,7 @@ class Handler(BaseHTTPRequestHandler):
         stream = Stream(self, flt["sse"])
         q = queue.Queue()
         try:
-            proc = subprocess.Popen(["bash", "-c", code], cwd=sb.workdir, env=dict(os.environ, **sb.env),
+            proc = subprocess.Popen(["bash", "-c", code], cwd=sb.cwd, env=dict(os.environ, **sb.env),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     start_new_session=True)
         except OSError as e:
