@@ -45,8 +45,8 @@ store_error(struct sg_sbx_env *env, struct sg_error *err)
 
 /* A provider failure as the error a client gets. Credentials are never
  * echoed: only the tool's name. */
-static int
-provider_error(const struct sg_tool *t, const struct sg_prov_error *pe,
+int
+sg_sbx_prov_error(const struct sg_tool *t, const struct sg_prov_error *pe,
     const char *id, struct sg_error *err)
 {
 	switch (pe->rc) {
@@ -167,7 +167,7 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
 			sg_store_sbx_remove(env->store, id);
 		else
 			sg_store_sbx_abandon(env->store, id);
-		return provider_error(t, &pe, id, err);
+		return sg_sbx_prov_error(t, &pe, id, err);
 	}
 	text = json_dumps(handle, JSON_COMPACT);
 	json_decref(handle);
@@ -305,9 +305,8 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
 	}
 }
 
-/* The tenant's ready sandbox id, its tool and its parsed handle. */
-static int
-open_sandbox(struct sg_sbx_env *env, const char *tenant, const char *id,
+int
+sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
     struct sg_store_sbx *row, const struct sg_tool **t,
     const struct sg_provider_ops **ops, json_t **handle, struct sg_error *err)
 {
@@ -389,7 +388,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 		if (!dead_runner_dropped(env, id) &&
 		    pause_for(env, "another run", id, err) == -1)
 			return -1;
-	if (open_sandbox(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
+	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
 		sg_store_sbx_run_end(env->store, id, getpid());
 		return -1;
 	}
@@ -423,7 +422,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 		rc = unreachable(env, t, ops, handle, id, &pe, err) == -2 ?
 		    SG_SBX_GONE : -1;
 	else if (rc != SG_PROV_OK)
-		rc = provider_error(t, &pe, id, err);
+		rc = sg_sbx_prov_error(t, &pe, id, err);
 	json_decref(handle);
 	sg_store_sbx_clear(&row);
 	return rc == SG_PROV_OK ? 0 : rc == SG_SBX_GONE ? SG_SBX_GONE : -1;
@@ -440,7 +439,7 @@ sg_sbx_delete(struct sg_sbx_env *env, const char *tenant, const char *id,
 	json_t *handle;
 	int rc;
 
-	if (open_sandbox(env, tenant, id, &row, &t, &ops, &handle, err) == -1)
+	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1)
 		return -1;
 	sg_store_sbx_mark(env->store, id, "deleting");
 	rc = ops->destroy(env->prov, t, handle, &pe);
@@ -450,7 +449,7 @@ sg_sbx_delete(struct sg_sbx_env *env, const char *tenant, const char *id,
 	if (rc != SG_PROV_OK && rc != SG_PROV_GONE) {
 		sg_mx_sbx(t->name, SG_MX_DELETE_FAILED, 0);
 		sg_store_sbx_mark(env->store, id, "ready");
-		return provider_error(t, &pe, id, err);
+		return sg_sbx_prov_error(t, &pe, id, err);
 	}
 	log_sandbox("sandbox_delete", id, t->name, "");
 	sg_mx_sbx(t->name, SG_MX_DELETED, 0);

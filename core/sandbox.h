@@ -53,6 +53,19 @@ int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
 int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
+/* The tenant's ready sandbox id: its row, tool, ops and parsed handle
+ * (new: json_decref it, sg_store_sbx_clear the row). 0, or -1 with err. */
+int	 sg_sbx_open(struct sg_sbx_env *, const char *tenant, const char *id,
+	    struct sg_store_sbx *row, const struct sg_tool **t,
+	    const struct sg_provider_ops **ops, json_t **handle,
+	    struct sg_error *);
+/* A provider's failure as the error a client gets (never a credential). */
+int	 sg_sbx_prov_error(const struct sg_tool *, const struct sg_prov_error *,
+	    const char *id, struct sg_error *);
+/* sbx_files.c: put file f (tenant's, ready) into sandbox id as
+ * /mnt/data/FILENAME. 0, -1 with err, or SG_SBX_GONE. */
+int	 sg_sbx_put_file(struct sg_sbx_env *, const char *tenant, const char *id,
+	    const struct sg_store_file *f, struct sg_error *);
 /* Delete a row's sandbox at its provider (a row without a handle has
  * nothing there) and remove the row. The row's tool must still be
  * configured. 0, or -1 with why. */

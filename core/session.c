@@ -9,23 +9,88 @@
 	"imports and files from earlier runs are gone; re-create what you " \
 	"need.]\n"
 
-/* The container a code_interpreter tool names (a string), or NULL when
- * it says {"type":"auto"}. Borrowed. */
+/* The code_interpreter tool's container: a string (explicit), an object
+ * ({"type":"auto",...}), or NULL. Borrowed. */
 static const json_t *
-explicit_container(const json_t *work)
+tool_container(const json_t *work)
 {
-	const json_t *tools = json_object_get(work, "tools"), *t, *c;
+	const json_t *tools = json_object_get(work, "tools"), *t;
 	size_t i;
 
 	json_array_foreach(tools, i, t) {
 		const char *type = json_string_value(json_object_get(t, "type"));
 
-		c = json_object_get(t, "container");
-		if (type != NULL && strcmp(type, "code_interpreter") == 0 &&
-		    json_is_string(c))
-			return c;
+		if (type != NULL && strcmp(type, "code_interpreter") == 0)
+			return json_object_get(t, "container");
 	}
 	return NULL;
+}
+
+/* container.file_ids: each one of the caller's files, at most 50. */
+static int
+take_files(struct sg_sbx_env *env, const struct sg_req *req,
+    const json_t *work, struct sg_bind *b, struct sg_error *err)
+{
+	const json_t *ids = json_object_get(tool_container(work), "file_ids"), *v;
+	struct sg_store_file f;
+	size_t i;
+	int rc;
+
+	if (ids == NULL || json_is_null(ids))
+		return 0;
+	if (!json_is_array(ids) || json_array_size(ids) > SG_BIND_FILES)
+		return sg_error_invalid(err, "tools", "invalid_value", "Invalid "
+		    "'container.file_ids': expected an array of at most %d file "
+		    "ids.", SG_BIND_FILES);
+	json_array_foreach(ids, i, v) {
+		const char *id = json_string_value(v);
+
+		if (id == NULL || strlen(id) >= sizeof(b->files[0]))
+			return sg_error_invalid(err, "tools", "invalid_value",
+			    "Invalid 'container.file_ids': expected file ids.");
+		rc = sg_store_file_get(env->store, id, req->tenant, NULL, &f);
+		if (rc == SG_STORE_OK && strcmp(f.state, "ready") != 0)
+			rc = SG_STORE_NOTFOUND;
+		if (rc == SG_STORE_NOTFOUND)
+			return sg_error_set(err, 404, "invalid_request_error",
+			    NULL, "tools", "No such File object: %s", id);
+		if (rc != SG_STORE_OK)
+			return sg_error_store(err, sg_store_errmsg(env->store));
+		snprintf(b->files[b->nfiles++], sizeof(b->files[0]), "%s", id);
+	}
+	return 0;
+}
+
+/* Write the request's files into its sandbox, once: 0, -1 with err, or
+ * SG_SBX_GONE. */
+static int
+put_files(struct sg_sbx_env *env, const struct sg_req *req, struct sg_bind *b,
+    struct sg_error *err)
+{
+	struct sg_store_file f;
+	int i, rc;
+
+	for (i = 0; i < b->nfiles && !b->files_in; i++) {
+		if (sg_store_file_get(env->store, b->files[i], req->tenant, NULL,
+		    &f) != SG_STORE_OK)
+			return sg_error_set(err, 404, "invalid_request_error",
+			    NULL, "tools", "No such File object: %s", b->files[i]);
+		if ((rc = sg_sbx_put_file(env, req->tenant, b->sandbox, &f,
+		    err)) != 0)
+			return rc;
+	}
+	b->files_in = 1;
+	return 0;
+}
+
+/* The container a code_interpreter tool names (a string), or NULL when
+ * it says {"type":"auto"}. Borrowed. */
+static const json_t *
+explicit_container(const json_t *work)
+{
+	const json_t *c = tool_container(work);
+
+	return json_is_string(c) ? c : NULL;
 }
 
 static int
@@ -143,7 +208,8 @@ sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
 
 	memset(b, 0, sizeof(*b));
 	b->kind = SG_SBX_EPHEMERAL;
-	if ((rc = take_session(work, b, err)) == -1)
+	if (take_files(env, req, work, b, err) == -1 ||
+	    (rc = take_session(work, b, err)) == -1)
 		return -1;
 	if (ex != NULL)
 		return bind_explicit(env, req, ex, b, err);
@@ -206,8 +272,10 @@ sg_bind_run(struct sg_sbx_env *env, const struct sg_req *req,
 	for (tries = 0; tries < 2; tries++) {
 		if (sg_bind_sandbox(env, req, b, err) == NULL)
 			return -1;
-		rc = sg_sbx_run(env, req->tenant, b->sandbox, code, 0,
-		    b->kind != SG_SBX_EPHEMERAL, result, err);
+		rc = put_files(env, req, b, err);
+		if (rc == 0)
+			rc = sg_sbx_run(env, req->tenant, b->sandbox, code, 0,
+			    b->kind != SG_SBX_EPHEMERAL, result, err);
 		if (rc != SG_SBX_GONE)
 			break;
 		/* Gone (and deleted): the one the client named cannot be
@@ -216,6 +284,7 @@ sg_bind_run(struct sg_sbx_env *env, const struct sg_req *req,
 			return -1;
 		b->sandbox[0] = '\0';
 		b->lost = 1;
+		b->files_in = 0;
 	}
 	if (rc != 0)
 		return -1;

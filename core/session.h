@@ -21,16 +21,24 @@
 #include "http.h"
 #include "sandbox.h"
 
+#define SG_BIND_FILES	50	/* OpenAI's most container.file_ids */
+
 struct sg_bind {
 	int	 kind;			/* enum sg_sbx_kind it runs in */
 	char	 session[SG_STORE_SESSION_MAX + 1];
 	char	 sandbox[48];		/* "" until first needed */
 	int	 lost;			/* tell the model: earlier state gone */
+	/* The tool's container.file_ids: written into the sandbox's
+	 * /mnt/data before the request's first run there. */
+	char	 files[SG_BIND_FILES][48];
+	int	 nfiles;
+	int	 files_in;		/* they are in b->sandbox */
 };
 
 /* Decide from the request (work: the body, borrowed; metadata.session_id
  * is taken out of it). 0, or -1 with err (an explicit container that is
- * not the caller's, a session id that is not a string). */
+ * not the caller's, a session id that is not a string, a file id that is
+ * not one of the caller's files). */
 int	 sg_bind_init(struct sg_sbx_env *, const struct sg_req *, json_t *work,
 	    struct sg_bind *, struct sg_error *);
 /* The sandbox, made or found on first need. Borrowed id, or NULL. */

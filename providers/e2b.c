@@ -15,6 +15,8 @@
 #define E2B_DOMAIN	"e2b.app"
 #define E2B_TEMPLATE	"code-interpreter-v1"
 #define E2B_MAX_LIFE	3600	/* the Hobby plan's maximum, in seconds */
+#define CI_PORT		49999	/* the code interpreter */
+#define ENVD_PORT	49983	/* envd: files */
 #define CONTROL_MS	60000
 #define PORT_RETRIES	5	/* "port is not open" right after create */
 #define STALL_PAUSE_MS	1000	/* for an interrupt to land, see run_unstalled */
@@ -93,23 +95,49 @@ e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 
 /* Where /execute lives: sandbox_url (routed by the E2b-Sandbox-*
  * headers), or https://49999-<id>.<domain>. */
-void
-sg_e2b_execute_url(const struct sg_tool *t, const json_t *handle, char *url,
-    size_t sz)
+/* The URL of what path names on the sandbox's port (the code
+ * interpreter's 49999, envd's 49983). */
+static void
+sandbox_url(const struct sg_tool *t, const json_t *handle, int port,
+    const char *path, char *url, size_t sz)
 {
 	const char *domain = json_string_value(json_object_get(handle, "domain"));
 	const char *id = json_string_value(json_object_get(handle, "id"));
 
 	if (t->sandbox_url != NULL) {
-		snprintf(url, sz, "%s/execute", t->sandbox_url);
+		snprintf(url, sz, "%s%s", t->sandbox_url, path);
 		return;
 	}
 	/* With api_base https://api.<domain>, sandboxes live on <domain>. */
 	if (domain == NULL && t->api_base != NULL &&
 	    strncmp(t->api_base, "https://api.", 12) == 0)
 		domain = t->api_base + 12;
-	snprintf(url, sz, "https://49999-%s.%s/execute", id,
-	    domain != NULL ? domain : E2B_DOMAIN);
+	snprintf(url, sz, "https://%d-%s.%s%s", port, id,
+	    domain != NULL ? domain : E2B_DOMAIN, path);
+}
+
+void
+sg_e2b_execute_url(const struct sg_tool *t, const json_t *handle, char *url,
+    size_t sz)
+{
+	sandbox_url(t, handle, CI_PORT, "/execute", url, sz);
+}
+
+/* The headers every call into the sandbox on port carries. */
+static void
+sandbox_headers(const json_t *handle, int port, struct sg_hdrs *h)
+{
+	const char *tok = json_string_value(json_object_get(handle, "token"));
+	const char *traffic = json_string_value(json_object_get(handle,
+	    "traffic"));
+
+	sg_hdrs_add(h, "E2b-Sandbox-Id: %s",
+	    json_string_value(json_object_get(handle, "id")));
+	sg_hdrs_add(h, "E2b-Sandbox-Port: %d", port);
+	if (tok != NULL)
+		sg_hdrs_add(h, "X-Access-Token: %s", tok);
+	if (traffic != NULL)
+		sg_hdrs_add(h, "E2B-Traffic-Access-Token: %s", traffic);
 }
 
 /* One POST /execute; right after create the proxy may not see the port
@@ -206,9 +234,6 @@ e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     struct sg_prov_error *err)
 {
 	const char *id = json_string_value(json_object_get(handle, "id"));
-	const char *tok = json_string_value(json_object_get(handle, "token"));
-	const char *traffic = json_string_value(json_object_get(handle,
-	    "traffic"));
 	struct sg_hdrs h = { 0 };
 	char url[1024];
 	json_t *body;
@@ -218,13 +243,8 @@ e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	if (id == NULL)
 		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
 	sg_e2b_execute_url(t, handle, url, sizeof(url));
-	sg_hdrs_add(&h, "E2b-Sandbox-Id: %s", id);
-	sg_hdrs_add(&h, "E2b-Sandbox-Port: 49999");
+	sandbox_headers(handle, CI_PORT, &h);
 	sg_hdrs_add(&h, "Accept: application/json");
-	if (tok != NULL)
-		sg_hdrs_add(&h, "X-Access-Token: %s", tok);
-	if (traffic != NULL)
-		sg_hdrs_add(&h, "E2B-Traffic-Access-Token: %s", traffic);
 	body = json_pack("{s:s}", "code", code);
 	rc = run_unstalled(p, url, &h, body, timeout_s, res, &status, &gone,
 	    err);
@@ -327,6 +347,23 @@ e2b_find(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 	return rc;
 }
 
+static int
+e2b_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *path, int fd, int64_t size, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	char base[1024];
+	int rc;
+
+	if (json_string_value(json_object_get(handle, "id")) == NULL)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
+	sandbox_url(t, handle, ENVD_PORT, "", base, sizeof(base));
+	sandbox_headers(handle, ENVD_PORT, &h);
+	rc = sg_envd_put(p, base, &h, path, fd, size, err);
+	sg_hdrs_free(&h);
+	return rc;
+}
+
 const struct sg_provider_ops sg_e2b_ops = {
-	e2b_create, e2b_run, e2b_destroy, e2b_keepalive, e2b_find,
+	e2b_create, e2b_run, e2b_destroy, e2b_keepalive, e2b_find, e2b_put,
 };

@@ -1,7 +1,9 @@
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -44,7 +46,22 @@ struct call {
 	char		*body;		/* everything else is kept */
 	size_t		 len, max;
 	CURL		*h;
+	int		 up_fd;		/* the request body, from a file */
+	int64_t		 up_size;
 };
+
+/* The request body from up_fd, as libcurl asks for it. */
+static size_t
+on_upload(char *buf, size_t size, size_t nmemb, void *arg)
+{
+	struct call *c = arg;
+	ssize_t n;
+
+	do
+		n = read(c->up_fd, buf, size * nmemb);
+	while (n == -1 && errno == EINTR);
+	return n < 0 ? CURL_READFUNC_ABORT : (size_t)n;
+}
 
 static size_t
 on_body(char *buf, size_t size, size_t nmemb, void *arg)
@@ -153,7 +170,13 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 			sl = n;
 	if ((n = curl_slist_append(sl, "Expect:")) != NULL)
 		sl = n;
-	if (body != NULL) {
+	if (c->up_fd >= 0) {
+		curl_easy_setopt(c->h, CURLOPT_POST, 1L);
+		curl_easy_setopt(c->h, CURLOPT_READFUNCTION, on_upload);
+		curl_easy_setopt(c->h, CURLOPT_READDATA, c);
+		curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)c->up_size);
+	} else if (body != NULL) {
 		text = json_dumps(body, JSON_COMPACT);
 		if ((n = curl_slist_append(sl, "Content-Type: application/json")))
 			sl = n;
@@ -186,12 +209,15 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 	return SG_PROV_OK;
 }
 
-int
-sg_phttp_call(struct sg_prov *prov, const char *method, const char *url,
-    const struct sg_hdrs *hdrs, const json_t *body, long timeout_ms,
-    long *status, json_t **resp, struct sg_prov_error *err)
+/* One call whose answer is JSON: its body is body, or size bytes from
+ * fd when fd >= 0. */
+static int
+json_call(struct sg_prov *prov, const char *method, const char *url,
+    const struct sg_hdrs *hdrs, const json_t *body, int fd, int64_t size,
+    long timeout_ms, long *status, json_t **resp, struct sg_prov_error *err)
 {
-	struct call c = { .prov = prov, .max = 1u << 20,
+	struct call c = { .prov = prov, .max = 1u << 20, .up_fd = fd,
+	    .up_size = size,
 	    .deadline = timeout_ms > 0 ? sg_now_ms() + timeout_ms : 0 };
 	int rc;
 
@@ -207,12 +233,22 @@ sg_phttp_call(struct sg_prov *prov, const char *method, const char *url,
 }
 
 int
+sg_phttp_call(struct sg_prov *prov, const char *method, const char *url,
+    const struct sg_hdrs *hdrs, const json_t *body, long timeout_ms,
+    long *status, json_t **resp, struct sg_prov_error *err)
+{
+	return json_call(prov, method, url, hdrs, body, -1, 0, timeout_ms,
+	    status, resp, err);
+}
+
+int
 sg_phttp_stream(struct sg_prov *prov, const char *url,
     const struct sg_hdrs *hdrs, const json_t *body, int timeout_s,
     struct sg_lines *lines, long *status, char **errbody,
     struct sg_prov_error *err)
 {
 	struct call c = { .prov = prov, .lines = lines, .max = ERRBODY_MAX,
+	    .up_fd = -1,
 	    .deadline = timeout_s > 0 ? sg_now_ms() + timeout_s * 1000LL : 0 };
 	int rc;
 
@@ -222,6 +258,15 @@ sg_phttp_stream(struct sg_prov *prov, const char *url,
 	*status = c.status;
 	*errbody = c.body;
 	return rc;
+}
+
+int
+sg_phttp_upload(struct sg_prov *prov, const char *url,
+    const struct sg_hdrs *hdrs, int fd, int64_t size, long timeout_ms,
+    long *status, json_t **resp, struct sg_prov_error *err)
+{
+	return json_call(prov, "POST", url, hdrs, NULL, fd, size, timeout_ms,
+	    status, resp, err);
 }
 
 const char *

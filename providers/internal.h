@@ -38,6 +38,17 @@ int	 sg_phttp_stream(struct sg_prov *, const char *url,
 	    struct sg_lines *, long *status, char **errbody,
 	    struct sg_prov_error *);
 
+/* A POST whose body is size bytes read from fd (hdrs give its type);
+ * returns like sg_phttp_call. */
+int	 sg_phttp_upload(struct sg_prov *, const char *url,
+	    const struct sg_hdrs *, int fd, int64_t size, long timeout_ms,
+	    long *status, json_t **resp, struct sg_prov_error *);
+
+/* envd.c: write size bytes from fd to path through envd's files API at
+ * base (its URL without a path), with h (more are added). */
+int	 sg_envd_put(struct sg_prov *, const char *base, struct sg_hdrs *h,
+	    const char *path, int fd, int64_t size, struct sg_prov_error *);
+
 /* The provider's error message from a JSON error body, or a fallback. */
 const char *sg_phttp_message(const json_t *resp, const char *fallback);
 

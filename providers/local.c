@@ -351,6 +351,26 @@ local_keepalive(struct sg_prov *p, const struct sg_tool *t,
 	return rc;
 }
 
+static int
+local_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *path, int fd, int64_t size, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	struct sockaddr_un sun;
+	int rc, dfd;
+
+	(void)t;
+	if ((dfd = kernel_socket(p, handle, &sun)) == -1)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
+	rc = sg_envd_put(p, "http://localhost", &h, path, fd, size, err);
+	sg_hdrs_free(&h);
+	kernel_done(p, dfd);
+	if (rc == SG_PROV_UNREACHABLE)
+		rc = sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
+	return rc;
+}
+
 const struct sg_provider_ops sg_local_ops = {
 	local_create, local_run, local_destroy, local_keepalive, NULL,
+	local_put,
 };

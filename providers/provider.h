@@ -113,6 +113,12 @@ struct sg_provider_ops {
 	 * whose sandboxes die with the request that was making them. */
 	int	(*find)(struct sg_prov *, const struct sg_tool *,
 		    const char *sbx_id, json_t **handle, struct sg_prov_error *);
+	/* Write size bytes read from fd to path in the sandbox (parents
+	 * made, an existing file replaced). NULL for a provider that cannot
+	 * take files yet. */
+	int	(*put)(struct sg_prov *, const struct sg_tool *,
+		    const json_t *handle, const char *path, int fd, int64_t size,
+		    struct sg_prov_error *);
 };
 
 /* The ops of a provider, or NULL when this build has none for it. */

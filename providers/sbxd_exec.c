@@ -210,6 +210,10 @@ bwrap_args(const struct sg_sbxd_spec *s, struct argv *a)
 	/* --size goes before the --tmpfs it limits (bwrap 0.8). */
 	arg(a, "--size"); arg(a, num(a, disk)); arg(a, "--tmpfs"); arg(a, "/home/user");
 	arg(a, "--size"); arg(a, num(a, disk)); arg(a, "--tmpfs"); arg(a, "/tmp");
+	/* Where OpenAI's code interpreter keeps the files it is given and
+	 * writes, and its working directory: a tmpfs of its own. */
+	arg(a, "--size"); arg(a, num(a, disk)); arg(a, "--tmpfs");
+	arg(a, "/mnt/data");
 	for (i = 0; i < ndata; i++) {
 		arg(a, "--perms"); arg(a, "0444");
 		arg(a, "--ro-bind-data"); arg(a, num(a, fds[data[i]]));
@@ -226,7 +230,7 @@ bwrap_args(const struct sg_sbxd_spec *s, struct argv *a)
 	/* The root bwrap builds is a writable tmpfs: seal it. The tmpfs
 	 * mounts on top of it stay writable. */
 	arg(a, "--remount-ro"); arg(a, "/");
-	arg(a, "--chdir"); arg(a, "/home/user");
+	arg(a, "--chdir"); arg(a, "/mnt/data");
 	arg(a, SG_SBXD_PYTHON); arg(a, "-I"); arg(a, "/sandgate/kernel.py");
 	return 0;
 }

@@ -111,9 +111,9 @@ test("the store, /etc/sandgate, the kernel sockets and the host are out of sight
 });
 
 test("writes: only the work dir, and not past disk_mb", async () => {
-  const r = await run(box, "import os\nfor p in ['/usr/x', '/etc/x', '/x', '/sandgate/x']:\n    try:\n        open(p, 'w'); print(p, 'WROTE')\n    except OSError as e:\n        print(p, 'refused')\nopen('/home/user/ok.txt', 'w').write('fine')\nprint(open('ok.txt').read())");
+  const r = await run(box, "import os\nfor p in ['/usr/x', '/etc/x', '/x', '/sandgate/x']:\n    try:\n        open(p, 'w'); print(p, 'WROTE')\n    except OSError as e:\n        print(p, 'refused')\nopen('/home/user/ok.txt', 'w').write('fine')\nopen('here.txt', 'w').write('data')\nprint(open('/home/user/ok.txt').read(), os.getcwd(), open('/mnt/data/here.txt').read())");
   assert.doesNotMatch(r.stdout, /WROTE/);
-  assert.match(r.stdout, /fine/);
+  assert.match(r.stdout, /^fine \/mnt\/data data$/m, "cwd /mnt/data, writable, and /home/user too");
   const big = await run(box, "open('big', 'wb').write(b'x' * (20 * 1024 * 1024))");
   assert.equal(big.error?.name, "OSError", JSON.stringify(big));
   await run(box, "import os\nos.remove('big')");

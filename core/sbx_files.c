@@ -1,0 +1,58 @@
+/*
+ * Files into sandboxes: a file the gateway keeps (files.dir) written into
+ * a sandbox under /mnt/data, where OpenAI's code interpreter finds the
+ * files it is given, by the provider's own files API.
+ */
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "files.h"
+#include "sandbox.h"
+
+#define DATA_DIR	"/mnt/data"
+
+int
+sg_sbx_put_file(struct sg_sbx_env *env, const char *tenant, const char *id,
+    const struct sg_store_file *f, struct sg_error *err)
+{
+	const struct sg_provider_ops *ops;
+	const struct sg_tool *t;
+	struct sg_store_sbx row;
+	struct sg_prov_error pe;
+	char src[4096], dest[512];
+	json_t *handle;
+	struct stat st;
+	int fd = -1, rc;
+
+	if (sg_files_path(env->cfg, f->id, src, sizeof(src)) == -1 ||
+	    (fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    fstat(fd, &st) == -1) {
+		if (fd != -1)
+			close(fd);
+		return sg_error_server(err, 500, "The bytes of file %s are gone.",
+		    f->id);
+	}
+	/* The name was checked at upload: a plain name, no '/'. */
+	snprintf(dest, sizeof(dest), "%s/%s", DATA_DIR, f->filename);
+	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
+		close(fd);
+		return -1;
+	}
+	if (ops->put == NULL)
+		rc = sg_prov_fail(&pe, SG_PROV_CONFIG, 0, "sandbox tool %s (%s) "
+		    "cannot take files yet", t->name,
+		    sg_provider_name(t->provider));
+	else
+		rc = ops->put(env->prov, t, handle, dest, fd, (int64_t)st.st_size,
+		    &pe);
+	close(fd);
+	json_decref(handle);
+	sg_store_sbx_clear(&row);
+	if (rc == SG_PROV_GONE)
+		return SG_SBX_GONE;
+	return rc == SG_PROV_OK ? 0 : sg_sbx_prov_error(t, &pe, id, err);
+}
