@@ -48,6 +48,7 @@ struct call {
 	CURL		*h;
 	int		 up_fd;		/* the request body, from a file */
 	int64_t		 up_size;
+	curl_mime	*mime;		/* or a multipart body */
 };
 
 /* The request body from up_fd, as libcurl asks for it. */
@@ -170,7 +171,9 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 			sl = n;
 	if ((n = curl_slist_append(sl, "Expect:")) != NULL)
 		sl = n;
-	if (c->up_fd >= 0) {
+	if (c->mime != NULL)
+		curl_easy_setopt(c->h, CURLOPT_MIMEPOST, c->mime);
+	else if (c->up_fd >= 0) {
 		curl_easy_setopt(c->h, CURLOPT_POST, 1L);
 		curl_easy_setopt(c->h, CURLOPT_READFUNCTION, on_upload);
 		curl_easy_setopt(c->h, CURLOPT_READDATA, c);
@@ -210,14 +213,15 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 }
 
 /* One call whose answer is JSON: its body is body, or size bytes from
- * fd when fd >= 0. */
+ * fd when fd >= 0, or mime. */
 static int
 json_call(struct sg_prov *prov, const char *method, const char *url,
     const struct sg_hdrs *hdrs, const json_t *body, int fd, int64_t size,
-    long timeout_ms, long *status, json_t **resp, struct sg_prov_error *err)
+    curl_mime *mime, long timeout_ms, long *status, json_t **resp,
+    struct sg_prov_error *err)
 {
 	struct call c = { .prov = prov, .max = 1u << 20, .up_fd = fd,
-	    .up_size = size,
+	    .up_size = size, .mime = mime,
 	    .deadline = timeout_ms > 0 ? sg_now_ms() + timeout_ms : 0 };
 	int rc;
 
@@ -237,8 +241,8 @@ sg_phttp_call(struct sg_prov *prov, const char *method, const char *url,
     const struct sg_hdrs *hdrs, const json_t *body, long timeout_ms,
     long *status, json_t **resp, struct sg_prov_error *err)
 {
-	return json_call(prov, method, url, hdrs, body, -1, 0, timeout_ms,
-	    status, resp, err);
+	return json_call(prov, method, url, hdrs, body, -1, 0, NULL,
+	    timeout_ms, status, resp, err);
 }
 
 int
@@ -265,8 +269,51 @@ sg_phttp_upload(struct sg_prov *prov, const char *url,
     const struct sg_hdrs *hdrs, int fd, int64_t size, long timeout_ms,
     long *status, json_t **resp, struct sg_prov_error *err)
 {
-	return json_call(prov, "POST", url, hdrs, NULL, fd, size, timeout_ms,
+	return json_call(prov, "POST", url, hdrs, NULL, fd, size, NULL,
+	    timeout_ms, status, resp, err);
+}
+
+/* A part's bytes from the fd of a file, for libcurl's mime API. */
+static size_t
+part_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+	ssize_t n;
+
+	do
+		n = read(*(int *)arg, buf, size * nitems);
+	while (n == -1 && errno == EINTR);
+	return n < 0 ? CURL_READFUNC_ABORT : (size_t)n;
+}
+
+int
+sg_phttp_upload_form(struct sg_prov *prov, const char *url,
+    const struct sg_hdrs *hdrs, const struct sg_form_part *parts, int n,
+    long timeout_ms, long *status, json_t **resp, struct sg_prov_error *err)
+{
+	curl_mimepart *mp;
+	curl_mime *mime;
+	CURL *h;
+	int i, rc;
+
+	if ((h = handle(prov)) == NULL || (mime = curl_mime_init(h)) == NULL)
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "out of memory");
+	for (i = 0; i < n; i++) {
+		if ((mp = curl_mime_addpart(mime)) == NULL)
+			break;
+		curl_mime_name(mp, parts[i].name);
+		curl_mime_filename(mp, parts[i].filename);
+		curl_mime_type(mp, parts[i].type);
+		if (parts[i].fd >= 0)
+			curl_mime_data_cb(mp, (curl_off_t)parts[i].size, part_read,
+			    NULL, NULL, (void *)&parts[i].fd);
+		else
+			curl_mime_data(mp, parts[i].data, CURL_ZERO_TERMINATED);
+	}
+	rc = i < n ? sg_prov_fail(err, SG_PROV_FAILED, 0, "out of memory") :
+	    json_call(prov, "POST", url, hdrs, NULL, -1, 0, mime, timeout_ms,
 	    status, resp, err);
+	curl_mime_free(mime);
+	return rc;
 }
 
 const char *

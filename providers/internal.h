@@ -44,6 +44,19 @@ int	 sg_phttp_upload(struct sg_prov *, const char *url,
 	    const struct sg_hdrs *, int fd, int64_t size, long timeout_ms,
 	    long *status, json_t **resp, struct sg_prov_error *);
 
+/* A multipart/form-data POST: each part's bytes are data, or size bytes
+ * from fd when fd >= 0. Returns like sg_phttp_call. */
+struct sg_form_part {
+	const char	*name, *filename, *type;
+	const char	*data;
+	int		 fd;
+	int64_t		 size;
+};
+int	 sg_phttp_upload_form(struct sg_prov *, const char *url,
+	    const struct sg_hdrs *, const struct sg_form_part *, int n,
+	    long timeout_ms, long *status, json_t **resp,
+	    struct sg_prov_error *);
+
 /* envd.c: write size bytes from fd to path through envd's files API at
  * base (its URL without a path), with h (more are added). */
 int	 sg_envd_put(struct sg_prov *, const char *base, struct sg_hdrs *h,
@@ -65,5 +78,11 @@ void	 sg_e2b_execute_url(const struct sg_tool *, const json_t *handle,
 	    char *url, size_t sz);
 json_t	*sg_osb_create_body(const struct sg_tool *, const char *sbx_id,
 	    int lifetime_s);
+/* opensandbox.c: the headers a handle says every execd call carries. */
+void	 sg_osb_execd_headers(const json_t *handle, struct sg_hdrs *);
+/* osb_files.c: the put op through execd's files API. */
+int	 sg_osb_put(struct sg_prov *, const struct sg_tool *,
+	    const json_t *handle, const char *path, int fd, int64_t size,
+	    struct sg_prov_error *);
 
 #endif

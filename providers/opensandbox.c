@@ -158,8 +158,8 @@ resolve_endpoint(struct sg_prov *p, const struct sg_tool *t, const char *id,
 	return SG_PROV_OK;
 }
 
-static void
-execd_headers(const json_t *handle, struct sg_hdrs *h)
+void
+sg_osb_execd_headers(const json_t *handle, struct sg_hdrs *h)
 {
 	const char *name;
 	json_t *v;
@@ -181,7 +181,7 @@ wait_ping(struct sg_prov *p, const json_t *handle, int64_t until,
 
 	snprintf(url, sizeof(url), "%s/ping", json_string_value(
 	    json_object_get(handle, "execd")));
-	execd_headers(handle, &h);
+	sg_osb_execd_headers(handle, &h);
 	for (;;) {
 		rc = sg_phttp_call(p, "GET", url, &h, NULL, CONTROL_MS, &status,
 		    &resp, err);
@@ -277,7 +277,7 @@ run_cell(struct sg_prov *p, const json_t *handle, const char *code,
 
 	snprintf(url, sizeof(url), "%s/code", json_string_value(
 	    json_object_get(handle, "execd")));
-	execd_headers(handle, &h);
+	sg_osb_execd_headers(handle, &h);
 	sg_hdrs_add(&h, "Accept: text/event-stream");
 	/* Without a language execd runs the code as a shell command. */
 	body = json_pack("{s:s,s:{s:s}}", "code", code, "context", "language",
@@ -479,5 +479,5 @@ osb_find(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 }
 
 const struct sg_provider_ops sg_osb_ops = {
-	osb_create, osb_run, osb_destroy, osb_keepalive, osb_find, NULL,
+	osb_create, osb_run, osb_destroy, osb_keepalive, osb_find, sg_osb_put,
 };

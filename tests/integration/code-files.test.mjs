@@ -1,7 +1,7 @@
 // Files given to the code interpreter: a CSV uploaded with files.create
 // and named in the tool's container.file_ids is in the sandbox's /mnt/data
-// before the model's code runs, on the local sandbox and on e2b (its
-// fake); another key's file, or a bad list, is refused before any
+// before the model's code runs, on the local sandbox, e2b and OpenSandbox
+// (their fakes); another key's file, or a bad list, is refused before any
 // upstream call.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -11,7 +11,7 @@ import { startStack, KEYS } from "./harness.mjs";
 const CSV = "x,y\n1,2\n3,4\n";
 const SUM = "import csv\nprint(sum(int(r['y']) for r in csv.DictReader(open('/mnt/data/data.csv'))))";
 
-for (const provider of ["local", "e2b"]) {
+for (const provider of ["local", "e2b", "osb"]) {
   describe(provider, () => {
     let stack, alice, bob, file;
 
