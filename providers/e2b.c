@@ -45,34 +45,6 @@ sg_e2b_create_body(const struct sg_tool *t, const char *sbx_id, int lifetime_s)
 	    "metadata", "sandgate_id", sbx_id);
 }
 
-static void sandbox_url(const struct sg_tool *, const json_t *, int,
-    const char *, char *, size_t);
-static void sandbox_headers(const json_t *, int, struct sg_hdrs *);
-static int execute(struct sg_prov *, const char *, const struct sg_hdrs *,
-    const json_t *, int, struct sg_exec *, long *, char **,
-    struct sg_prov_error *);
-
-/* /mnt/data made the working directory, as the first cell. */
-static void
-data_dir(struct sg_prov *p, const struct sg_tool *t, const json_t *handle)
-{
-	struct sg_prov_error ignored;
-	struct sg_hdrs h = { 0 };
-	struct sg_exec tmp;
-	char url[1024], *errbody = NULL;
-	json_t *body = json_pack("{s:s}", "code", SG_DATA_DIR_CELL);
-	long status = 0;
-
-	sandbox_url(t, handle, CI_PORT, "/execute", url, sizeof(url));
-	sandbox_headers(handle, CI_PORT, &h);
-	sg_exec_init(&tmp, 65536);
-	execute(p, url, &h, body, 30, &tmp, &status, &errbody, &ignored);
-	sg_exec_free(&tmp);
-	free(errbody);
-	json_decref(body);
-	sg_hdrs_free(&h);
-}
-
 static int
 e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
     int lifetime_s, json_t **handle, struct sg_prov_error *err)
@@ -118,7 +90,6 @@ e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 	if ((v = json_string_value(json_object_get(resp, "domain"))))
 		json_object_set_new(*handle, "domain", json_string(v));
 	json_decref(resp);
-	data_dir(p, t, *handle);
 	return SG_PROV_OK;
 }
 

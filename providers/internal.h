@@ -78,18 +78,6 @@ void	 sg_e2b_execute_url(const struct sg_tool *, const json_t *handle,
 	    char *url, size_t sz);
 json_t	*sg_osb_create_body(const struct sg_tool *, const char *sbx_id,
 	    int lifetime_s);
-/* The cell a new remote sandbox runs first: /mnt/data, where OpenAI's
- * code interpreter keeps its files, made and made the working directory
- * (the local sandbox has it from bubblewrap). Its failure is not the
- * sandbox's: the code then runs where the kernel started. */
-#define SG_DATA_DIR_CELL "import os as _sg_os\n" \
-	"try:\n" \
-	"    _sg_os.makedirs('/mnt/data', exist_ok=True)\n" \
-	"    _sg_os.chdir('/mnt/data')\n" \
-	"except OSError:\n" \
-	"    pass\n" \
-	"del _sg_os\n"
-
 /* opensandbox.c: the headers a handle says every execd call carries. */
 void	 sg_osb_execd_headers(const json_t *handle, struct sg_hdrs *);
 /* osb_files.c: the put op through execd's files API. */

@@ -215,20 +215,6 @@ osb_destroy_id(struct sg_prov *p, const struct sg_tool *t, const char *id,
 	return rc;
 }
 
-static int run_cell(struct sg_prov *, const json_t *, const char *, int,
-    struct sg_exec *, struct sg_prov_error *);
-
-static void
-data_dir(struct sg_prov *p, const json_t *handle)
-{
-	struct sg_prov_error ignored;
-	struct sg_exec tmp;
-
-	sg_exec_init(&tmp, OWN_CELL_CAP);
-	run_cell(p, handle, SG_DATA_DIR_CELL, 30, &tmp, &ignored);
-	sg_exec_free(&tmp);
-}
-
 static int
 osb_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
     int lifetime_s, json_t **handle, struct sg_prov_error *err)
@@ -267,8 +253,6 @@ osb_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 		rc = resolve_endpoint(p, t, id, until, handle, err);
 	if (rc == SG_PROV_OK)
 		rc = wait_ping(p, *handle, until, err);
-	if (rc == SG_PROV_OK)
-		data_dir(p, *handle);
 	if (rc != SG_PROV_OK) {
 		/* Created but unusable: it must not outlive this call. */
 		osb_destroy_id(p, t, id, &ignored);
