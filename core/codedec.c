@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "codedec.h"
+#include "../lib/util.h"
 
 enum {
 	S_START,	/* before '{' */
@@ -98,18 +99,6 @@ unit(struct sg_codedec *d, unsigned u)
 	emit_cp(d, u);
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One byte inside a string (key or value) that is an escape or ends a
  * run; 1 when the string ended. */
 static int
@@ -120,7 +109,7 @@ string_byte(struct sg_codedec *d, char c, size_t *run_start, size_t i)
 	int h;
 
 	if (d->esc == 'u') {
-		if ((h = hexval(c)) < 0) {
+		if ((h = sg_hexval((unsigned char)c)) < 0) {
 			d->lost = 1;
 			return 0;
 		}

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "multipart.h"
+#include "util.h"
 
 #define MP_STR(x)	MP_STR2(x)
 #define MP_STR2(x)	#x
@@ -141,18 +142,6 @@ mp_ieq(const char *s, size_t n, const char *lit)
 			return 0;
 	}
 	return 1;
-}
-
-static int
-mp_hex(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* The first failure wins: its reason is what the caller reports. */
@@ -348,8 +337,8 @@ mp_ext_value(char *v)
 			*w = *r++;
 			continue;
 		}
-		if ((hi = mp_hex((unsigned char)r[1])) == -1 ||
-		    (lo = mp_hex((unsigned char)r[2])) == -1)
+		if ((hi = sg_hexval((unsigned char)r[1])) == -1 ||
+		    (lo = sg_hexval((unsigned char)r[2])) == -1)
 			return "a part's filename* is malformed";
 		*w = (char)(hi << 4 | lo);
 		if (mp_is_ctl((unsigned char)*w))

@@ -259,3 +259,15 @@ sg_proc_start(int pid)
 		start = atoll(p + 1);
 	return start;
 }
+
+int
+sg_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

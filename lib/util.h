@@ -54,6 +54,8 @@ int	 sg_secret_eq(const void *a, const void *b, size_t len);
  * field 22): with its pid, names a process even after the pid is reused.
  * 0 when unknown. */
 int64_t	 sg_proc_start(int pid);
+/* The value of hex digit c (either case), or -1. */
+int	 sg_hexval(int c);
 /* FNV-1a of a string: a quick 64-bit hash, not a secure one. */
 uint64_t sg_fnv1a(const char *);
 /* sg_proc_start of this process, read once per process. */

@@ -148,12 +148,7 @@ sg_store_file_list(struct sg_store *st, const char *tenant,
 		if (fn(arg, &f) == -1)
 			break;
 	}
-	if (rc < 0)
-		return rc;
-	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SG_STORE_OK :
-	    sg_st_dberr(st, "list files");
-	sg_st_done(st, stmt);
-	return rc;
+	return sg_st_finish(st, stmt, rc, "list files");
 }
 
 int
@@ -182,10 +177,5 @@ sg_store_file_due(struct sg_store *st, int64_t now, int limit,
 		if (fn(arg, &f) == -1)
 			break;
 	}
-	if (rc < 0)
-		return rc;
-	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SG_STORE_OK :
-	    sg_st_dberr(st, "files due");
-	sg_st_done(st, stmt);
-	return rc;
+	return sg_st_finish(st, stmt, rc, "files due");
 }

@@ -60,6 +60,11 @@ int	 sg_st_exec_args(struct sg_store *, int *changes, const char *sql,
 /* A write transaction, so concurrent writers queue (busy timeout) rather
  * than fail. End it with sg_st_end: commit when rc is SG_STORE_OK, else
  * roll back; returns rc (or the commit's failure). */
+/* The end of a loop of sqlite3_step over stmt (rc: its last step, or an
+ * error sg_st_run returned, stmt NULL): OK when the rows ran out or the
+ * loop stopped early, else the error, with what naming the query. */
+int	 sg_st_finish(struct sg_store *, sqlite3_stmt *, int rc,
+	    const char *what);
 int	 sg_st_begin(struct sg_store *);
 int	 sg_st_end(struct sg_store *, int rc);
 

@@ -520,3 +520,14 @@ sg_store_relayed_has(struct sg_store *st, const char *upstream_id,
 	sg_st_done(st, stmt);
 	return rc;
 }
+
+int
+sg_st_finish(struct sg_store *st, sqlite3_stmt *stmt, int rc, const char *what)
+{
+	if (rc < 0)
+		return rc;
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SG_STORE_OK :
+	    sg_st_dberr(st, what);
+	sg_st_done(st, stmt);
+	return rc;
+}
