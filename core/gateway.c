@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "containers.h"
 #include "convo.h"
 #include "files.h"
 #include "gateway.h"
@@ -375,7 +376,10 @@ sandbox_route(struct sg_gw *gw, enum sg_route route, const char *id,
 	struct sg_sbx_env env = { gw->cfg, gw->store, &gw->prov };
 
 	watch(gw, req, out);
-	sg_sbx_api(&env, route, id, req, out);
+	if (route >= SG_ROUTE_CNTR_CREATE && route <= SG_ROUTE_CNTR_DELETE)
+		sg_cntr_api(&env, route, id, req, out);
+	else
+		sg_sbx_api(&env, route, id, req, out);
 	unwatch(gw);
 }
 
@@ -398,7 +402,8 @@ route_heavy(enum sg_route route)
 	    route != SG_ROUTE_MODELS && route != SG_ROUTE_RESP_GET &&
 	    route != SG_ROUTE_RESP_DELETE && route != SG_ROUTE_RESP_ITEMS &&
 	    route != SG_ROUTE_FILE_LIST && route != SG_ROUTE_FILE_GET &&
-	    route != SG_ROUTE_FILE_DELETE;
+	    route != SG_ROUTE_FILE_DELETE && route != SG_ROUTE_CNTR_LIST &&
+	    route != SG_ROUTE_CNTR_GET;
 }
 
 void
@@ -458,6 +463,10 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 	case SG_ROUTE_SBX_DELETE:
 	case SG_ROUTE_SBX_RUN:
 	case SG_ROUTE_CODE:
+	case SG_ROUTE_CNTR_CREATE:
+	case SG_ROUTE_CNTR_LIST:
+	case SG_ROUTE_CNTR_GET:
+	case SG_ROUTE_CNTR_DELETE:
 		sandbox_route(gw, route, id, req, out);
 		break;
 	case SG_ROUTE_RESP_GET:

@@ -204,3 +204,25 @@ sg_http_list(json_t *data, int more)
 	    data, "first_id", id_at(data, 0), "last_id", id_at(data, n > 0 ?
 	    n - 1 : 0), "has_more", more);
 }
+
+json_t *
+sg_http_body_object(const struct sg_req *req, struct sg_error *err)
+{
+	json_error_t jerr;
+	json_t *b;
+
+	if (req->body_len == 0)
+		return json_object();
+	b = json_loadb(req->body, req->body_len, JSON_ALLOW_NUL, &jerr);
+	if (b == NULL)
+		sg_error_invalid(err, NULL, NULL, "We could not parse the JSON "
+		    "body of your request: %s (line %d, column %d).", jerr.text,
+		    jerr.line, jerr.column);
+	else if (!json_is_object(b)) {
+		json_decref(b);
+		b = NULL;
+		sg_error_invalid(err, NULL, "invalid_type", "The body of your "
+		    "request must be a JSON object.");
+	}
+	return b;
+}

@@ -76,6 +76,10 @@ int	 sg_http_page_args(const struct sg_req *, long dflt, long max,
  * data is stolen. */
 json_t	*sg_http_list(json_t *data, int more);
 
+/* New reference: the body as a JSON object ({} when empty), or NULL with
+ * OpenAI's 400 in err. */
+json_t	*sg_http_body_object(const struct sg_req *, struct sg_error *);
+
 /* Head of a response; extra is NULL or "Name: value\r\n..." lines. */
 int	 sg_http_begin(struct sg_out *, const struct sg_req *, int status,
 	    const char *content_type, const char *extra);

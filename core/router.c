@@ -27,6 +27,10 @@ static const struct {
 	{ "GET", "/v1/files/{id}", SG_ROUTE_FILE_GET, 1 },
 	{ "DELETE", "/v1/files/{id}", SG_ROUTE_FILE_DELETE, 1 },
 	{ "GET", "/v1/files/{id}/content", SG_ROUTE_FILE_CONTENT, 1 },
+	{ "POST", "/v1/containers", SG_ROUTE_CNTR_CREATE, 1 },
+	{ "GET", "/v1/containers", SG_ROUTE_CNTR_LIST, 1 },
+	{ "GET", "/v1/containers/{id}", SG_ROUTE_CNTR_GET, 1 },
+	{ "DELETE", "/v1/containers/{id}", SG_ROUTE_CNTR_DELETE, 1 },
 };
 
 /* Whether path matches pattern, where "{id}" stands for one non-empty

@@ -29,6 +29,10 @@ enum sg_route {
 	SG_ROUTE_FILE_GET,	/* GET /v1/files/{id} */
 	SG_ROUTE_FILE_DELETE,	/* DELETE /v1/files/{id} */
 	SG_ROUTE_FILE_CONTENT,	/* GET /v1/files/{id}/content */
+	SG_ROUTE_CNTR_CREATE,	/* POST /v1/containers */
+	SG_ROUTE_CNTR_LIST,	/* GET /v1/containers */
+	SG_ROUTE_CNTR_GET,	/* GET /v1/containers/{id} */
+	SG_ROUTE_CNTR_DELETE,	/* DELETE /v1/containers/{id} */
 	SG_ROUTE_NROUTES
 };
 

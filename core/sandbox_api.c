@@ -11,28 +11,6 @@
 #include "router.h"
 #include "sandbox.h"
 
-/* The request body as an object ({} when empty), or NULL with err. */
-static json_t *
-body_object(const struct sg_req *req, struct sg_error *err)
-{
-	json_error_t jerr;
-	json_t *b;
-
-	if (req->body_len == 0)
-		return json_object();
-	b = json_loadb(req->body, req->body_len, JSON_ALLOW_NUL, &jerr);
-	if (b == NULL)
-		sg_error_invalid(err, NULL, NULL, "We could not parse the JSON "
-		    "body of your request: %s (line %d, column %d).", jerr.text,
-		    jerr.line, jerr.column);
-	else if (!json_is_object(b)) {
-		json_decref(b);
-		b = NULL;
-		sg_error_invalid(err, NULL, "invalid_type", "The body of your "
-		    "request must be a JSON object.");
-	}
-	return b;
-}
 
 /* Optional string member: 0 and *out (borrowed, NULL when absent). */
 static int
@@ -252,7 +230,7 @@ sg_sbx_api(struct sg_sbx_env *env, int route, const char *id,
 	int status = 200;
 
 	if ((route == SG_ROUTE_SBX_CREATE || route == SG_ROUTE_SBX_RUN ||
-	    route == SG_ROUTE_CODE) && (b = body_object(req, &err)) == NULL) {
+	    route == SG_ROUTE_CODE) && (b = sg_http_body_object(req, &err)) == NULL) {
 		sg_http_error(out, req, &err);
 		return;
 	}

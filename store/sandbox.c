@@ -210,6 +210,15 @@ sg_st_sbx_row(sqlite3_stmt *stmt, struct sg_store_sbx *out)
 	out->runner_pid = sqlite3_column_int64(stmt, 11);
 	out->runner_until = sqlite3_column_int64(stmt, 12);
 	out->runner_start = sqlite3_column_int64(stmt, 13);
+	snprintf(out->name, sizeof(out->name), "%s",
+	    sqlite3_column_text(stmt, 14));
+}
+
+int
+sg_store_sbx_name(struct sg_store *st, const char *id, const char *name)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET name = ? WHERE "
+	    "id = ?", "ss", name, id);
 }
 
 

@@ -127,6 +127,8 @@ static const char *const migrations[] = {
 	"  expires_at INTEGER NOT NULL);"
 	"CREATE INDEX files_list ON files(tenant, container_id, created_at);"
 	"CREATE INDEX files_expires ON files(expires_at);",
+	/* 5 -> 6: a container's name (POST /v1/containers). */
+	"ALTER TABLE sandboxes ADD COLUMN name TEXT;",
 };
 
 /* Relayed ids are kept this long (OpenAI keeps responses 30 days). */

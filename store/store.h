@@ -19,7 +19,7 @@ enum sg_store_rc {
 	SG_STORE_THEIRS = -5,	/* it exists, but another tenant's */
 };
 
-#define SG_STORE_SCHEMA_VERSION 5
+#define SG_STORE_SCHEMA_VERSION 6
 
 struct sg_store;
 
@@ -78,6 +78,7 @@ struct sg_store_sbx {
 	int64_t	 owner_pid, owner_start;
 	int64_t	 created_at, last_used_at, expires_at;	/* unix seconds */
 	int64_t	 runner_pid, runner_start, runner_until; /* a run, else 0 */
+	char	 name[257];		/* a container's name, or "" */
 };
 
 /* An ephemeral sandbox's row. */
@@ -115,6 +116,7 @@ int	 sg_store_sbx_ready(struct sg_store *, const char *id,
 int	 sg_store_sbx_touch(struct sg_store *, const char *id,
 	    int64_t expires_at);
 int	 sg_store_sbx_mark(struct sg_store *, const char *id, const char *state);
+int	 sg_store_sbx_name(struct sg_store *, const char *id, const char *name);
 int	 sg_store_sbx_remove(struct sg_store *, const char *id);
 /* OK and *out filled (free with sg_store_sbx_clear), or NOTFOUND. With a
  * tenant, only that tenant's sandbox is found. */

@@ -1,0 +1,242 @@
+/*
+ * OpenAI's Containers API on sandgate: a container is a sandbox of the
+ * kind POST /v1/sandboxes makes (one id space, cntr_...), so it works
+ * everywhere a sandbox does, "container": "cntr_..." in the tool included.
+ * POST /v1/containers (name, file_ids), GET /v1/containers, GET and DELETE
+ * /v1/containers/{id}. Per key: another key's container is not found.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "containers.h"
+#include "files.h"
+
+#define LIST_LIMIT	20
+#define LIST_LIMIT_MAX	100
+#define NAME_MAX_BYTES	256
+#define FILES_MAX	50
+
+static int
+not_found(struct sg_error *err, const char *id)
+{
+	return sg_error_set(err, 404, "invalid_request_error", NULL, NULL,
+	    "Container with id '%s' not found.", id);
+}
+
+/* New reference: the container object OpenAI answers for row. */
+static json_t *
+container_json(const struct sg_cfg *cfg, const struct sg_store_sbx *row)
+{
+	return json_pack("{s:s,s:s,s:I,s:s,s:{s:s,s:i},s:I,s:s}", "id", row->id,
+	    "object", "container", "created_at", (json_int_t)row->created_at,
+	    "status", strcmp(row->state, "ready") == 0 ? "running" : row->state,
+	    "expires_after", "anchor", "last_active_at", "minutes",
+	    (cfg->sessions.ttl + 59) / 60, "last_active_at",
+	    (json_int_t)row->last_used_at, "name", row->name);
+}
+
+/* file_ids of the body: each one of the caller's ready files. */
+static int
+check_files(struct sg_sbx_env *env, const struct sg_req *req,
+    const json_t *ids, struct sg_store_file *files, size_t *n,
+    struct sg_error *err)
+{
+	const json_t *v;
+	size_t i;
+	int rc;
+
+	*n = 0;
+	if (ids == NULL)
+		return 0;
+	if (!json_is_array(ids) || json_array_size(ids) > FILES_MAX)
+		return sg_error_invalid(err, "file_ids", "invalid_value",
+		    "Invalid 'file_ids': expected an array of at most %d file "
+		    "ids.", FILES_MAX);
+	json_array_foreach(ids, i, v) {
+		if (!json_is_string(v))
+			return sg_error_invalid(err, "file_ids", "invalid_value",
+			    "Invalid 'file_ids': expected file ids.");
+		rc = sg_store_file_get(env->store, json_string_value(v),
+		    req->tenant, NULL, &files[*n]);
+		if (rc == SG_STORE_OK && strcmp(files[*n].state, "ready") != 0)
+			rc = SG_STORE_NOTFOUND;
+		if (rc == SG_STORE_NOTFOUND)
+			return sg_error_set(err, 404, "invalid_request_error",
+			    NULL, "file_ids", "No such File object: %s",
+			    json_string_value(v));
+		if (rc != SG_STORE_OK)
+			return sg_error_store(err, sg_store_errmsg(env->store));
+		(*n)++;
+	}
+	return 0;
+}
+
+static json_t *
+create(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
+    struct sg_error *err)
+{
+	const char *name = json_string_value(json_object_get(b, "name"));
+	struct sg_store_file *files;
+	struct sg_store_sbx row;
+	struct sg_error ignored;
+	json_t *out = NULL;
+	size_t n, i;
+
+	if (name == NULL) {
+		sg_error_invalid(err, "name", NULL, "Missing required parameter: "
+		    "'name'.");
+		return NULL;
+	}
+	if (strlen(name) > NAME_MAX_BYTES) {
+		sg_error_invalid(err, "name", "string_above_max_length", "Invalid "
+		    "'name': string too long (at most %d bytes).", NAME_MAX_BYTES);
+		return NULL;
+	}
+	if ((files = calloc(FILES_MAX, sizeof(*files))) == NULL) {
+		sg_error_server(err, 500, "out of memory");
+		return NULL;
+	}
+	if (check_files(env, req, json_object_get(b, "file_ids"), files, &n,
+	    err) == -1 || sg_sbx_create(env, req->tenant, NULL, SG_SBX_EXPLICIT,
+	    &row, err) == -1) {
+		free(files);
+		return NULL;
+	}
+	snprintf(row.name, sizeof(row.name), "%s", name);
+	if (sg_store_sbx_name(env->store, row.id, name) != SG_STORE_OK)
+		sg_error_store(err, sg_store_errmsg(env->store));
+	else {
+		for (i = 0; i < n && sg_sbx_put_file(env, req->tenant, row.id,
+		    &files[i], err) == 0; i++)
+			;
+		if (i == n)
+			out = container_json(env->cfg, &row);
+	}
+	/* Half made is not made: it goes, and the error says why. */
+	if (out == NULL)
+		sg_sbx_delete(env, req->tenant, row.id, &ignored);
+	sg_store_sbx_clear(&row);
+	free(files);
+	return out;
+}
+
+static json_t *
+get(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
+    struct sg_error *err)
+{
+	struct sg_store_sbx row;
+	json_t *out;
+	int rc = sg_store_sbx_get(env->store, id, req->tenant, &row);
+
+	if (rc == SG_STORE_NOTFOUND || (rc == SG_STORE_OK &&
+	    row.kind == SG_SBX_EPHEMERAL)) {
+		if (rc == SG_STORE_OK)
+			sg_store_sbx_clear(&row);
+		not_found(err, id);
+		return NULL;
+	}
+	if (rc != SG_STORE_OK) {
+		sg_error_store(err, sg_store_errmsg(env->store));
+		return NULL;
+	}
+	out = container_json(env->cfg, &row);
+	sg_store_sbx_clear(&row);
+	return out;
+}
+
+struct listing {
+	const struct sg_cfg	*cfg;
+	json_t			*all;	/* oldest first */
+	const char		*name;	/* a filter, or NULL */
+};
+
+/* The containers: kept sandboxes (explicit, sessions, conversations). */
+static int
+add(void *arg, const struct sg_store_sbx *row)
+{
+	struct listing *l = arg;
+
+	if (row->kind == SG_SBX_EPHEMERAL || strcmp(row->state, "ready") != 0 ||
+	    (l->name != NULL && strcmp(row->name, l->name) != 0))
+		return 0;
+	return json_array_append_new(l->all, container_json(l->cfg, row)) == 0 ?
+	    0 : -1;
+}
+
+static json_t *
+list(struct sg_sbx_env *env, const struct sg_req *req, struct sg_error *err)
+{
+	char after[64], name[NAME_MAX_BYTES + 1];
+	struct listing l = { env->cfg, json_array(), NULL };
+	json_t *data;
+	size_t n, k, start = 0;
+	long limit;
+	int desc, rc;
+
+	if (sg_http_page_args(req, LIST_LIMIT, LIST_LIMIT_MAX, &limit, &desc,
+	    after, sizeof(after), err) == -1) {
+		json_decref(l.all);
+		return NULL;
+	}
+	if ((rc = sg_http_query(req->uri, "name", name, sizeof(name))) == -1) {
+		sg_error_invalid(err, "name", "invalid_value", "Invalid 'name'.");
+		json_decref(l.all);
+		return NULL;
+	}
+	l.name = rc == 1 ? name : NULL;
+	if (sg_store_sbx_list(env->store, req->tenant, add, &l) != SG_STORE_OK) {
+		json_decref(l.all);
+		sg_error_store(err, sg_store_errmsg(env->store));
+		return NULL;
+	}
+	n = json_array_size(l.all);
+	for (k = 0; after[0] != '\0' && k < n; k++)
+		if (strcmp(json_string_value(json_object_get(json_array_get(l.all,
+		    desc ? n - 1 - k : k), "id")), after) == 0)
+			start = k + 1;
+	data = json_array();
+	for (k = start; k < n && (long)json_array_size(data) < limit; k++)
+		json_array_append(data, json_array_get(l.all, desc ? n - 1 - k :
+		    k));
+	json_decref(l.all);
+	return sg_http_list(data, k < n);
+}
+
+void
+sg_cntr_api(struct sg_sbx_env *env, enum sg_route route, const char *id,
+    const struct sg_req *req, struct sg_out *out)
+{
+	struct sg_error err;
+	json_t *b = NULL, *answer = NULL;
+
+	sg_error_server(&err, 500, "The containers failed.");
+	switch (route) {
+	case SG_ROUTE_CNTR_CREATE:
+		if ((b = sg_http_body_object(req, &err)) != NULL)
+			answer = create(env, req, b, &err);
+		break;
+	case SG_ROUTE_CNTR_LIST:
+		answer = list(env, req, &err);
+		break;
+	case SG_ROUTE_CNTR_GET:
+		answer = get(env, req, id, &err);
+		break;
+	case SG_ROUTE_CNTR_DELETE:
+		if ((answer = get(env, req, id, &err)) != NULL) {
+			json_decref(answer);
+			answer = sg_sbx_delete(env, req->tenant, id, &err) == 0 ?
+			    json_pack("{s:s,s:s,s:b}", "id", id, "object",
+			    "container.deleted", "deleted", 1) : NULL;
+		}
+		break;
+	default:
+		break;
+	}
+	if (answer != NULL)
+		sg_http_json(out, req, 200, answer);
+	else if (!out->started)
+		sg_http_error(out, req, &err);
+	json_decref(answer);
+	json_decref(b);
+}
