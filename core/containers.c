@@ -170,9 +170,8 @@ list(struct sg_sbx_env *env, const struct sg_req *req, struct sg_error *err)
 	char after[64], name[NAME_MAX_BYTES + 1];
 	struct listing l = { env->cfg, json_array(), NULL };
 	json_t *data;
-	size_t n, k, start = 0;
 	long limit;
-	int desc, rc;
+	int desc, more, rc;
 
 	if (sg_http_page_args(req, LIST_LIMIT, LIST_LIMIT_MAX, &limit, &desc,
 	    after, sizeof(after), err) == -1) {
@@ -190,17 +189,9 @@ list(struct sg_sbx_env *env, const struct sg_req *req, struct sg_error *err)
 		sg_error_store(err, sg_store_errmsg(env->store));
 		return NULL;
 	}
-	n = json_array_size(l.all);
-	for (k = 0; after[0] != '\0' && k < n; k++)
-		if (strcmp(json_string_value(json_object_get(json_array_get(l.all,
-		    desc ? n - 1 - k : k), "id")), after) == 0)
-			start = k + 1;
-	data = json_array();
-	for (k = start; k < n && (long)json_array_size(data) < limit; k++)
-		json_array_append(data, json_array_get(l.all, desc ? n - 1 - k :
-		    k));
+	data = sg_http_page(l.all, limit, desc, after, &more);
 	json_decref(l.all);
-	return sg_http_list(data, k < n);
+	return sg_http_list(data, more);
 }
 
 void

@@ -226,3 +226,27 @@ sg_http_body_object(const struct sg_req *req, struct sg_error *err)
 	}
 	return b;
 }
+
+json_t *
+sg_http_page(const json_t *all, long limit, int desc, const char *after, int *more)
+{
+	json_t *data = json_array();
+	size_t n = json_array_size(all), i, k, start = 0;
+	const json_t *it;
+
+	if (after[0] != '\0')
+		for (k = 0; k < n; k++) {
+			it = json_array_get(all, desc ? n - 1 - k : k);
+			if (strcmp(json_string_value(json_object_get(it, "id")) ?
+			    json_string_value(json_object_get(it, "id")) : "",
+			    after) == 0)
+				start = k + 1;
+		}
+	for (k = start; k < n && (long)json_array_size(data) < limit; k++) {
+		i = desc ? n - 1 - k : k;
+		json_array_append(data, json_array_get(all, i));
+	}
+	*more = k < n;
+	return data;
+}
+

@@ -72,6 +72,11 @@ int	 sg_http_query(const char *uri, const char *name, char *out,
 int	 sg_http_page_args(const struct sg_req *, long dflt, long max,
 	    long *limit, int *desc, char *after, size_t aftersz,
 	    struct sg_error *err);
+/* New reference: one page of all (oldest first, borrowed): after the item
+ * whose "id" is after ("" from the start), newest first when desc, at
+ * most limit; *more when items are left. */
+json_t	*sg_http_page(const json_t *all, long limit, int desc,
+	    const char *after, int *more);
 /* New reference: {"object":"list","data","first_id","last_id","has_more"};
  * data is stolen. */
 json_t	*sg_http_list(json_t *data, int more);

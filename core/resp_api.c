@@ -111,30 +111,6 @@ delete(struct sg_store *st, const char *id, const struct sg_req *req,
 	return 0;
 }
 
-/* New reference: a page of items (the whole list, borrowed). */
-static json_t *
-page(const json_t *all, long limit, int desc, const char *after, int *more)
-{
-	json_t *data = json_array();
-	size_t n = json_array_size(all), i, k, start = 0;
-	const json_t *it;
-
-	if (after[0] != '\0')
-		for (k = 0; k < n; k++) {
-			it = json_array_get(all, desc ? n - 1 - k : k);
-			if (strcmp(json_string_value(json_object_get(it, "id")) ?
-			    json_string_value(json_object_get(it, "id")) : "",
-			    after) == 0)
-				start = k + 1;
-		}
-	for (k = start; k < n && (long)json_array_size(data) < limit; k++) {
-		i = desc ? n - 1 - k : k;
-		json_array_append(data, json_array_get(all, i));
-	}
-	*more = k < n;
-	return data;
-}
-
 static int
 input_items(struct sg_store *st, const char *id, const struct sg_req *req,
     struct sg_out *out, struct sg_error *err)
@@ -154,7 +130,7 @@ input_items(struct sg_store *st, const char *id, const struct sg_req *req,
 		json_decref(all);
 		return store_down(st, err);
 	}
-	data = page(all, limit, desc, after, &more);
+	data = sg_http_page(all, limit, desc, after, &more);
 	list = sg_http_list(data, more);
 	sg_http_json(out, req, 200, list);
 	json_decref(list);
