@@ -1,10 +1,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
 #include "auth.h"
+#include "cfiles.h"
 #include "containers.h"
 #include "convo.h"
 #include "files.h"
@@ -100,7 +102,11 @@ sg_gw_set_admit(struct sg_gw *gw, sg_admit_fn fn, void *arg)
 int
 sg_gw_streams(const struct sg_req *req)
 {
-	return sg_route_streams(sg_route_find(req->method, req->path));
+	/* A container file comes as a form (streamed) or as JSON naming
+	 * an uploaded file (read whole, like any JSON body). */
+	return sg_route_streams(sg_route_find(req->method, req->path)) &&
+	    req->content_type != NULL && strncasecmp(req->content_type,
+	    "multipart/form-data", 19) == 0;
 }
 
 void
@@ -378,6 +384,9 @@ sandbox_route(struct sg_gw *gw, enum sg_route route, const char *id,
 	watch(gw, req, out);
 	if (route >= SG_ROUTE_CNTR_CREATE && route <= SG_ROUTE_CNTR_DELETE)
 		sg_cntr_api(&env, route, id, req, out);
+	else if (route >= SG_ROUTE_CFILE_CREATE &&
+	    route <= SG_ROUTE_CFILE_CONTENT)
+		sg_cfile_api(&env, route, id, req, out);
 	else
 		sg_sbx_api(&env, route, id, req, out);
 	unwatch(gw);
@@ -403,7 +412,8 @@ route_heavy(enum sg_route route)
 	    route != SG_ROUTE_RESP_DELETE && route != SG_ROUTE_RESP_ITEMS &&
 	    route != SG_ROUTE_FILE_LIST && route != SG_ROUTE_FILE_GET &&
 	    route != SG_ROUTE_FILE_DELETE && route != SG_ROUTE_CNTR_LIST &&
-	    route != SG_ROUTE_CNTR_GET;
+	    route != SG_ROUTE_CNTR_GET && route != SG_ROUTE_CFILE_LIST &&
+	    route != SG_ROUTE_CFILE_GET && route != SG_ROUTE_CFILE_DELETE;
 }
 
 void
@@ -467,6 +477,11 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 	case SG_ROUTE_CNTR_LIST:
 	case SG_ROUTE_CNTR_GET:
 	case SG_ROUTE_CNTR_DELETE:
+	case SG_ROUTE_CFILE_CREATE:
+	case SG_ROUTE_CFILE_LIST:
+	case SG_ROUTE_CFILE_GET:
+	case SG_ROUTE_CFILE_DELETE:
+	case SG_ROUTE_CFILE_CONTENT:
 		sandbox_route(gw, route, id, req, out);
 		break;
 	case SG_ROUTE_RESP_GET:

@@ -31,10 +31,33 @@ static const struct {
 	{ "GET", "/v1/containers", SG_ROUTE_CNTR_LIST, 1 },
 	{ "GET", "/v1/containers/{id}", SG_ROUTE_CNTR_GET, 1 },
 	{ "DELETE", "/v1/containers/{id}", SG_ROUTE_CNTR_DELETE, 1 },
+	{ "POST", "/v1/containers/{id}/files", SG_ROUTE_CFILE_CREATE, 1 },
+	{ "GET", "/v1/containers/{id}/files", SG_ROUTE_CFILE_LIST, 1 },
+	{ "GET", "/v1/containers/{id}/files/{*}", SG_ROUTE_CFILE_GET, 1 },
+	{ "DELETE", "/v1/containers/{id}/files/{*}", SG_ROUTE_CFILE_DELETE, 1 },
+	{ "GET", "/v1/containers/{id}/files/{*}/content", SG_ROUTE_CFILE_CONTENT,
+	    1 },
 };
 
+/* Whether path is rest, where "{*}" stands for one non-empty segment. */
+static int
+rest_matches(const char *rest, const char *path)
+{
+	const char *star = strstr(rest, "{*}");
+	size_t pre, seg;
+
+	if (star == NULL)
+		return strcmp(rest, path) == 0;
+	pre = (size_t)(star - rest);
+	if (strncmp(rest, path, pre) != 0)
+		return 0;
+	seg = strcspn(path + pre, "/");
+	return seg > 0 && strcmp(star + 3, path + pre + seg) == 0;
+}
+
 /* Whether path matches pattern, where "{id}" stands for one non-empty
- * segment, copied to id. */
+ * segment, copied to id, and "{*}" after it for another (its handler
+ * reads it from the path: sg_route_second). */
 static int
 matches(const char *pattern, const char *path, char *id, size_t idsz)
 {
@@ -47,7 +70,7 @@ matches(const char *pattern, const char *path, char *id, size_t idsz)
 	if (strncmp(pattern, path, pre) != 0)
 		return 0;
 	seg = strcspn(path + pre, "/");
-	if (seg == 0 || strcmp(brace + 4, path + pre + seg) != 0)
+	if (seg == 0 || !rest_matches(brace + 4, path + pre + seg))
 		return 0;
 	if (id != NULL) {
 		if (seg >= idsz)
@@ -111,7 +134,7 @@ sg_route_authed(enum sg_route r)
 int
 sg_route_streams(enum sg_route r)
 {
-	return r == SG_ROUTE_FILE_CREATE;
+	return r == SG_ROUTE_FILE_CREATE || r == SG_ROUTE_CFILE_CREATE;
 }
 
 const char *
@@ -126,4 +149,23 @@ sg_route_path_of(enum sg_route r, const char **method)
 		}
 	*method = "";
 	return "unmatched";
+}
+
+int
+sg_route_second(const char *path, char *out, size_t outsz)
+{
+	const char *p = path;
+	size_t n;
+	int slash;
+
+	/* /v1/containers/{id}/files/{*}: the fifth segment. */
+	for (slash = 0; *p != '\0' && slash < 5; p++)
+		if (*p == '/')
+			slash++;
+	n = strcspn(p, "/");
+	if (slash < 5 || n == 0 || n >= outsz)
+		return -1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return 0;
 }

@@ -33,6 +33,11 @@ enum sg_route {
 	SG_ROUTE_CNTR_LIST,	/* GET /v1/containers */
 	SG_ROUTE_CNTR_GET,	/* GET /v1/containers/{id} */
 	SG_ROUTE_CNTR_DELETE,	/* DELETE /v1/containers/{id} */
+	SG_ROUTE_CFILE_CREATE,	/* POST /v1/containers/{id}/files */
+	SG_ROUTE_CFILE_LIST,	/* GET /v1/containers/{id}/files */
+	SG_ROUTE_CFILE_GET,	/* GET /v1/containers/{id}/files/{fid} */
+	SG_ROUTE_CFILE_DELETE,	/* DELETE /v1/containers/{id}/files/{fid} */
+	SG_ROUTE_CFILE_CONTENT,	/* GET .../files/{fid}/content */
 	SG_ROUTE_NROUTES
 };
 
@@ -47,6 +52,9 @@ enum sg_route	 sg_route_match(const char *method, const char *path, char *id,
 /* The route's method and path pattern ("/v1/sandboxes/{id}"); for
  * SG_ROUTE_NONE (and out of range) "" and "unmatched". Static strings. */
 const char	*sg_route_path_of(enum sg_route, const char **method);
+/* The fifth segment of path (a container file's id in
+ * /v1/containers/{id}/files/{fid}...) into out: 0, or -1. */
+int		 sg_route_second(const char *path, char *out, size_t outsz);
 /* Whether the route's handler reads the body as it goes (uploads) rather
  * than being given it whole. */
 int		 sg_route_streams(enum sg_route);

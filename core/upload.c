@@ -219,7 +219,8 @@ sg_upload_recv(struct sg_req *req, struct sg_upload *u, struct sg_error *err)
 	if (req->in == NULL || (mp = sg_mp_new(req->content_type != NULL ?
 	    req->content_type : "", &cb, &r, why, sizeof(why))) == NULL)
 		return sg_error_invalid(err, NULL, "invalid_value", "%s",
-		    req->in == NULL ? "No body." : why);
+		    req->in == NULL ? "Expected a multipart/form-data body with "
+		    "a 'file' part." : why);
 	rc = pump(req, mp, &r);
 	sg_mp_free(mp);
 	if (rc == 0 && !u->have_file) {

@@ -85,9 +85,10 @@ sg_store_file_ready(struct sg_store *st, const struct sg_store_file *f)
 	int changes = 0, rc;
 
 	rc = sg_st_exec_args(st, &changes, "UPDATE files SET state = 'ready', "
-	    "bytes = ?, filename = ?, purpose = ?, expires_at = ?, owner_pid = "
-	    "NULL, owner_start = NULL WHERE id = ?", "issis", f->bytes,
-	    f->filename, opt(f->purpose), f->expires_at, f->id);
+	    "bytes = ?, filename = ?, purpose = ?, path = ?, expires_at = ?, "
+	    "owner_pid = NULL, owner_start = NULL WHERE id = ?", "isssis",
+	    f->bytes, f->filename, opt(f->purpose), opt(f->path), f->expires_at,
+	    f->id);
 	return rc == SG_STORE_OK && changes == 0 ? SG_STORE_NOTFOUND : rc;
 }
 

@@ -269,7 +269,8 @@ struct sg_store_file {
 int	 sg_store_file_begin(struct sg_store *, const struct sg_store_file *f,
 	    int64_t quota);
 /* f's bytes are whole: state ready, with f's bytes (their real size),
- * filename, purpose and expiry (known only once the body was read). */
+ * filename, purpose, path and expiry (known only once the body was
+ * read). */
 int	 sg_store_file_ready(struct sg_store *, const struct sg_store_file *f);
 /* The file id of tenant (NULL: any) in container (NULL: a /v1/files
  * file, "*": any), ready or not: OK or NOTFOUND. */

@@ -75,3 +75,38 @@ test("another key's container is not found; bad bodies are 400; a bad file id le
   await assert.rejects(alice.containers.create({ name: "bad", file_ids: [theirs.id] }), (e) => e.status === 404);
   assert.equal((await alice.containers.list()).data.length, before, "no container was left");
 });
+
+test("a container's files: uploaded or copied from a file, in /mnt/data, listed, read back exactly, deleted", async () => {
+  const c = await alice.containers.create({ name: "files" });
+  const bytes = Buffer.from([0, 1, 2, 250, 251, 10, 65]);
+  const up = await alice.containers.files.create(c.id, { file: await toFile(bytes, "raw.bin") });
+  validate("ContainerFileResource", up);
+  assert.match(up.id, /^cfile_[0-9a-f]{32}$/);
+  assert.deepEqual([up.object, up.container_id, up.path, up.source, up.bytes],
+    ["container.file", c.id, "/mnt/data/raw.bin", "user", bytes.length]);
+  const f = await alice.files.create({ file: await toFile(Buffer.from("k,v\n1,2\n"), "table.csv"), purpose: "user_data" });
+  const cp = await alice.containers.files.create(c.id, { file_id: f.id });
+  assert.equal(cp.path, "/mnt/data/table.csv");
+  const r = await alice.responses.create({ model: "ci-args", input: JSON.stringify({
+    code: "print(open('/mnt/data/raw.bin','rb').read().hex(), open('/mnt/data/table.csv').read().split()[1])" }),
+    tools: [{ type: "code_interpreter", container: c.id }] });
+  assert.match(r.output_text, /000102fafb0a41 1,2/);
+  const list = await alice.containers.files.list(c.id);
+  assert.deepEqual(list.data.map((x) => x.id).sort(), [up.id, cp.id].sort());
+  assert.deepEqual(await alice.containers.files.retrieve(up.id, { container_id: c.id }), up);
+  const back = Buffer.from(await (await alice.containers.files.content.retrieve(up.id, { container_id: c.id })).arrayBuffer());
+  assert.ok(back.equals(bytes), "the exact bytes");
+  // Not reachable through another container, nor by another key.
+  const other = await alice.containers.create({ name: "other" });
+  await assert.rejects(alice.containers.files.retrieve(up.id, { container_id: other.id }), (e) => e.status === 404);
+  await assert.rejects(bob.containers.files.list(c.id), (e) => e.status === 404);
+  await assert.rejects(bob.containers.files.create(c.id, { file_id: f.id }), (e) => e.status === 404);
+  await assert.rejects(alice.containers.files.create(c.id, { file_id: "file-nope" }), (e) => e.status === 404);
+  await alice.containers.files.delete(up.id, { container_id: c.id });
+  await assert.rejects(alice.containers.files.retrieve(up.id, { container_id: c.id }), (e) => e.status === 404);
+  // Deleting the uploaded file leaves the container's copy whole.
+  await alice.files.delete(f.id);
+  const copyBack = await (await alice.containers.files.content.retrieve(cp.id, { container_id: c.id })).text();
+  assert.equal(copyBack, "k,v\n1,2\n");
+  for (const x of [c, other]) await alice.containers.delete(x.id);
+});

@@ -131,6 +131,44 @@ find_every_route(void **state)
 	    SG_ROUTE_RESPONSES);
 }
 
+/* A container's files: two ids, the second read back from the path. */
+static void
+container_files(void **state)
+{
+	char id[64], fid[64];
+
+	(void)state;
+	assert_int_equal(sg_route_match("GET", "/v1/containers/cntr_1/files/"
+	    "cfile_2/content", id, sizeof(id)), SG_ROUTE_CFILE_CONTENT);
+	assert_string_equal(id, "cntr_1");
+	assert_int_equal(sg_route_second("/v1/containers/cntr_1/files/cfile_2/"
+	    "content", fid, sizeof(fid)), 0);
+	assert_string_equal(fid, "cfile_2");
+	assert_int_equal(sg_route_find("DELETE", "/v1/containers/c/files/f"),
+	    SG_ROUTE_CFILE_DELETE);
+	assert_int_equal(sg_route_find("GET", "/v1/containers/c/files"),
+	    SG_ROUTE_CFILE_LIST);
+	assert_int_equal(sg_route_find("POST", "/v1/containers/c/files"),
+	    SG_ROUTE_CFILE_CREATE);
+	assert_int_equal(sg_route_find("GET", "/v1/containers/c"),
+	    SG_ROUTE_CNTR_GET);
+	/* An empty segment is no id; more segments are no route. */
+	assert_int_equal(sg_route_find("GET", "/v1/containers/c/files/"),
+	    SG_ROUTE_NONE);
+	assert_int_equal(sg_route_find("GET", "/v1/containers//files/f"),
+	    SG_ROUTE_NONE);
+	assert_int_equal(sg_route_find("GET", "/v1/containers/c/files/f/x"),
+	    SG_ROUTE_NONE);
+	assert_int_equal(sg_route_second("/v1/containers/c/files", fid,
+	    sizeof(fid)), -1);
+	assert_int_equal(sg_route_second("/v1/containers/c/files/", fid,
+	    sizeof(fid)), -1);
+	assert_int_equal(sg_route_second("/v1/containers/c/files/0123456789",
+	    fid, 5), -1);
+	assert_true(sg_route_streams(SG_ROUTE_CFILE_CREATE));
+	assert_false(sg_route_streams(SG_ROUTE_CNTR_CREATE));
+}
+
 static void
 find_wrong_method(void **state)
 {
@@ -195,6 +233,7 @@ main(void)
 		cmocka_unit_test(path_query_and_fragment_stripped),
 		cmocka_unit_test(path_too_long_refused),
 		cmocka_unit_test(find_every_route),
+		cmocka_unit_test(container_files),
 		cmocka_unit_test(find_wrong_method),
 		cmocka_unit_test(find_unknown_paths),
 		cmocka_unit_test(path_then_find),
