@@ -309,9 +309,8 @@ sg_files_api(const struct sg_files_env *env, enum sg_route route,
 static void
 disposition(const char *name, char *out, size_t sz)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	char ascii[256], enc[800];
-	size_t i, a = 0, e = 0;
+	size_t i, a = 0;
 	unsigned char c;
 
 	for (i = 0; name[i] != '\0' && a < sizeof(ascii) - 1; i++) {
@@ -319,18 +318,9 @@ disposition(const char *name, char *out, size_t sz)
 		ascii[a++] = c < 0x80 && c != '"' && c != '\\' ? (char)c : '_';
 	}
 	ascii[a] = '\0';
-	for (i = 0; name[i] != '\0' && e < sizeof(enc) - 4; i++) {
-		c = (unsigned char)name[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || strchr("!#$&+-.^_`|~", c) != NULL)
-			enc[e++] = (char)c;
-		else {
-			enc[e++] = '%';
-			enc[e++] = hex[c >> 4];
-			enc[e++] = hex[c & 15];
-		}
-	}
-	enc[e] = '\0';
+	/* A name is at most 255 bytes: its encoding fits. */
+	if (sg_pct_encode(name, "!#$&+-.^_`|~", enc, sizeof(enc)) == -1)
+		enc[0] = '\0';
 	snprintf(out, sz, "Content-Disposition: attachment; filename=\"%s\"; "
 	    "filename*=UTF-8''%s\r\nContent-Length: ", ascii, enc);
 }

@@ -271,3 +271,33 @@ sg_hexval(int c)
 		return c - 'A' + 10;
 	return -1;
 }
+
+int
+sg_pct_encode(const char *src, const char *keep, char *out, size_t sz)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+	unsigned char c;
+
+	int plain;
+
+	if (sz == 0)
+		return -1;
+	for (; *src != '\0'; src++) {
+		c = (unsigned char)*src;
+		plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr(keep, c) != NULL;
+		/* Room for this byte's encoding and the NUL after it. */
+		if (o + (plain ? 1 : 3) >= sz)
+			return -1;
+		if (plain)
+			out[o++] = (char)c;
+		else {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+	return 0;
+}

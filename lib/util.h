@@ -54,6 +54,9 @@ int	 sg_secret_eq(const void *a, const void *b, size_t len);
  * field 22): with its pid, names a process even after the pid is reused.
  * 0 when unknown. */
 int64_t	 sg_proc_start(int pid);
+/* src percent-encoded into out[sz]: letters, digits and the bytes in keep
+ * as they are, every other byte %XX. 0, or -1 when it does not fit. */
+int	 sg_pct_encode(const char *src, const char *keep, char *out, size_t sz);
 /* The value of hex digit c (either case), or -1. */
 int	 sg_hexval(int c);
 /* FNV-1a of a string: a quick 64-bit hash, not a secure one. */

@@ -8,34 +8,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "../lib/util.h"
 
 #define UPLOAD_MS	300000
-
-/* path percent-encoded into out as a query value: 0, or -1 when it does
- * not fit. */
-static int
-query_value(const char *path, char *out, size_t sz)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-	unsigned char c;
-
-	for (; *path != '\0'; path++) {
-		c = (unsigned char)*path;
-		if (o + 4 > sz)
-			return -1;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || strchr("-._~/", c) != NULL)
-			out[o++] = (char)c;
-		else {
-			out[o++] = '%';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
-		}
-	}
-	out[o] = '\0';
-	return 0;
-}
 
 int
 sg_envd_put(struct sg_prov *p, const char *base, struct sg_hdrs *h,
@@ -46,7 +21,7 @@ sg_envd_put(struct sg_prov *p, const char *base, struct sg_hdrs *h,
 	long status = 0;
 	int rc;
 
-	if (query_value(path, q, sizeof(q)) == -1 || snprintf(url, sizeof(url),
+	if (sg_pct_encode(path, "-._~/", q, sizeof(q)) == -1 || snprintf(url, sizeof(url),
 	    "%s/files?path=%s&username=user", base, q) >= (int)sizeof(url))
 		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a path too long for "
 		    "the sandbox");

@@ -336,6 +336,29 @@ json_size_counts_outside_strings(void **state)
 	assert_int_equal(depth, 0);
 }
 
+static void
+pct_encode(void **state)
+{
+	char out[32];
+
+	(void)state;
+	assert_int_equal(sg_pct_encode("a b/\xc3\xa9~", "-._~/", out,
+	    sizeof(out)), 0);
+	assert_string_equal(out, "a%20b/%C3%A9~");
+	assert_int_equal(sg_pct_encode("", "", out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	/* Exactly what fits, and one byte more. */
+	assert_int_equal(sg_pct_encode("abc", "", out, 4), 0);
+	assert_string_equal(out, "abc");
+	assert_int_equal(sg_pct_encode("abcd", "", out, 4), -1);
+	assert_int_equal(sg_pct_encode("%", "", out, 4), 0);
+	assert_string_equal(out, "%25");
+	assert_int_equal(sg_pct_encode("%", "", out, 3), -1);
+	assert_int_equal(sg_pct_encode("", "", out, 0), -1);
+	assert_int_equal(sg_hexval('f'), 15);
+	assert_int_equal(sg_hexval('G'), -1);
+}
+
 int
 main(void)
 {
@@ -362,6 +385,7 @@ main(void)
 		cmocka_unit_test(sha256_length_aware),
 		cmocka_unit_test(secret_eq_compares),
 		cmocka_unit_test(now_ms_monotonic),
+		cmocka_unit_test(pct_encode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
