@@ -278,9 +278,10 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 		deadline(-1, 0);
 		sigprocmask(SIG_SETMASK, mask, NULL);
 	}
-	if ((dead = FCGX_GetError(r->in) != 0))
+	if ((dead = FCGX_GetError(r->in) != 0)) {
 		status = 408;
-	else {
+		sg_mx_request(req.route, status, sg_now_ms() - req.start_ms);
+	} else {
 		if (rc == -1)
 			sg_http_error(&out.base, &req, &err);
 		else
@@ -295,6 +296,10 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 			deadline(-1, 0);
 			sigprocmask(SIG_SETMASK, mask, NULL);
 		}
+		/* Counted before the answer ends: a client's next request
+		 * (a scrape) sees this one. */
+		sg_mx_request(req.route, out.base.status, sg_now_ms() -
+		    req.start_ms);
 		/* Closing both streams sends the rest of the answer, its end
 		 * and the END_REQUEST record (libfcgi adds it on the last
 		 * stream closed) in one write, instead of a flush here and
@@ -311,7 +316,6 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 	}
 	ms = sg_now_ms() - req.start_ms;
 	sg_log_request(&req, status, ms);
-	sg_mx_request(req.route, dead ? status : out.base.status, ms);
 	sg_board_count(env->board, dead ? status : out.base.status, ms);
 	free(req.body);
 }

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import OpenAI from "openai";
-import { startStack, serviceUser, KEYS } from "./harness.mjs";
+import { startStack, serviceUser, KEYS, waitFor } from "./harness.mjs";
 
 let stack;
 
@@ -30,7 +30,8 @@ test("keys create prints a key once; it works; list never shows it; revoke stops
   const key = made.out.trim();
   assert.match(key, /^sk-sg-[0-9a-f]{48}$/);
   assert.ok((await models(key)).data.length > 0);
-  assert.match(stack.log(), /key=dave method=GET path=\/v1\/models /);
+  // The line is written once the answer is out: wait for it.
+  await waitFor(() => /key=dave method=GET path=\/v1\/models /.test(stack.log()), "the request's log line");
 
   const list = cli("keys", "list");
   assert.equal(list.code, 0, list.err);
