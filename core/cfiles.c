@@ -8,13 +8,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cfiles.h"
 #include "files.h"
 #include "upload.h"
-#include "../lib/util.h"
 
 #define LIST_LIMIT	20
 #define LIST_LIMIT_MAX	100
@@ -54,23 +52,13 @@ container_of(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 	    NULL, "Container with id '%s' not found.", id);
 }
 
-/* A new row for a file of container id, its bytes to come. */
-static int
-begin(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
-    struct sg_store_file *f, int64_t reserve, struct sg_error *err)
+/* A file the caller gives container id. */
+static void
+of_container(struct sg_store_file *f, const char *id)
 {
-	struct sg_files_env fenv = { env->cfg, env->store };
-	int64_t now = (int64_t)time(NULL);
-
 	memset(f, 0, sizeof(*f));
-	if (sg_rand_id(f->id, sizeof(f->id), "cfile_", 16) == -1)
-		return sg_error_server(err, 500, "no randomness for an id");
-	snprintf(f->tenant, sizeof(f->tenant), "%s", req->tenant);
 	snprintf(f->container_id, sizeof(f->container_id), "%s", id);
 	snprintf(f->source, sizeof(f->source), "user");
-	f->created_at = now;
-	f->expires_at = now + env->cfg->files.retention;
-	return sg_files_reserve(&fenv, f, reserve, err);
 }
 
 /* The bytes are whole in files.dir: the row ready, the file in the
@@ -94,23 +82,17 @@ static json_t *
 upload(struct sg_sbx_env *env, struct sg_req *req, const char *id,
     struct sg_error *err)
 {
-	const struct sg_cfg *cfg = env->cfg;
-	struct sg_upload u = { .dir = cfg->files.dir,
-	    .max_bytes = cfg->files.max_bytes };
+	struct sg_files_env fenv = { env->cfg, env->store };
 	struct sg_store_file f;
+	struct sg_upload u;
 
-	if (begin(env, req, id, &f, req->content_length >= 0 &&
-	    req->content_length < cfg->files.max_bytes ? req->content_length :
-	    cfg->files.max_bytes, err) == -1)
+	of_container(&f, id);
+	if (sg_files_upload(&fenv, req, "cfile_", 16, &f, &u, err) == -1)
 		return NULL;
-	u.name = f.id;
-	if (sg_upload_recv(req, &u, err) == -1 ||
-	    sg_upload_commit(&u, err) == -1) {
+	if (sg_upload_commit(&u, err) == -1) {
 		sg_store_file_remove(env->store, f.id, NULL);
 		return NULL;
 	}
-	snprintf(f.filename, sizeof(f.filename), "%s", u.filename);
-	f.bytes = u.bytes;
 	return finish(env, req, &f, err);
 }
 
@@ -122,11 +104,13 @@ copy(struct sg_sbx_env *env, struct sg_req *req, const char *id,
 {
 	json_t *b = sg_http_body_object(req, err), *out = NULL;
 	const char *fid = json_string_value(json_object_get(b, "file_id"));
+	struct sg_files_env fenv = { env->cfg, env->store };
 	struct sg_store_file src, f;
 	char from[4096], to[4096];
 
 	if (b == NULL)
 		return NULL;
+	of_container(&f, id);
 	if (fid == NULL)
 		sg_error_invalid(err, "file_id", NULL, "Missing required "
 		    "parameter: 'file_id' (or upload a 'file' as a form).");
@@ -134,7 +118,8 @@ copy(struct sg_sbx_env *env, struct sg_req *req, const char *id,
 	    SG_STORE_OK || strcmp(src.state, "ready") != 0)
 		sg_error_set(err, 404, "invalid_request_error", NULL, "file_id",
 		    "No such File object: %s", fid);
-	else if (begin(env, req, id, &f, src.bytes, err) == 0) {
+	else if (sg_files_begin(&fenv, req->tenant, "cfile_", 16, src.bytes, &f,
+	    err) == 0) {
 		if (sg_files_path(env->cfg, src.id, from, sizeof(from)) == 0 &&
 		    sg_files_path(env->cfg, f.id, to, sizeof(to)) == 0 &&
 		    link(from, to) == 0) {

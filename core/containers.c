@@ -15,7 +15,6 @@
 #define LIST_LIMIT	20
 #define LIST_LIMIT_MAX	100
 #define NAME_MAX_BYTES	256
-#define FILES_MAX	50
 
 static int
 not_found(struct sg_error *err, const char *id)
@@ -36,40 +35,17 @@ container_json(const struct sg_cfg *cfg, const struct sg_store_sbx *row)
 	    (json_int_t)row->last_used_at, "name", row->name);
 }
 
-/* file_ids of the body: each one of the caller's ready files. */
-static int
-check_files(struct sg_sbx_env *env, const struct sg_req *req,
-    const json_t *ids, struct sg_store_file *files, size_t *n,
-    struct sg_error *err)
-{
-	const json_t *v;
-	size_t i;
-	int rc;
+struct found {
+	struct sg_store_file	*files;
+	size_t			 n;
+};
 
-	*n = 0;
-	if (ids == NULL)
-		return 0;
-	if (!json_is_array(ids) || json_array_size(ids) > FILES_MAX)
-		return sg_error_invalid(err, "file_ids", "invalid_value",
-		    "Invalid 'file_ids': expected an array of at most %d file "
-		    "ids.", FILES_MAX);
-	json_array_foreach(ids, i, v) {
-		if (!json_is_string(v))
-			return sg_error_invalid(err, "file_ids", "invalid_value",
-			    "Invalid 'file_ids': expected file ids.");
-		rc = sg_store_file_get(env->store, json_string_value(v),
-		    req->tenant, NULL, &files[*n]);
-		if (rc == SG_STORE_OK && strcmp(files[*n].state, "ready") != 0)
-			rc = SG_STORE_NOTFOUND;
-		if (rc == SG_STORE_NOTFOUND)
-			return sg_error_set(err, 404, "invalid_request_error",
-			    NULL, "file_ids", "No such File object: %s",
-			    json_string_value(v));
-		if (rc != SG_STORE_OK)
-			return sg_error_store(err, sg_store_errmsg(env->store));
-		(*n)++;
-	}
-	return 0;
+static void
+keep_file(void *arg, const struct sg_store_file *f)
+{
+	struct found *fd = arg;
+
+	fd->files[fd->n++] = *f;
 }
 
 static json_t *
@@ -77,11 +53,12 @@ create(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
     struct sg_error *err)
 {
 	const char *name = json_string_value(json_object_get(b, "name"));
-	struct sg_store_file *files;
+	struct sg_files_env fenv = { env->cfg, env->store };
+	struct found fd = { NULL, 0 };
 	struct sg_store_sbx row;
 	struct sg_error ignored;
 	json_t *out = NULL;
-	size_t n, i;
+	size_t i;
 
 	if (name == NULL) {
 		sg_error_invalid(err, "name", NULL, "Missing required parameter: "
@@ -93,31 +70,32 @@ create(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 		    "'name': string too long (at most %d bytes).", NAME_MAX_BYTES);
 		return NULL;
 	}
-	if ((files = calloc(FILES_MAX, sizeof(*files))) == NULL) {
+	if ((fd.files = calloc(SG_FILES_IDS_MAX, sizeof(*fd.files))) == NULL) {
 		sg_error_server(err, 500, "out of memory");
 		return NULL;
 	}
-	if (check_files(env, req, json_object_get(b, "file_ids"), files, &n,
-	    err) == -1 || sg_sbx_create(env, req->tenant, NULL, SG_SBX_EXPLICIT,
-	    &row, err) == -1) {
-		free(files);
+	if (sg_files_each_id(&fenv, req->tenant, json_object_get(b,
+	    "file_ids"), "file_ids", "file_ids", keep_file, &fd, err) == -1 ||
+	    sg_sbx_create(env, req->tenant, NULL, SG_SBX_EXPLICIT, &row,
+	    err) == -1) {
+		free(fd.files);
 		return NULL;
 	}
 	snprintf(row.name, sizeof(row.name), "%s", name);
 	if (sg_store_sbx_name(env->store, row.id, name) != SG_STORE_OK)
 		sg_error_store(err, sg_store_errmsg(env->store));
 	else {
-		for (i = 0; i < n && sg_sbx_put_file(env, req->tenant, row.id,
-		    &files[i], err) == 0; i++)
+		for (i = 0; i < fd.n && sg_sbx_put_file(env, req->tenant, row.id,
+		    &fd.files[i], err) == 0; i++)
 			;
-		if (i == n)
+		if (i == fd.n)
 			out = container_json(env->cfg, &row);
 	}
 	/* Half made is not made: it goes, and the error says why. */
 	if (out == NULL)
 		sg_sbx_delete(env, req->tenant, row.id, &ignored);
 	sg_store_sbx_clear(&row);
-	free(files);
+	free(fd.files);
 	return out;
 }
 

@@ -97,11 +97,56 @@ expiry(const struct sg_cfg *cfg, const struct sg_upload *u, int64_t now,
 }
 
 int
-sg_files_reserve(const struct sg_files_env *env, struct sg_store_file *f,
-    int64_t reserve, struct sg_error *err)
+sg_files_each_id(const struct sg_files_env *env, const char *tenant,
+    const json_t *ids, const char *param, const char *name,
+    void (*fn)(void *, const struct sg_store_file *), void *arg,
+    struct sg_error *err)
 {
+	struct sg_store_file f;
+	const json_t *v;
+	const char *id;
+	size_t i;
 	int rc;
 
+	if (ids == NULL)
+		return 0;
+	if (!json_is_array(ids) || json_array_size(ids) > SG_FILES_IDS_MAX)
+		return sg_error_set(err, 400, "invalid_request_error",
+		    "invalid_value", param, "Invalid '%s': expected an array of "
+		    "at most %d file ids.", name, SG_FILES_IDS_MAX);
+	json_array_foreach(ids, i, v) {
+		/* Ours have 48 bytes at most, with their NUL. */
+		if ((id = json_string_value(v)) == NULL ||
+		    strlen(id) >= sizeof(f.id))
+			return sg_error_set(err, 400, "invalid_request_error",
+			    "invalid_value", param, "Invalid '%s': expected file "
+			    "ids.", name);
+		rc = sg_store_file_get(env->store, id, tenant, NULL, &f);
+		if (rc == SG_STORE_OK && strcmp(f.state, "ready") != 0)
+			rc = SG_STORE_NOTFOUND;
+		if (rc == SG_STORE_NOTFOUND)
+			return sg_error_set(err, 404, "invalid_request_error",
+			    NULL, param, "No such File object: %s", id);
+		if (rc != SG_STORE_OK)
+			return sg_error_store(err, sg_store_errmsg(env->store));
+		fn(arg, &f);
+	}
+	return 0;
+}
+
+int
+sg_files_begin(const struct sg_files_env *env, const char *tenant,
+    const char *prefix, size_t idbytes, int64_t reserve,
+    struct sg_store_file *f, struct sg_error *err)
+{
+	int64_t now = (int64_t)time(NULL);
+	int rc;
+
+	if (sg_rand_id(f->id, sizeof(f->id), prefix, idbytes) == -1)
+		return sg_error_server(err, 500, "no randomness for an id");
+	snprintf(f->tenant, sizeof(f->tenant), "%s", tenant);
+	f->created_at = now;
+	f->expires_at = now + env->cfg->files.retention;
 	f->bytes = reserve;
 	f->owner_pid = getpid();
 	f->owner_start = sg_self_start();
@@ -116,41 +161,53 @@ sg_files_reserve(const struct sg_files_env *env, struct sg_store_file *f,
 	return 0;
 }
 
+int
+sg_files_upload(const struct sg_files_env *env, struct sg_req *req,
+    const char *prefix, size_t idbytes, struct sg_store_file *f,
+    struct sg_upload *u, struct sg_error *err)
+{
+	const struct sg_cfg *cfg = env->cfg;
+
+	/* The bytes the body may hold, held from the key's quota until the
+	 * file is whole. */
+	if (sg_files_begin(env, req->tenant, prefix, idbytes,
+	    req->content_length >= 0 && req->content_length <
+	    cfg->files.max_bytes ? req->content_length : cfg->files.max_bytes,
+	    f, err) == -1)
+		return -1;
+	memset(u, 0, sizeof(*u));
+	u->dir = cfg->files.dir;
+	u->name = f->id;
+	u->max_bytes = cfg->files.max_bytes;
+	if (sg_upload_recv(req, u, err) == -1) {
+		sg_store_file_remove(env->store, f->id, NULL);
+		return -1;
+	}
+	snprintf(f->filename, sizeof(f->filename), "%s", u->filename);
+	f->bytes = u->bytes;
+	return 0;
+}
+
 static int
 create(const struct sg_files_env *env, struct sg_req *req, struct sg_out *out,
     struct sg_error *err)
 {
 	const struct sg_cfg *cfg = env->cfg;
-	struct sg_upload u = { .dir = cfg->files.dir,
-	    .max_bytes = cfg->files.max_bytes };
 	struct sg_store_file f;
-	int64_t now = (int64_t)time(NULL);
+	struct sg_upload u;
 	json_t *body;
 
 	memset(&f, 0, sizeof(f));
-	if (sg_rand_id(f.id, sizeof(f.id), "file-", 12) == -1)
-		return sg_error_server(err, 500, "no randomness for an id");
-	snprintf(f.tenant, sizeof(f.tenant), "%s", req->tenant);
-	f.created_at = now;
-	f.expires_at = now + cfg->files.retention;
-	/* The bytes the body may hold, held from the key's quota until the
-	 * file is whole. */
-	if (sg_files_reserve(env, &f, req->content_length >= 0 &&
-	    req->content_length < cfg->files.max_bytes ? req->content_length :
-	    cfg->files.max_bytes, err) == -1)
+	if (sg_files_upload(env, req, "file-", 12, &f, &u, err) == -1)
 		return -1;
-	u.name = f.id;
-	if (sg_upload_recv(req, &u, err) == -1 ||
-	    check_purpose(sg_upload_field(&u, "purpose"), err) == -1 ||
-	    (f.expires_at = expiry(cfg, &u, now, err)) == -1) {
+	if (check_purpose(sg_upload_field(&u, "purpose"), err) == -1 ||
+	    (f.expires_at = expiry(cfg, &u, f.created_at, err)) == -1) {
 		sg_upload_discard(&u);
 		sg_store_file_remove(env->store, f.id, NULL);
 		return -1;
 	}
-	snprintf(f.filename, sizeof(f.filename), "%s", u.filename);
 	snprintf(f.purpose, sizeof(f.purpose), "%s",
 	    sg_upload_field(&u, "purpose"));
-	f.bytes = u.bytes;
 	if (sg_upload_commit(&u, err) == -1) {
 		sg_store_file_remove(env->store, f.id, NULL);
 		return -1;

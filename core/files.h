@@ -11,12 +11,15 @@
 #include "config.h"
 #include "http.h"
 #include "router.h"
+#include "upload.h"
 #include "../store/store.h"
 
 struct sg_files_env {
 	const struct sg_cfg	*cfg;
 	struct sg_store		*store;
 };
+
+#define SG_FILES_IDS_MAX	50	/* OpenAI's most file_ids in a request */
 
 /* Answer one of the SG_ROUTE_FILE_* routes for req's tenant. */
 void	 sg_files_api(const struct sg_files_env *, enum sg_route,
@@ -27,15 +30,34 @@ json_t	*sg_files_json(const struct sg_store_file *f);
 int	 sg_files_path(const struct sg_cfg *, const char *id, char *out,
 	    size_t sz);
 void	 sg_files_unlink(const struct sg_cfg *, const char *id);
-/* Record f (its tenant, ids, names set) holding reserve bytes of its
- * key's quota while its bytes are written: 0, or -1 with err (413 past
- * the quota). */
-int	 sg_files_reserve(const struct sg_files_env *, struct sg_store_file *f,
-	    int64_t reserve, struct sg_error *err);
+/* Record f (its container_id and source set, or "") as a new file of
+ * tenant: an id of prefix and idbytes random bytes, its times, and
+ * reserve bytes of the key's quota held while its bytes are written. 0,
+ * or -1 with err (413 past the quota). */
+int	 sg_files_begin(const struct sg_files_env *, const char *tenant,
+	    const char *prefix, size_t idbytes, int64_t reserve,
+	    struct sg_store_file *f, struct sg_error *err);
+/* sg_files_begin for req's upload (the bytes its body may hold), then
+ * the body read into u (sg_upload_recv), its name and size into f: 0
+ * with the bytes in the upload's part file, or -1 with err and nothing
+ * left, row included. */
+int	 sg_files_upload(const struct sg_files_env *, struct sg_req *,
+	    const char *prefix, size_t idbytes, struct sg_store_file *f,
+	    struct sg_upload *u, struct sg_error *err);
 /* Answer f's bytes (200, application/octet-stream, its length and name):
  * 0, or -1 with err before anything was sent. */
 int	 sg_files_send(const struct sg_cfg *, const struct sg_store_file *f,
 	    const struct sg_req *, struct sg_out *, struct sg_error *err);
+/*
+ * A request's list of file ids (ids NULL: none), as OpenAI checks one:
+ * an array of at most SG_FILES_IDS_MAX ids, each one of tenant's ready
+ * files (else 404), fn called for each. The errors name the list as name
+ * and carry param. 0, or -1 with err.
+ */
+int	 sg_files_each_id(const struct sg_files_env *, const char *tenant,
+	    const json_t *ids, const char *param, const char *name,
+	    void (*fn)(void *, const struct sg_store_file *), void *arg,
+	    struct sg_error *err);
 /* The reaper's part: files past their expiry, and uploads whose writer
  * died, removed with their bytes. The count removed. */
 int	 sg_files_prune(const struct sg_files_env *);

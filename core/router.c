@@ -39,44 +39,37 @@ static const struct {
 	    1 },
 };
 
-/* Whether path is rest, where "{*}" stands for one non-empty segment. */
-static int
-rest_matches(const char *rest, const char *path)
-{
-	const char *star = strstr(rest, "{*}");
-	size_t pre, seg;
-
-	if (star == NULL)
-		return strcmp(rest, path) == 0;
-	pre = (size_t)(star - rest);
-	if (strncmp(rest, path, pre) != 0)
-		return 0;
-	seg = strcspn(path + pre, "/");
-	return seg > 0 && strcmp(star + 3, path + pre + seg) == 0;
-}
-
 /* Whether path matches pattern, where "{id}" stands for one non-empty
- * segment, copied to id, and "{*}" after it for another (its handler
- * reads it from the path: sg_route_second). */
+ * segment, copied to id (only when the whole path matches), and "{*}"
+ * for another (its handler reads it from the path: sg_route_second). */
 static int
 matches(const char *pattern, const char *path, char *id, size_t idsz)
 {
-	const char *brace = strstr(pattern, "{id}");
-	size_t pre, seg;
+	const char *brace, *found = NULL;
+	size_t pre, seg, foundlen = 0;
+	int capture;
 
-	if (brace == NULL)
-		return strcmp(pattern, path) == 0;
-	pre = (size_t)(brace - pattern);
-	if (strncmp(pattern, path, pre) != 0)
-		return 0;
-	seg = strcspn(path + pre, "/");
-	if (seg == 0 || !rest_matches(brace + 4, path + pre + seg))
-		return 0;
-	if (id != NULL) {
-		if (seg >= idsz)
+	while ((brace = strchr(pattern, '{')) != NULL) {
+		pre = (size_t)(brace - pattern);
+		if (strncmp(pattern, path, pre) != 0)
 			return 0;
-		memcpy(id, path + pre, seg);
-		id[seg] = '\0';
+		path += pre;
+		if ((seg = strcspn(path, "/")) == 0)
+			return 0;
+		if ((capture = strncmp(brace, "{id}", 4) == 0)) {
+			found = path;
+			foundlen = seg;
+		}
+		pattern = brace + (capture ? 4 : 3);
+		path += seg;
+	}
+	if (strcmp(pattern, path) != 0)
+		return 0;
+	if (found != NULL && id != NULL) {
+		if (foundlen >= idsz)
+			return 0;
+		memcpy(id, found, foundlen);
+		id[foundlen] = '\0';
 	}
 	return 1;
 }

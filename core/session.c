@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "session.h"
 
 #define LOST_NOTE "[sandgate: this conversation's sandbox was lost (it " \
@@ -26,39 +27,24 @@ tool_container(const json_t *work)
 	return NULL;
 }
 
-/* container.file_ids: each one of the caller's files, at most 50. */
+static void
+keep_id(void *arg, const struct sg_store_file *f)
+{
+	struct sg_bind *b = arg;
+
+	snprintf(b->files[b->nfiles++], sizeof(b->files[0]), "%s", f->id);
+}
+
+/* container.file_ids: each one of the caller's files. */
 static int
 take_files(struct sg_sbx_env *env, const struct sg_req *req,
     const json_t *work, struct sg_bind *b, struct sg_error *err)
 {
-	const json_t *ids = json_object_get(tool_container(work), "file_ids"), *v;
-	struct sg_store_file f;
-	size_t i;
-	int rc;
+	const json_t *ids = json_object_get(tool_container(work), "file_ids");
+	struct sg_files_env fenv = { env->cfg, env->store };
 
-	if (ids == NULL || json_is_null(ids))
-		return 0;
-	if (!json_is_array(ids) || json_array_size(ids) > SG_BIND_FILES)
-		return sg_error_invalid(err, "tools", "invalid_value", "Invalid "
-		    "'container.file_ids': expected an array of at most %d file "
-		    "ids.", SG_BIND_FILES);
-	json_array_foreach(ids, i, v) {
-		const char *id = json_string_value(v);
-
-		if (id == NULL || strlen(id) >= sizeof(b->files[0]))
-			return sg_error_invalid(err, "tools", "invalid_value",
-			    "Invalid 'container.file_ids': expected file ids.");
-		rc = sg_store_file_get(env->store, id, req->tenant, NULL, &f);
-		if (rc == SG_STORE_OK && strcmp(f.state, "ready") != 0)
-			rc = SG_STORE_NOTFOUND;
-		if (rc == SG_STORE_NOTFOUND)
-			return sg_error_set(err, 404, "invalid_request_error",
-			    NULL, "tools", "No such File object: %s", id);
-		if (rc != SG_STORE_OK)
-			return sg_error_store(err, sg_store_errmsg(env->store));
-		snprintf(b->files[b->nfiles++], sizeof(b->files[0]), "%s", id);
-	}
-	return 0;
+	return sg_files_each_id(&fenv, req->tenant, json_is_null(ids) ? NULL :
+	    ids, "tools", "container.file_ids", keep_id, b, err);
 }
 
 /* Write the request's files into its sandbox, once: 0, -1 with err, or

@@ -18,10 +18,9 @@
 
 #include <jansson.h>
 
+#include "files.h"
 #include "http.h"
 #include "sandbox.h"
-
-#define SG_BIND_FILES	50	/* OpenAI's most container.file_ids */
 
 struct sg_bind {
 	int	 kind;			/* enum sg_sbx_kind it runs in */
@@ -30,7 +29,7 @@ struct sg_bind {
 	int	 lost;			/* tell the model: earlier state gone */
 	/* The tool's container.file_ids: written into the sandbox's
 	 * /mnt/data before the request's first run there. */
-	char	 files[SG_BIND_FILES][48];
+	char	 files[SG_FILES_IDS_MAX][48];
 	int	 nfiles;
 	int	 files_in;		/* they are in b->sandbox */
 };
