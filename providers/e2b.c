@@ -366,4 +366,5 @@ e2b_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 
 const struct sg_provider_ops sg_e2b_ops = {
 	e2b_create, e2b_run, e2b_destroy, e2b_keepalive, e2b_find, e2b_put,
+	NULL, NULL,
 };

@@ -372,5 +372,5 @@ local_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 
 const struct sg_provider_ops sg_local_ops = {
 	local_create, local_run, local_destroy, local_keepalive, NULL,
-	local_put,
+	local_put, NULL, NULL,
 };

@@ -119,7 +119,25 @@ struct sg_provider_ops {
 	int	(*put)(struct sg_prov *, const struct sg_tool *,
 		    const json_t *handle, const char *path, int fd, int64_t size,
 		    struct sg_prov_error *);
+	/* The regular files under dir (absolute), recursively (symlinks not
+	 * followed, at most SG_PROV_LIST_DEPTH levels), at most max of them:
+	 * a new array *files of {"path": absolute, "size": integer,
+	 * "mtime": string} in the provider's order. mtime is opaque: it
+	 * changes when the file is written. A dir that does not exist is an
+	 * empty list. NULL for a provider that cannot list. */
+	int	(*list)(struct sg_prov *, const struct sg_tool *,
+		    const json_t *handle, const char *dir, size_t max,
+		    json_t **files, struct sg_prov_error *);
+	/* Write the bytes of the file at path to fd (at its offset). CAP
+	 * when it holds more than max bytes (fd then has a part of it);
+	 * FAILED with status 404 when there is no such file. NULL for a
+	 * provider that cannot give files. */
+	int	(*get)(struct sg_prov *, const struct sg_tool *,
+		    const json_t *handle, const char *path, int fd, int64_t max,
+		    struct sg_prov_error *);
 };
+
+#define SG_PROV_LIST_DEPTH	8
 
 /* The ops of a provider, or NULL when this build has none for it. */
 const struct sg_provider_ops *sg_provider_ops(enum sg_provider_kind);
