@@ -12,6 +12,7 @@
 
 #include "cfiles.h"
 #include "files.h"
+#include "outfiles.h"
 #include "upload.h"
 
 #define LIST_LIMIT	20
@@ -71,8 +72,13 @@ finish(struct sg_sbx_env *env, const struct sg_req *req,
 	if (sg_store_file_ready(env->store, f) != SG_STORE_OK)
 		sg_error_store(err, sg_store_errmsg(env->store));
 	else if (sg_sbx_put_file(env, req->tenant, f->container_id, f,
-	    err) == 0)
+	    err) == 0) {
+		const char *path = f->path;
+
+		/* The user's file: never copied out as the code's. */
+		sg_outf_seen(env, req->tenant, f->container_id, &path, 1);
 		return cfile_json(f);
+	}
 	sg_files_unlink(env->cfg, f->id);
 	sg_store_file_remove(env->store, f->id, NULL);
 	return NULL;
@@ -219,15 +225,22 @@ sg_cfile_api(struct sg_sbx_env *env, enum sg_route route, const char *id,
 	json_t *answer = NULL;
 	char fid[64];
 
+	/* What the code wrote outlives its sandbox: a gone container's
+	 * files are still read, listed and deleted; only a live one takes
+	 * new ones. */
 	sg_error_server(&err, 500, "The container's files failed.");
-	if (container_of(env, req, id, &err) == -1)
-		;
-	else if (route == SG_ROUTE_CFILE_CREATE)
-		answer = req->in != NULL ? upload(env, req, id, &err) :
-		    copy(env, req, id, &err);
-	else if (route == SG_ROUTE_CFILE_LIST)
-		answer = list(env, req, id, &err);
-	else if (sg_route_second(req->path, fid, sizeof(fid)) == -1)
+	if (route == SG_ROUTE_CFILE_CREATE) {
+		if (container_of(env, req, id, &err) == 0)
+			answer = req->in != NULL ? upload(env, req, id, &err) :
+			    copy(env, req, id, &err);
+	} else if (route == SG_ROUTE_CFILE_LIST) {
+		if ((answer = list(env, req, id, &err)) != NULL &&
+		    json_array_size(json_object_get(answer, "data")) == 0 &&
+		    container_of(env, req, id, &err) == -1) {
+			json_decref(answer);
+			answer = NULL;
+		}
+	} else if (sg_route_second(req->path, fid, sizeof(fid)) == -1)
 		not_found(&err, "?");
 	else
 		answer = with_file(env, route, id, fid, req, out, &err);

@@ -177,6 +177,7 @@ sg_cntr_api(struct sg_sbx_env *env, enum sg_route route, const char *id,
     const struct sg_req *req, struct sg_out *out)
 {
 	struct sg_error err;
+	struct sg_files_env fenv = { env->cfg, env->store };
 	json_t *b = NULL, *answer = NULL;
 
 	sg_error_server(&err, 500, "The containers failed.");
@@ -197,6 +198,9 @@ sg_cntr_api(struct sg_sbx_env *env, enum sg_route route, const char *id,
 			answer = sg_sbx_delete(env, req->tenant, id, &err) == 0 ?
 			    json_pack("{s:s,s:s,s:b}", "id", id, "object",
 			    "container.deleted", "deleted", 1) : NULL;
+			/* Its files go with it, as OpenAI's do. */
+			if (answer != NULL)
+				sg_files_drop(&fenv, req->tenant, id);
 		}
 		break;
 	default:

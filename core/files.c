@@ -255,10 +255,48 @@ get(const struct sg_files_env *env, const char *id, const struct sg_req *req,
 void
 sg_files_unlink(const struct sg_cfg *cfg, const char *id)
 {
-	char path[4096];
+	char path[4096], part[4200];
 
-	if (sg_files_path(cfg, id, path, sizeof(path)) == 0)
-		unlink(path);
+	if (sg_files_path(cfg, id, path, sizeof(path)) == -1)
+		return;
+	unlink(path);
+	/* A writer that died leaves its part behind. */
+	snprintf(part, sizeof(part), "%s.part", path);
+	unlink(part);
+}
+
+/* The ids of a page of files, to remove once the listing is done. */
+struct ids {
+	char	 id[100][48];
+	int	 n;
+};
+
+static int
+take_id(void *arg, const struct sg_store_file *f)
+{
+	struct ids *ids = arg;
+
+	snprintf(ids->id[ids->n++], sizeof(ids->id[0]), "%s", f->id);
+	return 0;
+}
+
+void
+sg_files_drop(const struct sg_files_env *env, const char *tenant,
+    const char *container)
+{
+	struct ids ids;
+	int i, more = 1;
+
+	while (more) {
+		ids.n = 0;
+		if (sg_store_file_list(env->store, tenant, container, NULL, NULL,
+		    100, 1, take_id, &ids, &more) != SG_STORE_OK || ids.n == 0)
+			return;
+		for (i = 0; i < ids.n; i++)
+			if (sg_store_file_remove(env->store, ids.id[i], tenant) ==
+			    SG_STORE_OK)
+				sg_files_unlink(env->cfg, ids.id[i]);
+	}
 }
 
 static int

@@ -58,6 +58,10 @@ int	 sg_files_each_id(const struct sg_files_env *, const char *tenant,
 	    const json_t *ids, const char *param, const char *name,
 	    void (*fn)(void *, const struct sg_store_file *), void *arg,
 	    struct sg_error *err);
+/* Every file of tenant's container (a gone one's too) removed with its
+ * bytes. */
+void	 sg_files_drop(const struct sg_files_env *, const char *tenant,
+	    const char *container);
 /* The reaper's part: files past their expiry, and uploads whose writer
  * died, removed with their bytes. The count removed. */
 int	 sg_files_prune(const struct sg_files_env *);

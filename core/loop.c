@@ -7,6 +7,7 @@
 #include "convo.h"
 #include "loop.h"
 #include "metrics.h"
+#include "outfiles.h"
 #include "rewrite.h"
 #include "session.h"
 #include "stream.h"
@@ -33,6 +34,7 @@ struct run {
 	struct sg_conv		 conv;		/* Responses: its state */
 	struct sg_turn		 last;
 	struct sg_stream	*stream;	/* a streaming client's renderer */
+	struct sg_cite		 cite;		/* links to the sandbox's files */
 	int			(*stop)(void *);	/* the provider's, saved */
 	void			*stop_arg;
 };
@@ -401,6 +403,25 @@ round_outputs(struct run *r, struct call *calls, int n, char **texts)
 	return outs;
 }
 
+/* The files this round's code wrote, copied out; the model learns of
+ * them after the round's last result. */
+static void
+files_written(struct run *r, char **text)
+{
+	char *note = NULL, *both;
+
+	if (r->bind.sandbox[0] == '\0')
+		return;
+	sg_outf_collect(r->env->sbx, r->req->tenant, r->bind.sandbox, &note);
+	if (note == NULL)
+		return;
+	if (asprintf(&both, "%s%s", *text, note) != -1) {
+		free(*text);
+		*text = both;
+	}
+	free(note);
+}
+
 static int
 loop(struct run *r, struct sg_error *err)
 {
@@ -437,6 +458,7 @@ loop(struct run *r, struct sg_error *err)
 				free(texts[k]);
 			return -1;
 		}
+		files_written(r, &texts[n - 1]);
 		outs = round_outputs(r, calls, n, texts);
 		if (json_array_size(r->client_calls) == 0)
 			append_followup(r, &r->last, calls, n, texts, outs);
@@ -479,6 +501,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	r.usage = json_object();
 	r.prints = json_array();
 	sg_turn_init(&r.last, s);
+	r.cite = (struct sg_cite){ env->sbx->store, req->tenant,
+	    r.bind.sandbox };
 	/* Before the rewrite: it reads the client's own tools. */
 	rc = sg_bind_init(env->sbx, req, r.work, &r.bind, &err);
 	/* Before the rewrite too: it asks for reasoning's encrypted form
@@ -494,6 +518,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		 * keep the client alive while code runs. */
 		r.stream = sg_stream_new(s, req, out, body, r.tool,
 		    r.info.include_outputs, ensure_sandbox, &r);
+		if (s == SG_SURFACE_RESPONSES && r.stream != NULL)
+			sg_stream_cite(r.stream, &r.cite);
 		r.stop = env->sbx->prov->stop;
 		r.stop_arg = env->sbx->prov->stop_arg;
 		env->sbx->prov->stop = stream_stop;
@@ -506,6 +532,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		    r.texts, r.client_calls, r.last.finish_reason, r.usage) :
 		    sg_answer_responses(r.last.response, body, r.output, r.usage,
 		    r.stream != NULL ? sg_stream_id(r.stream) : NULL);
+	if (answer != NULL && s == SG_SURFACE_RESPONSES)
+		sg_cite_output(&r.cite, json_object_get(answer, "output"));
 	/* OpenAI's created_at is when the request came, not the last turn
 	 * (a stream's answer carries its own, from the same moment). */
 	if (answer != NULL && s == SG_SURFACE_RESPONSES && r.stream == NULL)

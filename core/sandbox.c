@@ -365,6 +365,27 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 }
 
 int
+sg_sbx_lock(struct sg_sbx_env *env, const char *id, int secs,
+    struct sg_error *err)
+{
+	int rc;
+
+	while ((rc = sg_store_sbx_run_begin(env->store, id, getpid(),
+	    sg_self_start(), (int64_t)time(NULL) + secs + 60)) ==
+	    SG_STORE_EXISTS)
+		if (!dead_runner_dropped(env, id) &&
+		    pause_for(env, "another run", id, err) == -1)
+			return -1;
+	return 0;
+}
+
+void
+sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
+{
+	sg_store_sbx_run_end(env->store, id, getpid());
+}
+
+int
 sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
     const char *code, int timeout_s, int keep, json_t **result,
     struct sg_error *err)
@@ -381,15 +402,10 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	*result = NULL;
 	if (timeout_s <= 0)
 		timeout_s = env->cfg->interception.exec_timeout;
-	/* One run at a time in a sandbox, whichever responder asks. */
-	while ((rc = sg_store_sbx_run_begin(env->store, id, getpid(),
-	    sg_self_start(), (int64_t)time(NULL) + timeout_s + 60)) ==
-	    SG_STORE_EXISTS)
-		if (!dead_runner_dropped(env, id) &&
-		    pause_for(env, "another run", id, err) == -1)
-			return -1;
+	if (sg_sbx_lock(env, id, timeout_s, err) == -1)
+		return -1;
 	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
-		sg_store_sbx_run_end(env->store, id, getpid());
+		sg_sbx_unlock(env, id);
 		return -1;
 	}
 	/*
@@ -417,7 +433,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)
 		rc = sg_prov_fail(&pe, SG_PROV_FAILED, 0, "out of memory");
 	sg_exec_free(&res);
-	sg_store_sbx_run_end(env->store, id, getpid());
+	sg_sbx_unlock(env, id);
 	if (rc == SG_PROV_GONE)
 		rc = unreachable(env, t, ops, handle, id, &pe, err) == -2 ?
 		    SG_SBX_GONE : -1;

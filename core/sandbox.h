@@ -53,6 +53,12 @@ int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
 int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
+/* Hold sandbox id for secs, as a run does: one holder at a time across
+ * responders (a dead holder's claim dropped). 0, or -1 with err when the
+ * request's time ran out waiting. */
+int	 sg_sbx_lock(struct sg_sbx_env *, const char *id, int secs,
+	    struct sg_error *);
+void	 sg_sbx_unlock(struct sg_sbx_env *, const char *id);
 /* The tenant's ready sandbox id: its row, tool, ops and parsed handle
  * (new: json_decref it, sg_store_sbx_clear the row). 0, or -1 with err. */
 int	 sg_sbx_open(struct sg_sbx_env *, const char *tenant, const char *id,

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "files.h"
+#include "outfiles.h"
 #include "session.h"
 
 #define LOST_NOTE "[sandgate: this conversation's sandbox was lost (it " \
@@ -54,9 +55,13 @@ put_files(struct sg_sbx_env *env, const struct sg_req *req, struct sg_bind *b,
     struct sg_error *err)
 {
 	struct sg_store_file f;
+	char paths[SG_FILES_IDS_MAX][300];
+	const char *seen[SG_FILES_IDS_MAX];
 	int i, rc;
 
-	for (i = 0; i < b->nfiles && !b->files_in; i++) {
+	if (b->files_in)
+		return 0;
+	for (i = 0; i < b->nfiles; i++) {
 		if (sg_store_file_get(env->store, b->files[i], req->tenant, NULL,
 		    &f) != SG_STORE_OK)
 			return sg_error_set(err, 404, "invalid_request_error",
@@ -64,7 +69,12 @@ put_files(struct sg_sbx_env *env, const struct sg_req *req, struct sg_bind *b,
 		if ((rc = sg_sbx_put_file(env, req->tenant, b->sandbox, &f,
 		    err)) != 0)
 			return rc;
+		snprintf(paths[i], sizeof(paths[i]), "%s/%s", SG_OUTF_DIR,
+		    f.filename);
+		seen[i] = paths[i];
 	}
+	/* The user's files, not the code's: never copied out as its own. */
+	sg_outf_seen(env, req->tenant, b->sandbox, seen, b->nfiles);
 	b->files_in = 1;
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "answer.h"
+#include "cite.h"
 #include "codedec.h"
 #include "stream.h"
 #include "../lib/util.h"
@@ -45,6 +46,10 @@ struct sg_stream {
 	 * output index (null where none finished): response.failed's. */
 	json_t			*done;
 	int64_t			 started;		/* sg_now_ms() at new */
+	/* Links to container files: annotated (NULL: never). */
+	const struct sg_cite	*cite;
+	int			 ann_up;	/* the upstream's own annotations
+						 * of the part being written */
 	/* Chat */
 	int			 role_sent, turn_text, any_text;
 	int			 tmap[64];	/* upstream tool index → ours, -1 code */
@@ -179,6 +184,12 @@ begin(struct sg_stream *s)
 	return s->dead ? -1 : 0;
 }
 
+void
+sg_stream_cite(struct sg_stream *s, const struct sg_cite *cite)
+{
+	s->cite = cite;
+}
+
 const char *
 sg_stream_id(const struct sg_stream *s)
 {
@@ -298,6 +309,55 @@ is_code_item(struct sg_stream *s, const json_t *item)
 	    name != NULL && strcmp(name, s->tool) == 0;
 }
 
+/* A part's text is whole: its links' annotations come first, numbered
+ * after the upstream's own, as OpenAI sends them. */
+static void
+annotate_text(struct sg_stream *s, const json_t *ev)
+{
+	const json_t *text = json_object_get(ev, "text");
+	json_t *anns, *a;
+	size_t i;
+
+	anns = sg_cite_text(s->cite, json_string_value(text),
+	    json_string_length(text));
+	json_array_foreach(anns, i, a)
+		emit(s, "response.output_text.annotation.added", json_pack(
+		    "{s:O?,s:O?,s:O?,s:I,s:O}", "item_id", json_object_get(ev,
+		    "item_id"), "output_index", json_object_get(ev,
+		    "output_index"), "content_index", json_object_get(ev,
+		    "content_index"), "annotation_index", (json_int_t)(s->ann_up +
+		    i), "annotation", a));
+	s->ann_up = 0;
+	json_decref(anns);
+}
+
+/* The annotations again wherever the finished part is shown (ev is our
+ * shallow copy: what changes below it is copied first). */
+static void
+cite_event(struct sg_stream *s, const char *type, json_t *ev)
+{
+	json_t *it;
+
+	if (strcmp(type, "response.output_text.annotation.added") == 0)
+		s->ann_up++;
+	else if (strcmp(type, "response.output_text.done") == 0)
+		annotate_text(s, ev);
+	else if (strcmp(type, "response.content_part.done") == 0 &&
+	    json_is_object(json_object_get(ev, "part"))) {
+		it = json_pack("{s:s,s:[o]}", "type", "message", "content",
+		    json_deep_copy(json_object_get(ev, "part")));
+		sg_cite_message(s->cite, it);
+		json_object_set(ev, "part", json_array_get(json_object_get(it,
+		    "content"), 0));
+		json_decref(it);
+	} else if (strcmp(type, "response.output_item.done") == 0 &&
+	    json_is_object(json_object_get(ev, "item"))) {
+		it = json_deep_copy(json_object_get(ev, "item"));
+		sg_cite_message(s->cite, it);
+		json_object_set_new(ev, "item", it);
+	}
+}
+
 static void
 responses_event(struct sg_stream *s, const json_t *ev)
 {
@@ -346,6 +406,8 @@ responses_event(struct sg_stream *s, const json_t *ev)
 	copy = json_copy((json_t *)ev);
 	if (json_object_get(copy, "output_index") != NULL)
 		json_object_set_new(copy, "output_index", json_integer(s->map[idx]));
+	if (s->cite != NULL)
+		cite_event(s, type, copy);
 	emit(s, type, copy);
 }
 

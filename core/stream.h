@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "cite.h"
 #include "http.h"
 #include "upstream.h"
 
@@ -24,6 +25,9 @@ struct sg_stream *sg_stream_new(enum sg_surface, const struct sg_req *,
 	    struct sg_out *, const json_t *body, const char *tool,
 	    int include_outputs, sg_stream_sandbox_fn, void *arg);
 void	 sg_stream_free(struct sg_stream *);
+/* Annotate links to container files in the text shown (cite borrowed,
+ * read at each finished part: its container may come later). */
+void	 sg_stream_cite(struct sg_stream *, const struct sg_cite *cite);
 /* The response's (or completion's) id, the same on every event. */
 const char *sg_stream_id(const struct sg_stream *);
 /* Whether anything of the stream went out yet. */

@@ -1,6 +1,7 @@
 #include <sys/random.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,23 @@ sg_buf_add(struct sg_buf *b, const void *p, size_t n)
 	b->len += n;
 	b->p[b->len] = '\0';
 	return 0;
+}
+
+int
+sg_buf_printf(struct sg_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+	int n, rc;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n == -1)
+		return -1;
+	rc = sg_buf_add(b, text, (size_t)n);
+	free(text);
+	return rc;
 }
 
 int

@@ -35,6 +35,9 @@ struct sg_buf {
 
 /* Append n bytes: 0, or -1 when out of memory (b is then unchanged). */
 int	 sg_buf_add(struct sg_buf *, const void *, size_t n);
+/* Append printf's text: 0, or -1 when out of memory (b unchanged). */
+int	 sg_buf_printf(struct sg_buf *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
 
 /* Fill out with prefix + 2*nbytes random hex digits; out must hold
  * strlen(prefix) + 2*nbytes + 1. Returns 0, or -1 if the kernel's random

@@ -153,6 +153,27 @@ sg_store_file_list(struct sg_store *st, const char *tenant,
 }
 
 int
+sg_store_file_at(struct sg_store *st, const char *tenant,
+    const char *container, const char *path, const char *except,
+    struct sg_store_file *out)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = sg_st_run(st, &stmt, "SELECT " FILE_COLUMNS " FROM files WHERE "
+	    "container_id = ? AND path = ? AND tenant = ? AND state = 'ready' "
+	    "AND (?4 IS NULL OR id <> ?4) ORDER BY created_at DESC, rowid DESC "
+	    "LIMIT 1", "ssss", container, path, tenant, except);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW)
+		row(stmt, out);
+	sg_st_done(st, stmt);
+	return rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
+}
+
+int
 sg_store_file_remove(struct sg_store *st, const char *id, const char *tenant)
 {
 	int changes = 0, rc;

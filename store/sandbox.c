@@ -174,6 +174,34 @@ sg_store_sbx_touch(struct sg_store *st, const char *id, int64_t expires_at)
 }
 
 int
+sg_store_sbx_seen(struct sg_store *st, const char *id, char **seen)
+{
+	const unsigned char *t;
+	sqlite3_stmt *stmt;
+	int rc;
+
+	*seen = NULL;
+	rc = sg_st_run(st, &stmt, "SELECT seen FROM sandboxes WHERE id = ?",
+	    "s", id);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_ROW && (t = sqlite3_column_text(stmt, 0)) != NULL &&
+	    (*seen = strdup((const char *)t)) == NULL)
+		rc = sg_st_err(st, "out of memory");
+	sg_st_done(st, stmt);
+	if (rc < 0)
+		return rc;
+	return rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
+}
+
+int
+sg_store_sbx_set_seen(struct sg_store *st, const char *id, const char *seen)
+{
+	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET seen = ? WHERE "
+	    "id = ?", "ss", seen, id);
+}
+
+int
 sg_store_sbx_mark(struct sg_store *st, const char *id, const char *state)
 {
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET state = ? WHERE "

@@ -129,6 +129,11 @@ static const char *const migrations[] = {
 	"CREATE INDEX files_expires ON files(expires_at);",
 	/* 5 -> 6: a container's name (POST /v1/containers). */
 	"ALTER TABLE sandboxes ADD COLUMN name TEXT;",
+	/* 6 -> 7: what a sandbox's /mnt/data held when last looked at (its
+	 * files' sizes and times), so only what the code wrote since is
+	 * copied out; and a container's file found by its path. */
+	"ALTER TABLE sandboxes ADD COLUMN seen TEXT;"
+	"CREATE INDEX files_path ON files(container_id, path);",
 };
 
 /* Relayed ids are kept this long (OpenAI keeps responses 30 days). */

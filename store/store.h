@@ -19,7 +19,7 @@ enum sg_store_rc {
 	SG_STORE_THEIRS = -5,	/* it exists, but another tenant's */
 };
 
-#define SG_STORE_SCHEMA_VERSION 6
+#define SG_STORE_SCHEMA_VERSION 7
 
 struct sg_store;
 
@@ -116,6 +116,11 @@ int	 sg_store_sbx_ready(struct sg_store *, const char *id,
 int	 sg_store_sbx_touch(struct sg_store *, const char *id,
 	    int64_t expires_at);
 int	 sg_store_sbx_mark(struct sg_store *, const char *id, const char *state);
+/* What sandbox id's files were when last listed (new string in *seen,
+ * NULL when never): OK or NOTFOUND. */
+int	 sg_store_sbx_seen(struct sg_store *, const char *id, char **seen);
+int	 sg_store_sbx_set_seen(struct sg_store *, const char *id,
+	    const char *seen);
 int	 sg_store_sbx_name(struct sg_store *, const char *id, const char *name);
 int	 sg_store_sbx_remove(struct sg_store *, const char *id);
 /* OK and *out filled (free with sg_store_sbx_clear), or NOTFOUND. With a
@@ -286,6 +291,11 @@ int	 sg_store_file_list(struct sg_store *, const char *tenant,
 	    const char *container, const char *purpose, const char *after,
 	    int limit, int asc, int (*fn)(void *, const struct sg_store_file *),
 	    void *arg, int *more);
+/* tenant's newest ready file at path in container, other than except
+ * (NULL: any): OK or NOTFOUND. */
+int	 sg_store_file_at(struct sg_store *, const char *tenant,
+	    const char *container, const char *path, const char *except,
+	    struct sg_store_file *);
 /* OK, or NOTFOUND (another tenant's too). */
 int	 sg_store_file_remove(struct sg_store *, const char *id,
 	    const char *tenant);

@@ -211,6 +211,51 @@ due_are_expired_or_uploading(void **state)
 	assert_string_equal(s.text, "file-old,file-up");
 }
 
+/* A container's file by its path: the newest ready one of this key in
+ * this container, other than the one excepted. */
+static void
+found_by_path_newest_first(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_file f;
+
+	assert_int_equal(begin(fx->st, "cfile_1", A, "cntr_1", 1, 10, 1000),
+	    SG_STORE_OK);
+	assert_int_equal(begin(fx->st, "cfile_2", A, "cntr_1", 1, 20, 1000),
+	    SG_STORE_OK);
+	assert_int_equal(begin(fx->st, "cfile_3", A, "cntr_1", 1, 30, 1000),
+	    SG_STORE_OK);
+	assert_int_equal(begin(fx->st, "cfile_4", A, "cntr_2", 1, 40, 1000),
+	    SG_STORE_OK);
+	assert_int_equal(begin(fx->st, "cfile_5", B, "cntr_1", 1, 50, 1000),
+	    SG_STORE_OK);
+	/* All but cfile_3 ready, all at one path. */
+	for (int i = 1; i <= 5; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "cfile_%d", i);
+		assert_int_equal(sg_store_file_get(fx->st, id, NULL, "*", &f),
+		    SG_STORE_OK);
+		snprintf(f.path, sizeof(f.path), "/mnt/data/x");
+		if (i != 3)
+			assert_int_equal(sg_store_file_ready(fx->st, &f),
+			    SG_STORE_OK);
+	}
+	assert_int_equal(sg_store_file_at(fx->st, A, "cntr_1", "/mnt/data/x",
+	    NULL, &f), SG_STORE_OK);
+	assert_string_equal(f.id, "cfile_2");
+	assert_int_equal(sg_store_file_at(fx->st, A, "cntr_1", "/mnt/data/x",
+	    "cfile_2", &f), SG_STORE_OK);
+	assert_string_equal(f.id, "cfile_1");
+	assert_int_equal(sg_store_file_at(fx->st, A, "cntr_2", "/mnt/data/x",
+	    NULL, &f), SG_STORE_OK);
+	assert_string_equal(f.id, "cfile_4");
+	assert_int_equal(sg_store_file_at(fx->st, B, "cntr_2", "/mnt/data/x",
+	    NULL, &f), SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_file_at(fx->st, A, "cntr_1", "/mnt/data/y",
+	    NULL, &f), SG_STORE_NOTFOUND);
+}
+
 int
 main(void)
 {
@@ -221,6 +266,7 @@ main(void)
 		T(found_by_its_key_in_its_container),
 		T(lists_page_by_page),
 		T(due_are_expired_or_uploading),
+		T(found_by_path_newest_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

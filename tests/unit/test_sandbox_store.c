@@ -144,6 +144,35 @@ begin_records_creating(void **state)
 	sg_store_sbx_clear(&row);
 }
 
+/* What a sandbox's files were when last listed: none at first, then
+ * what was set, per sandbox; an unknown sandbox is NOTFOUND. */
+static void
+seen_is_kept_per_sandbox(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	char *seen = (char *)"x";
+
+	assert_int_equal(sg_store_sbx_begin(fx->st, "cntr_s1", TENANT_A,
+	    "python", getpid(), sg_proc_start(getpid()), 1), SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_begin(fx->st, "cntr_s2", TENANT_A,
+	    "python", getpid(), sg_proc_start(getpid()), 1), SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_seen(fx->st, "cntr_s1", &seen),
+	    SG_STORE_OK);
+	assert_null(seen);
+	assert_int_equal(sg_store_sbx_set_seen(fx->st, "cntr_s1",
+	    "{\"/mnt/data/a\":\"1|t\"}"), SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_seen(fx->st, "cntr_s1", &seen),
+	    SG_STORE_OK);
+	assert_string_equal(seen, "{\"/mnt/data/a\":\"1|t\"}");
+	free(seen);
+	assert_int_equal(sg_store_sbx_seen(fx->st, "cntr_s2", &seen),
+	    SG_STORE_OK);
+	assert_null(seen);
+	assert_int_equal(sg_store_sbx_seen(fx->st, "cntr_none", &seen),
+	    SG_STORE_NOTFOUND);
+	assert_null(seen);
+}
+
 /* Owner fields are 64-bit, and kept exactly. */
 static void
 begin_keeps_wide_values(void **state)
@@ -589,6 +618,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(begin_records_creating),
+		T(seen_is_kept_per_sandbox),
 		T(begin_keeps_wide_values),
 		T(ready_stores_handle),
 		T(ready_unknown_id),

@@ -1,0 +1,383 @@
+/*
+ * The files code writes under /mnt/data, copied out after each round of
+ * code into files.dir as container files. A file is new or changed when
+ * its size or time differs from what the sandbox's row says was seen;
+ * hidden files and caches are left alone, and a round copies at most
+ * KEEP_MAX files (the rest wait for the next round).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "files.h"
+#include "outfiles.h"
+#include "upload.h"
+#include "../lib/util.h"
+
+#define LIST_MAX	1000	/* files looked at in one listing */
+#define KEEP_MAX	20	/* files copied out in one round */
+#define LOCK_S		300	/* what copying a round's files may take */
+
+/* One sandbox being looked at, held as a run holds it. */
+struct look {
+	struct sg_sbx_env		*env;
+	const char			*tenant, *id;
+	struct sg_store_sbx		 row;
+	const struct sg_tool		*t;
+	const struct sg_provider_ops	*ops;
+	json_t				*handle;
+};
+
+static void
+logf_failed(const char *id, const char *what, const char *why)
+{
+	fprintf(stderr, "sandgate: sandbox %s: files not copied out: %s: %s\n",
+	    id, what, why);
+}
+
+/* 0 with the sandbox held, or -1: it cannot give files (or is gone). */
+static int
+look_begin(struct look *l, struct sg_sbx_env *env, const char *tenant,
+    const char *id)
+{
+	struct sg_error err;
+
+	memset(l, 0, sizeof(*l));
+	l->env = env;
+	l->tenant = tenant;
+	l->id = id;
+	if (sg_sbx_lock(env, id, LOCK_S, &err) == -1)
+		return -1;
+	if (sg_sbx_open(env, tenant, id, &l->row, &l->t, &l->ops, &l->handle,
+	    &err) == -1) {
+		sg_sbx_unlock(env, id);
+		return -1;
+	}
+	if (l->ops->list == NULL || l->ops->get == NULL) {
+		json_decref(l->handle);
+		sg_store_sbx_clear(&l->row);
+		sg_sbx_unlock(env, id);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+look_end(struct look *l)
+{
+	json_decref(l->handle);
+	sg_store_sbx_clear(&l->row);
+	sg_sbx_unlock(l->env, l->id);
+}
+
+/* Whether a path under /mnt/data is one to leave alone: a hidden file or
+ * directory (.ipynb_checkpoints, .cache...), a Python cache. */
+static int
+hidden(const char *rel)
+{
+	size_t n;
+
+	for (;;) {
+		n = strcspn(rel, "/");
+		if (n == 0 || rel[0] == '.' || (n == 11 &&
+		    strncmp(rel, "__pycache__", 11) == 0))
+			return 1;
+		if (rel[n] == '\0')
+			return 0;
+		rel += n + 1;
+	}
+}
+
+/* Whether a listed file may become a container file. */
+static int
+wanted(const json_t *e)
+{
+	const char *path = json_string_value(json_object_get(e, "path"));
+	const char *base;
+	size_t dl = strlen(SG_OUTF_DIR);
+
+	if (path == NULL || strncmp(path, SG_OUTF_DIR "/", dl + 1) != 0 ||
+	    strlen(path) >= sizeof(((struct sg_store_file *)0)->path) ||
+	    hidden(path + dl + 1))
+		return 0;
+	base = strrchr(path, '/') + 1;
+	return sg_upload_name_ok(base);
+}
+
+/* New reference: the files under /mnt/data that may become container
+ * files, or NULL when the provider could not say. */
+static json_t *
+listing(struct look *l)
+{
+	struct sg_prov_error pe;
+	json_t *all = NULL, *keep, *e;
+	size_t i;
+
+	if (l->ops->list(l->env->prov, l->t, l->handle, SG_OUTF_DIR, LIST_MAX,
+	    &all, &pe) != SG_PROV_OK) {
+		if (pe.rc != SG_PROV_GONE)
+			logf_failed(l->id, "list", pe.message);
+		return NULL;
+	}
+	keep = json_array();
+	json_array_foreach(all, i, e)
+		if (wanted(e))
+			json_array_append(keep, e);
+	json_decref(all);
+	return keep;
+}
+
+/* New reference: what tells a file's version apart, its size and time. */
+static json_t *
+stamp(const json_t *e)
+{
+	const char *mtime = json_string_value(json_object_get(e, "mtime"));
+
+	return json_sprintf("%" JSON_INTEGER_FORMAT "|%s", json_integer_value(
+	    json_object_get(e, "size")), mtime != NULL ? mtime : "");
+}
+
+/* New reference: what the sandbox's row says was seen ({} when nothing
+ * or unreadable). */
+static json_t *
+seen_load(struct look *l)
+{
+	char *text = NULL;
+	json_t *seen = NULL;
+
+	if (sg_store_sbx_seen(l->env->store, l->id, &text) == SG_STORE_OK &&
+	    text != NULL)
+		seen = json_loads(text, 0, NULL);
+	free(text);
+	if (!json_is_object(seen)) {
+		json_decref(seen);
+		seen = json_object();
+	}
+	return seen;
+}
+
+static void
+seen_save(struct look *l, const json_t *seen)
+{
+	char *text = json_dumps(seen, JSON_COMPACT);
+
+	if (text == NULL || sg_store_sbx_set_seen(l->env->store, l->id,
+	    text) != SG_STORE_OK)
+		logf_failed(l->id, "remember", text == NULL ? "out of memory" :
+		    sg_store_errmsg(l->env->store));
+	free(text);
+}
+
+/* Older copies of the file at f's path: replaced by f, as the sandbox
+ * replaced them. */
+static void
+drop_older(struct look *l, const struct sg_store_file *f)
+{
+	struct sg_store_file old;
+
+	while (sg_store_file_at(l->env->store, l->tenant, l->id, f->path,
+	    f->id, &old) == SG_STORE_OK &&
+	    sg_store_file_remove(l->env->store, old.id, l->tenant) ==
+	    SG_STORE_OK)
+		sg_files_unlink(l->env->cfg, old.id);
+}
+
+/* The bytes of sandbox file f->path into files.dir, fsynced, whole or
+ * not at all: 0, or -1 with why. */
+static int
+fetch(struct look *l, struct sg_store_file *f, char *why, size_t whysz)
+{
+	const struct sg_cfg *cfg = l->env->cfg;
+	struct sg_prov_error pe;
+	char dst[4096], part[4200];
+	struct stat st;
+	int fd, rc;
+
+	if (sg_files_path(cfg, f->id, dst, sizeof(dst)) == -1) {
+		snprintf(why, whysz, "files.dir is too long");
+		return -1;
+	}
+	snprintf(part, sizeof(part), "%s.part", dst);
+	(void)mkdir(cfg->files.dir, 0700);
+	if ((fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1) {
+		snprintf(why, whysz, "files.dir: %s", strerror(errno));
+		return -1;
+	}
+	rc = l->ops->get(l->env->prov, l->t, l->handle, f->path, fd,
+	    cfg->files.max_bytes, &pe);
+	if (rc != SG_PROV_OK)
+		snprintf(why, whysz, "%s", rc == SG_PROV_CAP ? "it grew past "
+		    "files.max_bytes" : pe.message);
+	else if (fsync(fd) == -1 || fstat(fd, &st) == -1 ||
+	    rename(part, dst) == -1) {
+		snprintf(why, whysz, "files.dir: %s", strerror(errno));
+		rc = -1;
+	} else
+		f->bytes = (int64_t)st.st_size;
+	close(fd);
+	if (rc != SG_PROV_OK)
+		unlink(part);
+	return rc == SG_PROV_OK ? 0 : -1;
+}
+
+/*
+ * Listed file e as a new container file: 0 copied (its row in *f), 1 not
+ * kept for good (why says: too large, the key's quota), -1 failed (tried
+ * again next round).
+ */
+static int
+copy_out(struct look *l, const json_t *e, struct sg_store_file *f,
+    char *why, size_t whysz)
+{
+	const struct sg_cfg *cfg = l->env->cfg;
+	struct sg_files_env fenv = { cfg, l->env->store };
+	const char *path = json_string_value(json_object_get(e, "path"));
+	int64_t size = json_integer_value(json_object_get(e, "size"));
+	struct sg_error err;
+
+	if (size > cfg->files.max_bytes) {
+		snprintf(why, whysz, "larger than the %lld bytes a file may have",
+		    cfg->files.max_bytes);
+		return 1;
+	}
+	memset(f, 0, sizeof(*f));
+	snprintf(f->container_id, sizeof(f->container_id), "%s", l->id);
+	snprintf(f->source, sizeof(f->source), "assistant");
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	snprintf(f->filename, sizeof(f->filename), "%s", strrchr(path, '/') + 1);
+	if (sg_files_begin(&fenv, l->tenant, "cfile_", 16, size, f, &err) == -1) {
+		snprintf(why, whysz, "%s", err.status == 413 ? "this key's files "
+		    "are at their quota" : err.message);
+		return err.status == 413 ? 1 : -1;
+	}
+	if (fetch(l, f, why, whysz) == -1 ||
+	    sg_store_file_ready(l->env->store, f) != SG_STORE_OK) {
+		if (why[0] == '\0')
+			snprintf(why, whysz, "%s", sg_store_errmsg(l->env->store));
+		sg_files_unlink(cfg, f->id);
+		sg_store_file_remove(l->env->store, f->id, NULL);
+		return -1;
+	}
+	drop_older(l, f);
+	return 0;
+}
+
+/* A line of the note for the model. */
+static void
+note_line(struct sg_buf *b, const char *path, const char *fmt,
+    long long n, const char *why)
+{
+	sg_buf_printf(b, "- %s", path);
+	if (why != NULL)
+		sg_buf_printf(b, " (not kept: %s)\n", why);
+	else
+		sg_buf_printf(b, fmt, n);
+}
+
+/* New string: the note for the model on what this round wrote. */
+static char *
+note_of(struct sg_buf *lines, const char *example)
+{
+	char *note;
+
+	if (lines->len == 0)
+		return NULL;
+	if (asprintf(&note, "\n[sandgate: files written to %s this round:\n%.*s"
+	    "To give the user a file, link it in your answer as sandbox:%s, "
+	    "e.g. [%s](sandbox:%s).]", SG_OUTF_DIR, (int)lines->len, lines->p,
+	    example != NULL ? example : SG_OUTF_DIR "/<name>",
+	    example != NULL ? strrchr(example, '/') + 1 : "name",
+	    example != NULL ? example : SG_OUTF_DIR "/<name>") == -1)
+		return NULL;
+	return note;
+}
+
+void
+sg_outf_collect(struct sg_sbx_env *env, const char *tenant, const char *id,
+    char **note)
+{
+	struct sg_buf lines = { 0 };
+	struct sg_store_file f;
+	struct look l;
+	json_t *files, *seen, *now, *e, *st;
+	char why[512], example[1024] = "";
+	const char *path;
+	size_t i;
+	int kept = 0, rc;
+
+	*note = NULL;
+	if (look_begin(&l, env, tenant, id) == -1)
+		return;
+	if ((files = listing(&l)) == NULL) {
+		look_end(&l);
+		return;
+	}
+	seen = seen_load(&l);
+	now = json_object();
+	json_array_foreach(files, i, e) {
+		path = json_string_value(json_object_get(e, "path"));
+		st = stamp(e);
+		if (json_equal(json_object_get(seen, path), st))
+			json_object_set(now, path, st);
+		/* Unchanged; or, past KEEP_MAX, one for the next round. */
+		if (json_equal(json_object_get(seen, path), st) ||
+		    kept == KEEP_MAX) {
+			json_decref(st);
+			continue;
+		}
+		why[0] = '\0';
+		rc = copy_out(&l, e, &f, why, sizeof(why));
+		if (rc == -1)
+			logf_failed(id, path, why);
+		else
+			json_object_set(now, path, st);
+		json_decref(st);
+		if (rc == -1)
+			continue;
+		kept++;
+		note_line(&lines, path, " (%lld bytes)\n", rc == 0 ?
+		    (long long)f.bytes : 0, rc == 0 ? NULL : why);
+		if (rc == 0 && example[0] == '\0')
+			snprintf(example, sizeof(example), "%s", path);
+	}
+	seen_save(&l, now);
+	look_end(&l);
+	*note = note_of(&lines, example[0] != '\0' ? example : NULL);
+	free(lines.p);
+	json_decref(files);
+	json_decref(seen);
+	json_decref(now);
+}
+
+void
+sg_outf_seen(struct sg_sbx_env *env, const char *tenant, const char *id,
+    const char *const *paths, int n)
+{
+	struct look l;
+	json_t *files, *seen, *e;
+	const char *path;
+	size_t i;
+	int k;
+
+	if (n == 0 || look_begin(&l, env, tenant, id) == -1)
+		return;
+	if ((files = listing(&l)) != NULL) {
+		seen = seen_load(&l);
+		json_array_foreach(files, i, e) {
+			path = json_string_value(json_object_get(e, "path"));
+			for (k = 0; k < n; k++)
+				if (strcmp(paths[k], path) == 0)
+					json_object_set_new(seen, path, stamp(e));
+		}
+		seen_save(&l, seen);
+		json_decref(seen);
+		json_decref(files);
+	}
+	look_end(&l);
+}
