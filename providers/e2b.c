@@ -364,7 +364,42 @@ e2b_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	return rc;
 }
 
+static int
+e2b_list(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *dir, size_t max, json_t **files, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	char base[1024];
+	int rc;
+
+	*files = NULL;
+	if (json_string_value(json_object_get(handle, "id")) == NULL)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
+	sandbox_url(t, handle, ENVD_PORT, "", base, sizeof(base));
+	sandbox_headers(handle, ENVD_PORT, &h);
+	rc = sg_envd_list(p, base, &h, dir, max, files, err);
+	sg_hdrs_free(&h);
+	return rc;
+}
+
+static int
+e2b_get(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *path, int fd, int64_t max, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	char base[1024];
+	int rc;
+
+	if (json_string_value(json_object_get(handle, "id")) == NULL)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
+	sandbox_url(t, handle, ENVD_PORT, "", base, sizeof(base));
+	sandbox_headers(handle, ENVD_PORT, &h);
+	rc = sg_envd_get(p, base, &h, path, fd, max, err);
+	sg_hdrs_free(&h);
+	return rc;
+}
+
 const struct sg_provider_ops sg_e2b_ops = {
 	e2b_create, e2b_run, e2b_destroy, e2b_keepalive, e2b_find, e2b_put,
-	NULL, NULL,
+	e2b_list, e2b_get,
 };

@@ -36,6 +36,13 @@ sg_hdrs_free(struct sg_hdrs *h)
 	h->n = 0;
 }
 
+/* A download in progress: a 200's body goes to fd. */
+struct dl {
+	int		 fd;
+	int64_t		 max, got;	/* bytes allowed, written */
+	int		 werr;		/* errno of a failed write, or 0 */
+};
+
 /* One call in progress. */
 struct call {
 	struct sg_prov	*prov;
@@ -43,8 +50,11 @@ struct call {
 	int		 timed_out, stopped, capped, stalled;
 	long		 status;
 	struct sg_lines	*lines;		/* stream: 200 bodies go here */
+	struct dl	*dl;		/* or download: 200 bodies go there */
 	char		*body;		/* everything else is kept */
 	size_t		 len, max;
+	int		 whole;		/* a body past max fails the call */
+	int		 big;		/* ... and this one did */
 	CURL		*h;
 	int		 up_fd;		/* the request body, from a file */
 	int64_t		 up_size;
@@ -64,6 +74,34 @@ on_upload(char *buf, size_t size, size_t nmemb, void *arg)
 	return n < 0 ? CURL_READFUNC_ABORT : (size_t)n;
 }
 
+/* A 200's bytes to the download's fd, max in all: n, or 0 to stop the
+ * transfer (past max: what fits is written first; a failed write). */
+static size_t
+dl_write(struct call *c, const char *buf, size_t n)
+{
+	struct dl *d = c->dl;
+	size_t want = n, left;
+	ssize_t w;
+
+	if ((uint64_t)n > (uint64_t)(d->max - d->got))
+		want = (size_t)(d->max - d->got);
+	for (left = want; left > 0; left -= (size_t)w, buf += w) {
+		do
+			w = write(d->fd, buf, left);
+		while (w == -1 && errno == EINTR);
+		if (w <= 0) {
+			d->werr = w == -1 ? errno : EIO;
+			return 0;
+		}
+	}
+	d->got += (int64_t)want;
+	if (want < n) {
+		c->capped = 1;
+		return 0;
+	}
+	return n;
+}
+
 static size_t
 on_body(char *buf, size_t size, size_t nmemb, void *arg)
 {
@@ -73,6 +111,8 @@ on_body(char *buf, size_t size, size_t nmemb, void *arg)
 
 	if (c->status == 0)
 		curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
+	if (c->dl != NULL && c->status == 200)
+		return dl_write(c, buf, n);
 	if (c->lines != NULL && c->status == 200) {
 		if (sg_lines_feed(c->lines, buf, n) == -1) {
 			if (c->lines->res->bytes > c->lines->res->cap)
@@ -83,8 +123,13 @@ on_body(char *buf, size_t size, size_t nmemb, void *arg)
 		}
 		return n;
 	}
-	if (c->len + n > c->max)
+	if (c->len + n > c->max) {
+		if (c->whole) {
+			c->big = 1;
+			return 0;
+		}
 		return n;	/* keep the head of an oversized error page */
+	}
 	if ((nb = realloc(c->body, c->len + n + 1)) == NULL)
 		return 0;
 	c->body = nb;
@@ -133,9 +178,18 @@ transport_error(struct call *c, CURLcode rc, const char *url,
 {
 	const char *what = curl_easy_strerror(rc);
 
+	if (c->capped && c->dl != NULL)
+		return sg_prov_fail(err, SG_PROV_CAP, 0, "the file is larger than "
+		    "%lld bytes", (long long)c->dl->max);
 	if (c->capped)
 		return sg_prov_fail(err, SG_PROV_CAP, 0, "Sandbox output exceeded "
 		    "%zu bytes; the run was stopped.", c->lines->res->cap);
+	if (c->dl != NULL && c->dl->werr != 0)
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "cannot write the "
+		    "file: %s", strerror(c->dl->werr));
+	if (c->big)
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "the provider's answer "
+		    "is larger than %zu bytes", c->max);
 	if (c->stopped)
 		return sg_prov_fail(err, SG_PROV_STOPPED, 0, "stopped: the "
 		    "client went away");
@@ -246,6 +300,26 @@ sg_phttp_call(struct sg_prov *prov, const char *method, const char *url,
 }
 
 int
+sg_phttp_call_max(struct sg_prov *prov, const char *method, const char *url,
+    const struct sg_hdrs *hdrs, const json_t *body, size_t max,
+    long timeout_ms, long *status, json_t **resp, struct sg_prov_error *err)
+{
+	struct call c = { .prov = prov, .max = max, .whole = 1, .up_fd = -1,
+	    .deadline = timeout_ms > 0 ? sg_now_ms() + timeout_ms : 0 };
+	int rc;
+
+	*resp = NULL;
+	rc = perform(prov, &c, method, url, hdrs, body, err);
+	if (rc == SG_PROV_OK) {
+		*status = c.status;
+		if (c.len > 0)
+			*resp = json_loadb(c.body, c.len, JSON_ALLOW_NUL, NULL);
+	}
+	free(c.body);
+	return rc;
+}
+
+int
 sg_phttp_stream(struct sg_prov *prov, const char *url,
     const struct sg_hdrs *hdrs, const json_t *body, int timeout_s,
     struct sg_lines *lines, long *status, char **errbody,
@@ -271,6 +345,26 @@ sg_phttp_upload(struct sg_prov *prov, const char *url,
 {
 	return json_call(prov, "POST", url, hdrs, NULL, fd, size, NULL,
 	    timeout_ms, status, resp, err);
+}
+
+int
+sg_phttp_download(struct sg_prov *prov, const char *url,
+    const struct sg_hdrs *hdrs, int fd, int64_t max, long timeout_ms,
+    long *status, json_t **errresp, struct sg_prov_error *err)
+{
+	struct dl d = { .fd = fd, .max = max > 0 ? max : 0 };
+	struct call c = { .prov = prov, .dl = &d, .max = ERRBODY_MAX,
+	    .up_fd = -1,
+	    .deadline = timeout_ms > 0 ? sg_now_ms() + timeout_ms : 0 };
+	int rc;
+
+	*errresp = NULL;
+	rc = perform(prov, &c, "GET", url, hdrs, NULL, err);
+	*status = c.status;
+	if (rc == SG_PROV_OK && c.status != 200 && c.len > 0)
+		*errresp = json_loadb(c.body, c.len, JSON_ALLOW_NUL, NULL);
+	free(c.body);
+	return rc;
 }
 
 /* A part's bytes from the fd of a file, for libcurl's mime API. */

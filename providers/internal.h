@@ -27,6 +27,23 @@ int	 sg_phttp_call(struct sg_prov *, const char *method, const char *url,
 	    const struct sg_hdrs *, const json_t *body, long timeout_ms,
 	    long *status, json_t **resp, struct sg_prov_error *);
 
+/* sg_phttp_call for an answer that may be large (a file list): its body
+ * is kept up to max bytes; a larger one stops the call, FAILED. */
+int	 sg_phttp_call_max(struct sg_prov *, const char *method,
+	    const char *url, const struct sg_hdrs *, const json_t *body,
+	    size_t max, long timeout_ms, long *status, json_t **resp,
+	    struct sg_prov_error *);
+
+/*
+ * A GET whose 200 body is written to fd as it comes; SG_PROV_CAP as soon
+ * as more than max bytes came (the first max are written, the transfer is
+ * stopped). Any other status's body is kept (64 KiB at most) and *errresp
+ * is a new reference to it as JSON, or NULL. Returns like sg_phttp_call.
+ */
+int	 sg_phttp_download(struct sg_prov *, const char *url,
+	    const struct sg_hdrs *, int fd, int64_t max, long timeout_ms,
+	    long *status, json_t **errresp, struct sg_prov_error *);
+
 /*
  * A streamed POST (HTTP/1.1, as the sandboxes expect): a 200's body goes
  * line by line to lines; any other status's body is kept in *errbody (new,
@@ -62,6 +79,14 @@ int	 sg_phttp_upload_form(struct sg_prov *, const char *url,
 int	 sg_envd_put(struct sg_prov *, const char *base, struct sg_hdrs *h,
 	    const char *path, int fd, int64_t size, struct sg_prov_error *);
 
+/* envd.c: the list and get ops through envd's filesystem service
+ * (ListDir) and files API at base, with h (more are added). */
+int	 sg_envd_list(struct sg_prov *, const char *base, struct sg_hdrs *h,
+	    const char *dir, size_t max, json_t **files,
+	    struct sg_prov_error *);
+int	 sg_envd_get(struct sg_prov *, const char *base, struct sg_hdrs *h,
+	    const char *path, int fd, int64_t max, struct sg_prov_error *);
+
 /* The provider's error message from a JSON error body, or a fallback. */
 const char *sg_phttp_message(const json_t *resp, const char *fallback);
 
@@ -78,11 +103,23 @@ void	 sg_e2b_execute_url(const struct sg_tool *, const json_t *handle,
 	    char *url, size_t sz);
 json_t	*sg_osb_create_body(const struct sg_tool *, const char *sbx_id,
 	    int lifetime_s);
+/* The list op's parsers. New array of {path, size, mtime}: the regular
+ * files of a ListDir answer (envd), of an execd /files/search answer at
+ * most SG_PROV_LIST_DEPTH levels below dir (OpenSandbox), at most max;
+ * NULL when resp (borrowed) is not such an answer. */
+json_t	*sg_envd_list_files(const json_t *resp, size_t max);
+json_t	*sg_osb_search_files(const json_t *resp, const char *dir, size_t max);
 /* opensandbox.c: the headers a handle says every execd call carries. */
 void	 sg_osb_execd_headers(const json_t *handle, struct sg_hdrs *);
-/* osb_files.c: the put op through execd's files API. */
+/* osb_files.c: the put, list and get ops through execd's files API. */
 int	 sg_osb_put(struct sg_prov *, const struct sg_tool *,
 	    const json_t *handle, const char *path, int fd, int64_t size,
+	    struct sg_prov_error *);
+int	 sg_osb_list(struct sg_prov *, const struct sg_tool *,
+	    const json_t *handle, const char *dir, size_t max, json_t **files,
+	    struct sg_prov_error *);
+int	 sg_osb_get(struct sg_prov *, const struct sg_tool *,
+	    const json_t *handle, const char *path, int fd, int64_t max,
 	    struct sg_prov_error *);
 
 #endif

@@ -370,7 +370,46 @@ local_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	return rc;
 }
 
+static int
+local_list(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *dir, size_t max, json_t **files, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	struct sockaddr_un sun;
+	int rc, dfd;
+
+	(void)t;
+	*files = NULL;
+	if ((dfd = kernel_socket(p, handle, &sun)) == -1)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
+	rc = sg_envd_list(p, "http://localhost", &h, dir, max, files, err);
+	sg_hdrs_free(&h);
+	kernel_done(p, dfd);
+	if (rc == SG_PROV_UNREACHABLE)
+		rc = sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
+	return rc;
+}
+
+static int
+local_get(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *path, int fd, int64_t max, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	struct sockaddr_un sun;
+	int rc, dfd;
+
+	(void)t;
+	if ((dfd = kernel_socket(p, handle, &sun)) == -1)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
+	rc = sg_envd_get(p, "http://localhost", &h, path, fd, max, err);
+	sg_hdrs_free(&h);
+	kernel_done(p, dfd);
+	if (rc == SG_PROV_UNREACHABLE)
+		rc = sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
+	return rc;
+}
+
 const struct sg_provider_ops sg_local_ops = {
 	local_create, local_run, local_destroy, local_keepalive, NULL,
-	local_put, NULL, NULL,
+	local_put, local_list, local_get,
 };

@@ -480,5 +480,5 @@ osb_find(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 
 const struct sg_provider_ops sg_osb_ops = {
 	osb_create, osb_run, osb_destroy, osb_keepalive, osb_find, sg_osb_put,
-	NULL, NULL,
+	sg_osb_list, sg_osb_get,
 };

@@ -1,0 +1,959 @@
+/*
+ * providers/: the list and get ops. The parsers of envd's ListDir answer
+ * and execd's /files/search answer, then the calls themselves against a
+ * canned HTTP server on a Unix socket (a child of the test, one answer
+ * per connection): what is asked, and how each answer is mapped.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "../../providers/provider.h"
+#include "../../providers/internal.h"
+#include "../../lib/util.h"
+#include "testutil.h"
+
+/* ---------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------- */
+
+/* New copy of s with every ' turned into ": JSON in tests stays readable. */
+static char *
+q(const char *s)
+{
+	char *c = strdup(s), *p;
+
+	assert_non_null(c);
+	for (p = c; *p != '\0'; p++)
+		if (*p == '\'')
+			*p = '"';
+	return c;
+}
+
+/* New reference: q(text) parsed; fails the test when it is not JSON. */
+static json_t *
+qjson(const char *text)
+{
+	json_error_t e;
+	char *s = q(text);
+	json_t *j = json_loads(s, JSON_DECODE_ANY, &e);
+
+	if (j == NULL)
+		fail_msg("bad JSON in the test (%s): %s", e.text, s);
+	free(s);
+	return j;
+}
+
+/* Consumes got (new or NULL); want in q() notation. */
+static void
+assert_files(json_t *got, const char *want)
+{
+	json_t *w = qjson(want);
+	char *g;
+
+	if (got == NULL || !json_equal(got, w)) {
+		g = got != NULL ? json_dumps(got, JSON_COMPACT) : NULL;
+		print_error("got: %s\nwant: %s\n", g != NULL ? g : "(null)", want);
+		free(g);
+		fail();
+	}
+	json_decref(got);
+	json_decref(w);
+}
+
+static json_t *
+envd_files(const char *resp, size_t max)
+{
+	json_t *r = qjson(resp), *f = sg_envd_list_files(r, max);
+
+	json_decref(r);
+	return f;
+}
+
+static json_t *
+osb_files(const char *resp, const char *dir, size_t max)
+{
+	json_t *r = qjson(resp), *f = sg_osb_search_files(r, dir, max);
+
+	json_decref(r);
+	return f;
+}
+
+/* ---------------------------------------------------------------------
+ * envd's ListDir answer
+ * ------------------------------------------------------------------- */
+
+/* As envd writes it: sizes as strings, left out when 0; directories,
+ * symlinks (their target's type, and symlinkTarget) and other kinds
+ * (no type) are not files. */
+static void
+envd_list_kinds(void **state)
+{
+	(void)state;
+	assert_files(envd_files("{'entries':["
+	    "{'name':'a.csv','type':'FILE_TYPE_FILE','path':'/mnt/data/a.csv',"
+	    "'size':'12','mode':420,'permissions':'-rw-r--r--','owner':'user',"
+	    "'group':'user','modifiedTime':'2025-01-02T03:04:05.123456789Z'},"
+	    "{'name':'sub','type':'FILE_TYPE_DIRECTORY','path':'/mnt/data/sub',"
+	    "'size':'4096','modifiedTime':'2025-01-02T03:04:05Z'},"
+	    "{'name':'e','type':'FILE_TYPE_FILE','path':'/mnt/data/sub/e',"
+	    "'modifiedTime':'2025-01-02T03:04:06Z'},"
+	    "{'name':'l','type':'FILE_TYPE_FILE','path':'/mnt/data/l',"
+	    "'size':'15','symlinkTarget':'/mnt/data/a.csv',"
+	    "'modifiedTime':'2025-01-02T03:04:07Z'},"
+	    "{'name':'fifo','path':'/mnt/data/fifo'},"
+	    "{'name':'big','type':'FILE_TYPE_FILE','path':'/mnt/data/big',"
+	    "'size':'9007199254740993','modifiedTime':'x'}]}", 100),
+	    "[{'path':'/mnt/data/a.csv','size':12,"
+	    "'mtime':'2025-01-02T03:04:05.123456789Z'},"
+	    "{'path':'/mnt/data/sub/e','size':0,'mtime':'2025-01-02T03:04:06Z'},"
+	    "{'path':'/mnt/data/big','size':9007199254740993,'mtime':'x'}]");
+}
+
+/* protojson leaves an empty list out: {} is an empty directory. */
+static void
+envd_list_empty(void **state)
+{
+	(void)state;
+	assert_files(envd_files("{}", 100), "[]");
+	assert_files(envd_files("{'entries':[]}", 100), "[]");
+}
+
+/* At most max files; the directories skipped do not count. */
+static void
+envd_list_max(void **state)
+{
+	static const char *resp = "{'entries':["
+	    "{'type':'FILE_TYPE_DIRECTORY','path':'/d'},"
+	    "{'type':'FILE_TYPE_FILE','path':'/d/1'},"
+	    "{'type':'FILE_TYPE_DIRECTORY','path':'/d/x'},"
+	    "{'type':'FILE_TYPE_FILE','path':'/d/x/2'},"
+	    "{'type':'FILE_TYPE_FILE','path':'/d/3'}]}";
+
+	(void)state;
+	assert_files(envd_files(resp, 0), "[]");
+	assert_files(envd_files(resp, 1), "[{'path':'/d/1','size':0,'mtime':''}]");
+	assert_files(envd_files(resp, 2), "[{'path':'/d/1','size':0,'mtime':''},"
+	    "{'path':'/d/x/2','size':0,'mtime':''}]");
+	assert_files(envd_files(resp, 3), "[{'path':'/d/1','size':0,'mtime':''},"
+	    "{'path':'/d/x/2','size':0,'mtime':''},"
+	    "{'path':'/d/3','size':0,'mtime':''}]");
+}
+
+/* A size as a number is read too (protojson accepts both); a size or
+ * path that is not one drops that entry, never the list. */
+static void
+envd_list_odd_entries(void **state)
+{
+	(void)state;
+	assert_files(envd_files("{'entries':["
+	    "{'type':'FILE_TYPE_FILE','path':'/a','size':7},"
+	    "{'type':'FILE_TYPE_FILE','path':'/b','size':'-1'},"
+	    "{'type':'FILE_TYPE_FILE','path':'/c','size':'12a'},"
+	    "{'type':'FILE_TYPE_FILE','path':'/d','size':'99999999999999999999'},"
+	    "{'type':'FILE_TYPE_FILE','path':'/e','size':-3},"
+	    "{'type':'FILE_TYPE_FILE','path':'/f','size':1.5},"
+	    "{'type':'FILE_TYPE_FILE','path':'/g','size':''},"
+	    "{'type':'FILE_TYPE_FILE','path':'rel'},"
+	    "{'type':'FILE_TYPE_FILE','path':7},"
+	    "{'type':'FILE_TYPE_FILE'},"
+	    "{'type':7,'path':'/h'},"
+	    "{'type':'FILE_TYPE_FILE','path':'/i','modifiedTime':5},"
+	    "'a string', 3, null, [],"
+	    "{'type':'FILE_TYPE_FILE','path':'/j','size':'0'}]}", 100),
+	    "[{'path':'/a','size':7,'mtime':''},"
+	    "{'path':'/i','size':0,'mtime':''},"
+	    "{'path':'/j','size':0,'mtime':''}]");
+}
+
+/* Not a ListDir answer: NULL, no crash. */
+static void
+envd_list_garbage(void **state)
+{
+	static const char *bad[] = { "[]", "'entries'", "3", "null",
+	    "{'entries':{}}", "{'entries':'x'}", "{'entries':7}" };
+	json_t *f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = envd_files(bad[i], 100);
+		if (f != NULL)
+			fail_msg("%s gave a list", bad[i]);
+	}
+	assert_null(sg_envd_list_files(NULL, 100));
+}
+
+/* ---------------------------------------------------------------------
+ * execd's /files/search answer
+ * ------------------------------------------------------------------- */
+
+static void
+osb_search_kinds(void **state)
+{
+	(void)state;
+	assert_files(osb_files("["
+	    "{'path':'/mnt/data/a.csv','type':'file','size':12,"
+	    "'modified_at':'2025-01-02T03:04:05.5Z',"
+	    "'created_at':'2025-01-02T03:04:05Z','owner':'root',"
+	    "'group':'root','mode':644},"
+	    "{'path':'/mnt/data/sub','type':'directory','size':4096},"
+	    "{'path':'/mnt/data/l','type':'symlink','size':15},"
+	    "{'path':'/mnt/data/p','type':'other','size':0},"
+	    "{'path':'/mnt/data/sub/e','type':'file','size':0,"
+	    "'modified_at':'2025-01-02T03:04:06Z'}]", "/mnt/data", 100),
+	    "[{'path':'/mnt/data/a.csv','size':12,"
+	    "'mtime':'2025-01-02T03:04:05.5Z'},"
+	    "{'path':'/mnt/data/sub/e','size':0,"
+	    "'mtime':'2025-01-02T03:04:06Z'}]");
+	assert_files(osb_files("[]", "/mnt/data", 100), "[]");
+}
+
+/* The search has no depth: the list keeps SG_PROV_LIST_DEPTH levels,
+ * the files in dir itself being the first. */
+static void
+osb_search_depth(void **state)
+{
+	static const char *resp = "["
+	    "{'path':'/w/1','type':'file','size':1},"
+	    "{'path':'/w/a/b/c/d/e/f/g/8','type':'file','size':1},"
+	    "{'path':'/w/a/b/c/d/e/f/g/h/9','type':'file','size':1},"
+	    "{'path':'/w/a/b/c/d/e/f/g/h/i/10','type':'file','size':1}]";
+
+	(void)state;
+	assert_int_equal(SG_PROV_LIST_DEPTH, 8);
+	assert_files(osb_files(resp, "/w", 100),
+	    "[{'path':'/w/1','size':1,'mtime':''},"
+	    "{'path':'/w/a/b/c/d/e/f/g/8','size':1,'mtime':''}]");
+	/* dir's trailing slashes change nothing. */
+	assert_files(osb_files(resp, "/w//", 100),
+	    "[{'path':'/w/1','size':1,'mtime':''},"
+	    "{'path':'/w/a/b/c/d/e/f/g/8','size':1,'mtime':''}]");
+	/* From one level up, 8 is 9 deep. */
+	assert_files(osb_files("[{'path':'/w/a/b/c/d/e/f/g/8','type':'file'}]",
+	    "/", 100), "[]");
+	assert_files(osb_files("[{'path':'/w/a/b/c/d/e/f/8','type':'file'}]",
+	    "/", 100), "[{'path':'/w/a/b/c/d/e/f/8','size':0,'mtime':''}]");
+}
+
+/* Only what is under dir: not a sibling sharing its prefix, not dir. */
+static void
+osb_search_under_dir(void **state)
+{
+	(void)state;
+	assert_files(osb_files("["
+	    "{'path':'/mnt/data','type':'file','size':1},"
+	    "{'path':'/mnt/database/x','type':'file','size':1},"
+	    "{'path':'/mnt/other/x','type':'file','size':1},"
+	    "{'path':'mnt/data/x','type':'file','size':1},"
+	    "{'path':'/mnt/data/','type':'file','size':1},"
+	    "{'path':'/mnt/data/x','type':'file','size':2}]", "/mnt/data", 100),
+	    "[{'path':'/mnt/data/x','size':2,'mtime':''}]");
+}
+
+static void
+osb_search_max(void **state)
+{
+	static const char *resp = "["
+	    "{'path':'/d/x','type':'directory'},"
+	    "{'path':'/d/1','type':'file'},"
+	    "{'path':'/d/2','type':'file'},"
+	    "{'path':'/d/3','type':'file'}]";
+
+	(void)state;
+	assert_files(osb_files(resp, "/d", 0), "[]");
+	assert_files(osb_files(resp, "/d", 2), "[{'path':'/d/1','size':0,"
+	    "'mtime':''},{'path':'/d/2','size':0,'mtime':''}]");
+}
+
+static void
+osb_search_garbage(void **state)
+{
+	static const char *bad[] = { "{}", "{'code':'FILE_NOT_FOUND'}", "3",
+	    "'x'", "null" };
+	json_t *f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = osb_files(bad[i], "/d", 100);
+		if (f != NULL)
+			fail_msg("%s gave a list", bad[i]);
+	}
+	assert_null(sg_osb_search_files(NULL, "/d", 100));
+	/* Odd entries are dropped, the rest kept. */
+	assert_files(osb_files("[1, 'x', null, [], {'type':'file'},"
+	    "{'path':'/d/a','type':'file','size':'3'},"
+	    "{'path':'/d/b','type':'file','size':-1},"
+	    "{'path':'/d/c','type':'file','size':1.0},"
+	    "{'path':7,'type':'file'},"
+	    "{'path':'/d/e','type':'FILE'},"
+	    "{'path':'/d/f','type':'file','size':5,'modified_at':null}]", "/d",
+	    100), "[{'path':'/d/f','size':5,'mtime':''}]");
+}
+
+/* ---------------------------------------------------------------------
+ * A canned HTTP server: a child answering one connection after another,
+ * each with the next answer; request i is saved as dir/req.i.
+ * ------------------------------------------------------------------- */
+
+#define MAX_ANSWERS	8
+
+struct canned {
+	char	 dir[64], sock[96];
+	pid_t	 pid;
+	int	 n;
+	char	*answer[MAX_ANSWERS];
+	size_t	 len[MAX_ANSWERS];
+	struct sg_prov prov;
+};
+
+static int
+fx_setup(void **state)
+{
+	struct canned *c = calloc(1, sizeof(*c));
+
+	assert_non_null(c);
+	assert_int_equal(tu_mkdtemp(c->dir, sizeof(c->dir)), 0);
+	snprintf(c->sock, sizeof(c->sock), "%s/s.sock", c->dir);
+	sg_prov_init(&c->prov);
+	c->prov.unix_socket = c->sock;
+	c->pid = -1;
+	*state = c;
+	return 0;
+}
+
+static int
+fx_teardown(void **state)
+{
+	struct canned *c = *state;
+	int i;
+
+	if (c->pid > 0) {
+		kill(c->pid, SIGKILL);
+		waitpid(c->pid, NULL, 0);
+	}
+	for (i = 0; i < c->n; i++)
+		free(c->answer[i]);
+	sg_prov_free(&c->prov);
+	tu_rmrf(c->dir);
+	free(c);
+	return 0;
+}
+
+/* Queue an answer: status, a Content-Type (NULL: none), body of len
+ * bytes (len -1: strlen, q() applied). */
+static void
+answer(struct canned *c, int status, const char *ctype, const char *body,
+    ssize_t len)
+{
+	char head[256], *b = NULL;
+	size_t n;
+
+	assert_true(c->n < MAX_ANSWERS);
+	if (len < 0) {
+		b = q(body);
+		body = b;
+		len = (ssize_t)strlen(b);
+	}
+	snprintf(head, sizeof(head), "HTTP/1.1 %d X\r\n%s%s%sContent-Length: "
+	    "%zd\r\nConnection: close\r\n\r\n", status, ctype ? "Content-Type: "
+	    : "", ctype ? ctype : "", ctype ? "\r\n" : "", len);
+	n = strlen(head);
+	assert_non_null(c->answer[c->n] = malloc(n + (size_t)len));
+	memcpy(c->answer[c->n], head, n);
+	memcpy(c->answer[c->n] + n, body, (size_t)len);
+	c->len[c->n++] = n + (size_t)len;
+	free(b);
+}
+
+/* One request: its head and its Content-Length body. */
+static void
+child_read(int fd, FILE *log)
+{
+	char buf[65536], *end, *cl;
+	size_t len = 0, want = 0;
+	ssize_t r;
+
+	while (len < sizeof(buf) - 1 && (r = read(fd, buf + len,
+	    sizeof(buf) - 1 - len)) > 0) {
+		len += (size_t)r;
+		buf[len] = '\0';
+		if ((end = strstr(buf, "\r\n\r\n")) == NULL)
+			continue;
+		cl = strcasestr(buf, "\r\ncontent-length:");
+		want = (size_t)(end + 4 - buf) + (cl != NULL && cl < end ?
+		    strtoul(cl + 17, NULL, 10) : 0);
+		if (len >= want)
+			break;
+	}
+	fwrite(buf, 1, len, log);
+}
+
+static void
+child_serve(struct canned *c, int lfd)
+{
+	char path[128];
+	FILE *log;
+	size_t off;
+	ssize_t w;
+	int i, fd;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < c->n; i++) {
+		if ((fd = accept(lfd, NULL, NULL)) == -1)
+			_exit(1);
+		snprintf(path, sizeof(path), "%s/req.%d", c->dir, i);
+		if ((log = fopen(path, "w")) == NULL)
+			_exit(1);
+		child_read(fd, log);
+		fclose(log);
+		/* The client may stop reading (a capped download). */
+		for (off = 0; off < c->len[i]; off += (size_t)w)
+			if ((w = write(fd, c->answer[i] + off, c->len[i] - off)) <= 0)
+				break;
+		shutdown(fd, SHUT_WR);
+		close(fd);
+	}
+	_exit(0);
+}
+
+/* Start serving the answers queued. */
+static void
+serve(struct canned *c)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int lfd;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", c->sock);
+	assert_true((lfd = socket(AF_UNIX, SOCK_STREAM, 0)) != -1);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	assert_true((c->pid = fork()) != -1);
+	if (c->pid == 0)
+		child_serve(c, lfd);
+	close(lfd);
+}
+
+/* Wait for the server to have served everything. */
+static void
+served(struct canned *c)
+{
+	int st;
+
+	assert_int_equal(waitpid(c->pid, &st, 0), c->pid);
+	c->pid = -1;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Request i as the server read it, new. */
+static char *
+request(struct canned *c, int i)
+{
+	char path[128], *s;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/req.%d", c->dir, i);
+	assert_non_null(f = fopen(path, "r"));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	assert_non_null(s = calloc(1, (size_t)n + 1));
+	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return s;
+}
+
+static void
+assert_has(const char *s, const char *sub)
+{
+	if (strstr(s, sub) == NULL)
+		fail_msg("\"%s\" not in:\n%s", sub, s);
+}
+
+/* A temporary file, unlinked: the download's fd. */
+static int
+tmpfd(struct canned *c)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/dl.XXXXXX", c->dir);
+	assert_true((fd = mkstemp(path)) != -1);
+	unlink(path);
+	return fd;
+}
+
+/* What fd holds, new and NUL-terminated; its length in *len. */
+static char *
+contents(int fd, size_t *len)
+{
+	off_t n = lseek(fd, 0, SEEK_END);
+	char *s;
+
+	assert_true(n >= 0);
+	assert_non_null(s = calloc(1, (size_t)n + 1));
+	assert_int_equal(pread(fd, s, (size_t)n, 0), n);
+	*len = (size_t)n;
+	return s;
+}
+
+static void
+assert_fd_holds(int fd, const char *want, size_t wlen)
+{
+	size_t len;
+	char *s = contents(fd, &len);
+
+	assert_int_equal(len, wlen);
+	assert_memory_equal(s, want, wlen);
+	free(s);
+}
+
+/* ---------------------------------------------------------------------
+ * sg_phttp_download and sg_phttp_call_max
+ * ------------------------------------------------------------------- */
+
+static void
+download_ok(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	json_t *resp = NULL;
+	long status = 0;
+	char *req;
+	int fd;
+
+	answer(c, 200, "application/octet-stream", "a\0b\nc", 5);
+	answer(c, 200, NULL, "", 0);
+	serve(c);
+	fd = tmpfd(c);
+	assert_int_equal(sg_phttp_download(&c->prov, "http://localhost/x?y=1",
+	    NULL, fd, 5, 5000, &status, &resp, &err), SG_PROV_OK);
+	assert_int_equal(status, 200);
+	assert_null(resp);
+	assert_fd_holds(fd, "a\0b\nc", 5);
+	/* Written at the fd's offset, as it stands. */
+	assert_int_equal(sg_phttp_download(&c->prov, "http://localhost/z", NULL,
+	    fd, 0, 5000, &status, &resp, &err), SG_PROV_OK);
+	assert_int_equal(status, 200);
+	assert_fd_holds(fd, "a\0b\nc", 5);
+	close(fd);
+	served(c);
+	req = request(c, 0);
+	assert_has(req, "GET /x?y=1 HTTP/1.1\r\n");
+	free(req);
+}
+
+/* Past max: CAP, the first max bytes written, the rest never read. */
+static void
+download_cap(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	size_t big = 4u << 20, i;
+	json_t *resp = NULL;
+	long status = 0;
+	char *body;
+	int fd;
+
+	assert_non_null(body = malloc(big));
+	for (i = 0; i < big; i++)
+		body[i] = (char)('a' + i % 26);
+	answer(c, 200, "application/octet-stream", body, (ssize_t)big);
+	answer(c, 200, "application/octet-stream", body, 1001);
+	serve(c);
+	fd = tmpfd(c);
+	assert_int_equal(sg_phttp_download(&c->prov, "http://localhost/big",
+	    NULL, fd, 1000, 5000, &status, &resp, &err), SG_PROV_CAP);
+	assert_int_equal(err.rc, SG_PROV_CAP);
+	assert_null(resp);
+	assert_fd_holds(fd, body, 1000);
+	close(fd);
+	/* One byte over is over. */
+	fd = tmpfd(c);
+	assert_int_equal(sg_phttp_download(&c->prov, "http://localhost/big",
+	    NULL, fd, 1000, 5000, &status, &resp, &err), SG_PROV_CAP);
+	assert_fd_holds(fd, body, 1000);
+	close(fd);
+	served(c);
+	free(body);
+}
+
+/* Another status: nothing written, its JSON body in *errresp. */
+static void
+download_errors(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	json_t *resp = NULL;
+	long status = 0;
+	int fd;
+
+	answer(c, 404, "application/json", "{'code':404,'message':'no'}\n", -1);
+	answer(c, 500, "text/plain", "broken", 6);
+	serve(c);
+	fd = tmpfd(c);
+	assert_int_equal(sg_phttp_download(&c->prov, "http://localhost/a", NULL,
+	    fd, 100, 5000, &status, &resp, &err), SG_PROV_OK);
+	assert_int_equal(status, 404);
+	assert_string_equal(sg_phttp_message(resp, "?"), "no");
+	json_decref(resp);
+	assert_int_equal(sg_phttp_download(&c->prov, "http://localhost/a", NULL,
+	    fd, 100, 5000, &status, &resp, &err), SG_PROV_OK);
+	assert_int_equal(status, 500);
+	assert_null(resp);
+	assert_fd_holds(fd, "", 0);
+	close(fd);
+	served(c);
+}
+
+/* A write that fails (a read-only fd) stops the call. */
+static void
+download_write_fails(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	json_t *resp = NULL;
+	long status = 0;
+	int fd;
+
+	answer(c, 200, NULL, "data", 4);
+	serve(c);
+	assert_true((fd = open("/dev/null", O_RDONLY)) != -1);
+	assert_int_equal(sg_phttp_download(&c->prov, "http://localhost/a", NULL,
+	    fd, 100, 5000, &status, &resp, &err), SG_PROV_FAILED);
+	assert_has(err.message, "cannot write");
+	close(fd);
+	served(c);
+}
+
+static void
+call_max(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	json_t *resp = NULL;
+	long status = 0;
+
+	answer(c, 200, "application/json", "{'a':'0123456789'}", -1);
+	answer(c, 200, "application/json", "{'a':'0123456789'}", -1);
+	serve(c);
+	assert_int_equal(sg_phttp_call_max(&c->prov, "GET", "http://localhost/",
+	    NULL, NULL, 18, 5000, &status, &resp, &err), SG_PROV_OK);
+	assert_int_equal(status, 200);
+	assert_string_equal(json_string_value(json_object_get(resp, "a")),
+	    "0123456789");
+	json_decref(resp);
+	assert_int_equal(sg_phttp_call_max(&c->prov, "GET", "http://localhost/",
+	    NULL, NULL, 17, 5000, &status, &resp, &err), SG_PROV_FAILED);
+	assert_null(resp);
+	assert_has(err.message, "larger than 17 bytes");
+	served(c);
+}
+
+/* ---------------------------------------------------------------------
+ * envd: ListDir and GET /files
+ * ------------------------------------------------------------------- */
+
+static int
+envd_list(struct canned *c, const char *dir, size_t max, json_t **files,
+    struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	int rc;
+
+	sg_hdrs_add(&h, "X-Access-Token: tok");
+	rc = sg_envd_list(&c->prov, "http://localhost", &h, dir, max, files,
+	    err);
+	sg_hdrs_free(&h);
+	return rc;
+}
+
+/* Connect unary over JSON, as user "user", depth 8. */
+static void
+envd_list_request(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	json_t *files = NULL, *body;
+	char *req;
+
+	answer(c, 200, "application/json", "{'entries':[{'name':'a','type':"
+	    "'FILE_TYPE_FILE','path':'/mnt/data/a','size':'3',"
+	    "'modifiedTime':'2025-01-01T00:00:00Z'}]}", -1);
+	serve(c);
+	assert_int_equal(envd_list(c, "/mnt/data", 10, &files, &err),
+	    SG_PROV_OK);
+	assert_files(files, "[{'path':'/mnt/data/a','size':3,"
+	    "'mtime':'2025-01-01T00:00:00Z'}]");
+	served(c);
+	req = request(c, 0);
+	assert_has(req, "POST /filesystem.Filesystem/ListDir HTTP/1.1\r\n");
+	assert_has(req, "\r\nContent-Type: application/json\r\n");
+	assert_has(req, "\r\nConnect-Protocol-Version: 1\r\n");
+	assert_has(req, "\r\nAuthorization: Basic dXNlcjo=\r\n");
+	assert_has(req, "\r\nX-Access-Token: tok\r\n");
+	body = json_loads(strstr(req, "\r\n\r\n") + 4, 0, NULL);
+	assert_files(body, "{'path':'/mnt/data','depth':8}");
+	free(req);
+}
+
+static void
+envd_list_statuses(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	json_t *files = NULL;
+
+	/* Connect's not_found: the directory is not there. */
+	answer(c, 404, "application/json", "{'code':'not_found','message':"
+	    "'path not found: lstat /nope: no such file or directory'}", -1);
+	/* A 404 that is not Connect's (no such RPC). */
+	answer(c, 404, "text/plain", "404 page not found\n", -1);
+	/* e2b's proxy: no such sandbox. */
+	answer(c, 502, "application/json", "{'sandboxId':'x','message':"
+	    "'The sandbox was not found','code':502}", -1);
+	answer(c, 400, "application/json", "{'code':'invalid_argument',"
+	    "'message':'path is not a directory: /a'}", -1);
+	answer(c, 200, "application/json", "{'entries':7}", -1);
+	answer(c, 200, "text/plain", "not json", -1);
+	serve(c);
+	assert_int_equal(envd_list(c, "/nope", 10, &files, &err), SG_PROV_OK);
+	assert_files(files, "[]");
+	files = NULL;
+	assert_int_equal(envd_list(c, "/x", 10, &files, &err), SG_PROV_FAILED);
+	assert_null(files);
+	assert_int_equal(err.status, 404);
+	assert_int_equal(envd_list(c, "/x", 10, &files, &err), SG_PROV_GONE);
+	assert_null(files);
+	assert_int_equal(err.status, 502);
+	assert_int_equal(envd_list(c, "/a", 10, &files, &err), SG_PROV_FAILED);
+	assert_null(files);
+	assert_int_equal(err.status, 400);
+	assert_has(err.message, "path is not a directory: /a");
+	assert_int_equal(envd_list(c, "/x", 10, &files, &err), SG_PROV_FAILED);
+	assert_null(files);
+	assert_int_equal(envd_list(c, "/x", 10, &files, &err), SG_PROV_FAILED);
+	assert_null(files);
+	served(c);
+}
+
+static int
+envd_get(struct canned *c, const char *path, int fd, int64_t max,
+    struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	int rc;
+
+	rc = sg_envd_get(&c->prov, "http://localhost", &h, path, fd, max, err);
+	sg_hdrs_free(&h);
+	return rc;
+}
+
+static void
+envd_get_statuses(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	char *req;
+	int fd;
+
+	answer(c, 200, "text/csv", "x,y\n", -1);
+	answer(c, 404, "application/json", "{'code':404,'message':"
+	    "'path \\u0027/b\\u0027 does not exist'}\n", -1);
+	answer(c, 502, "application/json", "{'message':"
+	    "'The sandbox was not found','code':502}", -1);
+	answer(c, 400, "application/json", "{'code':400,'message':"
+	    "'path \\u0027/d\\u0027 is a directory'}\n", -1);
+	answer(c, 200, "text/csv", "x,y\n", -1);
+	serve(c);
+	fd = tmpfd(c);
+	assert_int_equal(envd_get(c, "/mnt/data/a b&c.csv", fd, 100, &err),
+	    SG_PROV_OK);
+	assert_fd_holds(fd, "x,y\n", 4);
+	assert_int_equal(envd_get(c, "/b", fd, 100, &err), SG_PROV_FAILED);
+	assert_int_equal(err.status, 404);
+	assert_has(err.message, "'/b' does not exist");
+	assert_int_equal(envd_get(c, "/c", fd, 100, &err), SG_PROV_GONE);
+	assert_int_equal(envd_get(c, "/d", fd, 100, &err), SG_PROV_FAILED);
+	assert_int_equal(err.status, 400);
+	assert_int_equal(envd_get(c, "/e", fd, 3, &err), SG_PROV_CAP);
+	close(fd);
+	served(c);
+	req = request(c, 0);
+	assert_has(req, "GET /files?path=/mnt/data/a%20b%26c.csv&username=user "
+	    "HTTP/1.1\r\n");
+	free(req);
+}
+
+/* ---------------------------------------------------------------------
+ * OpenSandbox: execd's /files/search and /files/download
+ * ------------------------------------------------------------------- */
+
+static json_t *
+osb_handle(void)
+{
+	return qjson("{'id':'s','execd':'http://localhost/sandboxes/s/proxy/"
+	    "44772','headers':{'X-EXECD-ACCESS-TOKEN':'tok'}}");
+}
+
+static void
+osb_list_statuses(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	json_t *h = osb_handle(), *files = NULL;
+	char *req;
+
+	answer(c, 200, "application/json", "[{'path':'/mnt/data/a','type':"
+	    "'file','size':3,'modified_at':'2025-01-01T00:00:00Z'},{'path':"
+	    "'/mnt/data/1/2/3/4/5/6/7/8/9','type':'file','size':1}]", -1);
+	answer(c, 404, "application/json", "{'code':'FILE_NOT_FOUND','message':"
+	    "'file not found. stat /nope: no such file or directory'}", -1);
+	answer(c, 404, "application/json", "{'code':'DOCKER::SANDBOX_NOT_FOUND',"
+	    "'message':'Sandbox s not found.'}", -1);
+	answer(c, 500, "application/json", "{'code':'RUNTIME_ERROR','message':"
+	    "'error searching files'}", -1);
+	serve(c);
+	assert_int_equal(sg_osb_list(&c->prov, NULL, h, "/mnt/data", 10, &files,
+	    &err), SG_PROV_OK);
+	assert_files(files, "[{'path':'/mnt/data/a','size':3,"
+	    "'mtime':'2025-01-01T00:00:00Z'}]");
+	files = NULL;
+	assert_int_equal(sg_osb_list(&c->prov, NULL, h, "/nope", 10, &files,
+	    &err), SG_PROV_OK);
+	assert_files(files, "[]");
+	files = NULL;
+	assert_int_equal(sg_osb_list(&c->prov, NULL, h, "/x", 10, &files,
+	    &err), SG_PROV_GONE);
+	assert_null(files);
+	assert_int_equal(sg_osb_list(&c->prov, NULL, h, "/x", 10, &files,
+	    &err), SG_PROV_FAILED);
+	assert_null(files);
+	assert_int_equal(err.status, 500);
+	served(c);
+	req = request(c, 0);
+	assert_has(req, "GET /sandboxes/s/proxy/44772/files/search?path="
+	    "/mnt/data&pattern=** HTTP/1.1\r\n");
+	assert_has(req, "\r\nX-EXECD-ACCESS-TOKEN: tok\r\n");
+	free(req);
+	json_decref(h);
+}
+
+static void
+osb_get_statuses(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	json_t *h = osb_handle(), *nox = qjson("{'id':'s'}");
+	char *req;
+	int fd;
+
+	answer(c, 200, "application/octet-stream", "bytes", -1);
+	answer(c, 404, "application/json", "{'code':'FILE_NOT_FOUND','message':"
+	    "'file not found. open /b: no such file or directory'}", -1);
+	answer(c, 404, "application/json", "{'code':'DOCKER::SANDBOX_NOT_FOUND',"
+	    "'message':'Sandbox s not found.'}", -1);
+	answer(c, 502, "text/plain", "Bad Gateway", -1);
+	serve(c);
+	fd = tmpfd(c);
+	assert_int_equal(sg_osb_get(&c->prov, NULL, h, "/mnt/data/ä.txt", fd,
+	    100, &err), SG_PROV_OK);
+	assert_fd_holds(fd, "bytes", 5);
+	assert_int_equal(sg_osb_get(&c->prov, NULL, h, "/b", fd, 100, &err),
+	    SG_PROV_FAILED);
+	assert_int_equal(err.status, 404);
+	assert_int_equal(sg_osb_get(&c->prov, NULL, h, "/c", fd, 100, &err),
+	    SG_PROV_GONE);
+	assert_int_equal(sg_osb_get(&c->prov, NULL, h, "/c", fd, 100, &err),
+	    SG_PROV_GONE);
+	/* No execd in the handle: never asked. */
+	assert_int_equal(sg_osb_get(&c->prov, NULL, nox, "/c", fd, 100, &err),
+	    SG_PROV_GONE);
+	close(fd);
+	served(c);
+	req = request(c, 0);
+	assert_has(req, "GET /sandboxes/s/proxy/44772/files/download?path="
+	    "/mnt/data/%C3%A4.txt HTTP/1.1\r\n");
+	free(req);
+	json_decref(h);
+	json_decref(nox);
+}
+
+/* The three providers fill both ops. */
+static void
+ops_filled(void **state)
+{
+	static const enum sg_provider_kind kinds[] = { SG_PROVIDER_LOCAL,
+	    SG_PROVIDER_E2B, SG_PROVIDER_OPENSANDBOX };
+	const struct sg_provider_ops *ops;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		assert_non_null(ops = sg_provider_ops(kinds[i]));
+		assert_non_null(ops->list);
+		assert_non_null(ops->get);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(envd_list_kinds),
+		cmocka_unit_test(envd_list_empty),
+		cmocka_unit_test(envd_list_max),
+		cmocka_unit_test(envd_list_odd_entries),
+		cmocka_unit_test(envd_list_garbage),
+		cmocka_unit_test(osb_search_kinds),
+		cmocka_unit_test(osb_search_depth),
+		cmocka_unit_test(osb_search_under_dir),
+		cmocka_unit_test(osb_search_max),
+		cmocka_unit_test(osb_search_garbage),
+		cmocka_unit_test(ops_filled),
+		cmocka_unit_test_setup_teardown(download_ok, fx_setup,
+		    fx_teardown),
+		cmocka_unit_test_setup_teardown(download_cap, fx_setup,
+		    fx_teardown),
+		cmocka_unit_test_setup_teardown(download_errors, fx_setup,
+		    fx_teardown),
+		cmocka_unit_test_setup_teardown(download_write_fails, fx_setup,
+		    fx_teardown),
+		cmocka_unit_test_setup_teardown(call_max, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(envd_list_request, fx_setup,
+		    fx_teardown),
+		cmocka_unit_test_setup_teardown(envd_list_statuses, fx_setup,
+		    fx_teardown),
+		cmocka_unit_test_setup_teardown(envd_get_statuses, fx_setup,
+		    fx_teardown),
+		cmocka_unit_test_setup_teardown(osb_list_statuses, fx_setup,
+		    fx_teardown),
+		cmocka_unit_test_setup_teardown(osb_get_statuses, fx_setup,
+		    fx_teardown),
+	};
+	int rc;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}
