@@ -268,16 +268,15 @@ copy_out(struct look *l, const json_t *e, struct sg_store_file *f,
 	return 0;
 }
 
-/* A line of the note for the model. */
+/* A line of the note for the model: a file kept (why NULL), or not. */
 static void
-note_line(struct sg_buf *b, const char *path, const char *fmt,
-    long long n, const char *why)
+note_line(struct sg_buf *b, const char *path, long long bytes,
+    const char *why)
 {
-	sg_buf_printf(b, "- %s", path);
 	if (why != NULL)
-		sg_buf_printf(b, " (not kept: %s)\n", why);
+		sg_buf_printf(b, "- %s (not kept: %s)\n", path, why);
 	else
-		sg_buf_printf(b, fmt, n);
+		sg_buf_printf(b, "- %s (%lld bytes)\n", path, bytes);
 }
 
 /* New string: the note for the model on what this round wrote. */
@@ -341,8 +340,7 @@ sg_outf_collect(struct sg_sbx_env *env, const char *tenant, const char *id,
 		if (rc == -1)
 			continue;
 		kept++;
-		note_line(&lines, path, " (%lld bytes)\n", rc == 0 ?
-		    (long long)f.bytes : 0, rc == 0 ? NULL : why);
+		note_line(&lines, path, (long long)f.bytes, rc == 0 ? NULL : why);
 		if (rc == 0 && example[0] == '\0')
 			snprintf(example, sizeof(example), "%s", path);
 	}

@@ -17,9 +17,13 @@
 #define E2B_MAX_LIFE	3600	/* the Hobby plan's maximum, in seconds */
 #define CI_PORT		49999	/* the code interpreter */
 #define ENVD_PORT	49983	/* envd: files */
+#define DATA_DIR	"/mnt/data"	/* OpenAI's: the code's files */
 #define CONTROL_MS	60000
 #define PORT_RETRIES	5	/* "port is not open" right after create */
 #define STALL_PAUSE_MS	1000	/* for an interrupt to land, see run_unstalled */
+
+static void	data_context(struct sg_prov *, const struct sg_tool *,
+		    json_t *handle);
 
 static const char *
 api(const struct sg_tool *t)
@@ -90,6 +94,7 @@ e2b_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 	if ((v = json_string_value(json_object_get(resp, "domain"))))
 		json_object_set_new(*handle, "domain", json_string(v));
 	json_decref(resp);
+	data_context(p, t, *handle);
 	return SG_PROV_OK;
 }
 
@@ -138,6 +143,55 @@ sandbox_headers(const json_t *handle, int port, struct sg_hdrs *h)
 		sg_hdrs_add(h, "X-Access-Token: %s", tok);
 	if (traffic != NULL)
 		sg_hdrs_add(h, "E2B-Traffic-Access-Token: %s", traffic);
+}
+
+/*
+ * The code's working directory is OpenAI's /mnt/data: envd makes it, and
+ * the code interpreter starts a context there that every run names (the
+ * default context stays in /home/user). Best effort: without it the code
+ * runs in the default context, and finds its files by their full path.
+ */
+static void
+data_context(struct sg_prov *p, const struct sg_tool *t, json_t *handle)
+{
+	struct sg_prov_error err;
+	struct sg_hdrs h = { 0 };
+	json_t *body, *resp = NULL;
+	const char *ctx;
+	char url[1024];
+	long status = 0;
+	int rc, try;
+
+	sandbox_url(t, handle, ENVD_PORT, "", url, sizeof(url));
+	sandbox_headers(handle, ENVD_PORT, &h);
+	rc = sg_envd_mkdir(p, url, &h, DATA_DIR, &err);
+	sg_hdrs_free(&h);
+	body = json_pack("{s:s,s:s}", "language", "python", "cwd", DATA_DIR);
+	sandbox_url(t, handle, CI_PORT, "/contexts", url, sizeof(url));
+	sandbox_headers(handle, CI_PORT, &h);
+	/* Right after create the proxy may not see the port yet. */
+	for (try = 0; rc == SG_PROV_OK; try++) {
+		json_decref(resp);
+		resp = NULL;
+		rc = sg_phttp_call(p, "POST", url, &h, body, CONTROL_MS, &status,
+		    &resp, &err);
+		if (rc != SG_PROV_OK || status != 502 || try >= PORT_RETRIES ||
+		    strstr(sg_phttp_message(resp, ""), "port is not open") ==
+		    NULL)
+			break;
+		usleep(200000);
+	}
+	ctx = json_string_value(json_object_get(resp, "id"));
+	if (rc == SG_PROV_OK && status == 200 && ctx != NULL)
+		json_object_set_new(handle, "context", json_string(ctx));
+	else
+		fprintf(stderr, "sandgate: e2b sandbox %s: no context in %s (%s); "
+		    "its code runs in the default one\n", json_string_value(
+		    json_object_get(handle, "id")), DATA_DIR, rc != SG_PROV_OK ?
+		    err.message : sg_phttp_message(resp, "no message"));
+	json_decref(resp);
+	json_decref(body);
+	sg_hdrs_free(&h);
 }
 
 /* One POST /execute; right after create the proxy may not see the port
@@ -245,7 +299,8 @@ e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	sg_e2b_execute_url(t, handle, url, sizeof(url));
 	sandbox_headers(handle, CI_PORT, &h);
 	sg_hdrs_add(&h, "Accept: application/json");
-	body = json_pack("{s:s}", "code", code);
+	body = json_pack("{s:s,s:s*}", "code", code, "context_id",
+	    json_string_value(json_object_get(handle, "context")));
 	rc = run_unstalled(p, url, &h, body, timeout_s, res, &status, &gone,
 	    err);
 	json_decref(body);

@@ -149,30 +149,63 @@ list_answer(long status, const json_t *resp, const char *dir, size_t max,
 	    status, sg_phttp_message(resp, "no message"));
 }
 
+/* One call of envd's filesystem service (Connect unary, JSON codec), as
+ * "user": Basic base64("user:"), the way e2b's SDK names it. */
+static int
+fs_rpc(struct sg_prov *p, const char *base, struct sg_hdrs *h,
+    const char *method, const json_t *body, long *status, json_t **resp,
+    struct sg_prov_error *err)
+{
+	char url[1100];
+
+	if (snprintf(url, sizeof(url), "%s/filesystem.Filesystem/%s", base,
+	    method) >= (int)sizeof(url))
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a sandbox URL too "
+		    "long");
+	sg_hdrs_add(h, "Connect-Protocol-Version: 1");
+	sg_hdrs_add(h, "Authorization: Basic dXNlcjo=");
+	return sg_phttp_call_max(p, "POST", url, h, body, LIST_BODY_MAX,
+	    LIST_MS, status, resp, err);
+}
+
 int
 sg_envd_list(struct sg_prov *p, const char *base, struct sg_hdrs *h,
     const char *dir, size_t max, json_t **files, struct sg_prov_error *err)
 {
-	char url[1100];
 	json_t *body, *resp = NULL;
 	long status = 0;
 	int rc;
 
 	*files = NULL;
-	if (snprintf(url, sizeof(url), "%s/filesystem.Filesystem/ListDir",
-	    base) >= (int)sizeof(url) || (body = json_pack("{s:s,s:i}",
-	    "path", dir, "depth", SG_PROV_LIST_DEPTH)) == NULL)
-		return sg_prov_fail(err, SG_PROV_FAILED, 0, "cannot ask the "
-		    "sandbox for %s", dir);
-	/* The JSON codec (perform sends the Content-Type), as "user":
-	 * Basic base64("user:"), the way e2b's SDK names it. */
-	sg_hdrs_add(h, "Connect-Protocol-Version: 1");
-	sg_hdrs_add(h, "Authorization: Basic dXNlcjo=");
-	rc = sg_phttp_call_max(p, "POST", url, h, body, LIST_BODY_MAX, LIST_MS,
-	    &status, &resp, err);
+	if ((body = json_pack("{s:s,s:i}", "path", dir, "depth",
+	    SG_PROV_LIST_DEPTH)) == NULL)
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "out of memory");
+	rc = fs_rpc(p, base, h, "ListDir", body, &status, &resp, err);
 	json_decref(body);
 	if (rc == SG_PROV_OK)
 		rc = list_answer(status, resp, dir, max, files, err);
+	json_decref(resp);
+	return rc;
+}
+
+int
+sg_envd_mkdir(struct sg_prov *p, const char *base, struct sg_hdrs *h,
+    const char *dir, struct sg_prov_error *err)
+{
+	json_t *body, *resp = NULL;
+	long status = 0;
+	int rc;
+
+	if ((body = json_pack("{s:s}", "path", dir)) == NULL)
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "out of memory");
+	rc = fs_rpc(p, base, h, "MakeDir", body, &status, &resp, err);
+	json_decref(body);
+	if (rc == SG_PROV_OK && status != 200 && !is_connect_code(resp,
+	    "already_exists"))
+		rc = sg_prov_fail(err, status == 502 ? SG_PROV_GONE :
+		    SG_PROV_FAILED, (int)status, "the sandbox did not make %s "
+		    "(HTTP %ld: %s)", dir, status, sg_phttp_message(resp,
+		    "no message"));
 	json_decref(resp);
 	return rc;
 }

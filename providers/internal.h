@@ -86,6 +86,10 @@ int	 sg_envd_list(struct sg_prov *, const char *base, struct sg_hdrs *h,
 	    struct sg_prov_error *);
 int	 sg_envd_get(struct sg_prov *, const char *base, struct sg_hdrs *h,
 	    const char *path, int fd, int64_t max, struct sg_prov_error *);
+/* envd's MakeDir: dir made (with its parents, owned by "user"), or
+ * already there. */
+int	 sg_envd_mkdir(struct sg_prov *, const char *base, struct sg_hdrs *h,
+	    const char *dir, struct sg_prov_error *);
 
 /* The provider's error message from a JSON error body, or a fallback. */
 const char *sg_phttp_message(const json_t *resp, const char *fallback);

@@ -22,6 +22,8 @@
 #define CREATE_MS	180000	/* create may include an image pull */
 #define CONTROL_MS	30000
 #define READY_MS	60000	/* Running, endpoint and /ping, in all */
+#define CONTEXT_MS	60000	/* execd waits for Jupyter: bound it */
+#define DATA_DIR	"/mnt/data"	/* OpenAI's: the code's files */
 #define POLL_US		200000
 #define MAX_FIGURES	10
 #define OWN_CELL_CAP	(64u << 10)	/* output of sandgate's own cells,
@@ -215,6 +217,61 @@ osb_destroy_id(struct sg_prov *p, const struct sg_tool *t, const char *id,
 	return rc;
 }
 
+/* One JSON POST to execd: OK with its 200 answer in *resp (new). */
+static int
+execd_post(struct sg_prov *p, const json_t *handle, const char *path,
+    json_t *body, json_t **resp, struct sg_prov_error *err)
+{
+	struct sg_hdrs h = { 0 };
+	char url[1100];
+	long status = 0;
+	int rc;
+
+	*resp = NULL;
+	snprintf(url, sizeof(url), "%s%s", json_string_value(json_object_get(
+	    handle, "execd")), path);
+	sg_osb_execd_headers(handle, &h);
+	rc = sg_phttp_call(p, "POST", url, &h, body, CONTEXT_MS, &status, resp,
+	    err);
+	json_decref(body);
+	sg_hdrs_free(&h);
+	if (rc == SG_PROV_OK && status != 200)
+		rc = sg_prov_fail(err, SG_PROV_FAILED, (int)status, "HTTP %ld: %s",
+		    status, sg_phttp_message(*resp, "no message"));
+	return rc;
+}
+
+/*
+ * The code's working directory is OpenAI's /mnt/data: execd makes it,
+ * and a code context started there is the one every run names. Best
+ * effort: without it the code runs in the default context (/workspace)
+ * and finds its files by their full path.
+ */
+static void
+data_context(struct sg_prov *p, json_t *handle)
+{
+	struct sg_prov_error err;
+	json_t *resp;
+	const char *ctx;
+	int rc;
+
+	rc = execd_post(p, handle, "/directories", json_pack("{s:{s:i}}",
+	    DATA_DIR, "mode", 755), &resp, &err);
+	json_decref(resp);
+	resp = NULL;
+	if (rc == SG_PROV_OK)
+		rc = execd_post(p, handle, "/code/context", json_pack("{s:s,s:s}",
+		    "language", "python", "cwd", DATA_DIR), &resp, &err);
+	if (rc == SG_PROV_OK && (ctx = json_string_value(json_object_get(resp,
+	    "id"))) != NULL)
+		json_object_set_new(handle, "context", json_string(ctx));
+	else
+		fprintf(stderr, "sandgate: OpenSandbox sandbox: no context in %s "
+		    "(%s); its code runs in the default one\n", DATA_DIR,
+		    rc != SG_PROV_OK ? err.message : "no id");
+	json_decref(resp);
+}
+
 static int
 osb_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
     int lifetime_s, json_t **handle, struct sg_prov_error *err)
@@ -253,6 +310,8 @@ osb_create(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 		rc = resolve_endpoint(p, t, id, until, handle, err);
 	if (rc == SG_PROV_OK)
 		rc = wait_ping(p, *handle, until, err);
+	if (rc == SG_PROV_OK)
+		data_context(p, *handle);
 	if (rc != SG_PROV_OK) {
 		/* Created but unusable: it must not outlive this call. */
 		osb_destroy_id(p, t, id, &ignored);
@@ -280,8 +339,9 @@ run_cell(struct sg_prov *p, const json_t *handle, const char *code,
 	sg_osb_execd_headers(handle, &h);
 	sg_hdrs_add(&h, "Accept: text/event-stream");
 	/* Without a language execd runs the code as a shell command. */
-	body = json_pack("{s:s,s:{s:s}}", "code", code, "context", "language",
-	    "python");
+	body = json_pack("{s:s,s:{s:s,s:s*}}", "code", code, "context",
+	    "language", "python", "id", json_string_value(json_object_get(
+	    handle, "context")));
 	rc = sg_phttp_stream(p, url, &h, body, timeout_s, &lines, &status,
 	    &errbody, err);
 	json_decref(body);

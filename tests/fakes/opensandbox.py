@@ -22,6 +22,8 @@ value as an execute_result (text/plain from repr, plus image/png, text/html... f
 IPython-style _repr_*_ methods), exceptions as IPython-like error events. display_png(b64) and
 display(obj) exist in the worker's builtins and emit display_data, which is DROPPED, as real execd
 drops it (§2.6). /code with an empty context.language runs the code with `bash -c` (§2.3, §2.7).
+POST /code/context's optional "cwd" is where the context's worker starts (a missing directory is a
+500 RUNTIME_ERROR: assumed, execd's behaviour there is not documented).
 
 Files (execd, §2.9). Each sandbox has a directory of its own that the fake treats as the sandbox's "/";
 the code's worker runs in DIR/workspace and sees /workspace and /mnt there through the path mapping
@@ -882,8 +884,9 @@ def new_stats():
 class Context:
     """One code context: a persistent python worker, like a Jupyter kernel."""
 
-    def __init__(self, sb, language, default=False):
+    def __init__(self, sb, language, default=False, cwd=None):
         self.sb, self.language, self.default = sb, language, default
+        self.cwd = cwd                    # host path of the context's cwd (None: the sandbox's)
         self.id = uuid.uuid4().hex
         self.run_lock = threading.Lock()  # held for a whole run: a second run gets "busy"
         self.plock = threading.Lock()     # spawn / kill
@@ -906,7 +909,8 @@ class Context:
             env.update({"PYTHONIOENCODING": "utf-8:backslashreplace", "PYTHONUNBUFFERED": "1"})
             env.update(sbfiles.worker_env(self.sb.workdir, MAPPED))
             p = subprocess.Popen([sys.executable, "-u", "-c", WORKER_SRC, self.sb.workdir], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, cwd=self.sb.cwd, env=env, start_new_session=True)
+                                 stdout=subprocess.PIPE, cwd=self.cwd or self.sb.cwd, env=env,
+                                 start_new_session=True)
             q = queue.Queue()
 
             def pump():
@@ -2057,7 +2061,16 @@ class Handler(BaseHTTPRequestHandler):
                                     "on the 'required' tag")
         if lang != "python":
             return self.execd_error(500, "RUNTIME_ERROR", "error creating code context. unknown language: %s" % lang)
-        c = Context(sb, lang)
+        cwd = body.get("cwd")
+        real = None
+        if isinstance(cwd, str) and cwd:
+            # (assumed: execd starts the kernel there, and a missing directory fails the create)
+            v, err = self.fs_expand(sb, cwd, True)
+            real = None if err else self.fs_real(sb, v)
+            if real is None or not os.path.isdir(real):
+                return self.execd_error(500, "RUNTIME_ERROR", "error creating code context. chdir %s: no such "
+                                                              "file or directory" % cwd)
+        c = Context(sb, lang, cwd=real)
         try:
             c.ensure()
         except Exception as e:

@@ -33,7 +33,7 @@ for (const provider of ["local", "e2b", "osb"]) {
       assert.match(r.output_text, /args result: 6\b/, JSON.stringify(r.output));
     });
 
-    test("the local sandbox's working directory is /mnt/data: a relative name finds the file", { skip: provider !== "local" && "e2b and OpenSandbox keep their own working directory (for now)" }, async () => {
+    test("the working directory is /mnt/data: a relative name finds the file", async () => {
       const r = await ask(alice, "import os\nprint(os.getcwd(), open('data.csv').read().count(','))", [file.id]);
       assert.match(r.output_text, /\/mnt\/data 3/, JSON.stringify(r.output));
     });

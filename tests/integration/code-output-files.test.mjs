@@ -138,7 +138,8 @@ for (const provider of ["local", "e2b", "osb"]) {
     test("a session's later requests copy only what changed; a rewritten file replaces its copy", async () => {
       const session = { metadata: { session_id: `files-${provider}` } };
       const ask = (code) => alice.responses.create(body(code, session));
-      const r1 = await ask("open('/mnt/data/a.txt', 'w').write('one')\nprint('a')");
+      // A relative name: the working directory is /mnt/data on every provider.
+      const r1 = await ask("open('a.txt', 'w').write('one')\nprint('a')");
       const container = r1.output.find((o) => o.type === "code_interpreter_call").container_id;
       const list = async () => (await alice.containers.files.list(container)).data;
       const first = await list();

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -359,11 +360,31 @@ pct_encode(void **state)
 	assert_int_equal(sg_hexval('G'), -1);
 }
 
+/* printf's text appended, NUL-terminated, growing past the first
+ * allocation. */
+static void
+buf_printf_appends(void **state)
+{
+	struct sg_buf b = { 0 };
+	int i;
+
+	(void)state;
+	assert_int_equal(sg_buf_printf(&b, "%s=%d", "a", 1), 0);
+	assert_int_equal(sg_buf_printf(&b, ";%05d", 42), 0);
+	assert_string_equal(b.p, "a=1;00042");
+	for (i = 0; i < 100; i++)
+		assert_int_equal(sg_buf_printf(&b, "%s", "0123456789"), 0);
+	assert_int_equal(b.len, 9 + 1000);
+	assert_int_equal(strlen(b.p), b.len);
+	free(b.p);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_size_counts_outside_strings),
+		cmocka_unit_test(buf_printf_appends),
 		cmocka_unit_test(lossy_valid_ascii_unchanged),
 		cmocka_unit_test(lossy_valid_multibyte_unchanged),
 		cmocka_unit_test(lossy_empty),
