@@ -17,7 +17,8 @@
 //                              delta every 200 ms for SLOW_S seconds (the
 //                              held-open streams of the memory benchmark).
 // e2b, on E2B_PORT: POST /sandboxes, DELETE /sandboxes/ID,
-//   POST /sandboxes/ID/timeout, POST /execute (routed by E2b-Sandbox-Id).
+//   POST /sandboxes/ID/timeout, POST /execute, POST /contexts, envd's
+//   MakeDir and ListDir (an empty /mnt/data), routed by E2b-Sandbox-Id.
 //
 // Timing: a request whose input (upstream) or code (sandbox) carries a
 // tag "req-<digits>" is timed by tag, a sandbox call by the sandbox's tag
@@ -207,6 +208,24 @@ http.createServer(async (req, res) => {
       JSON.stringify({ type: "stdout", text: printed + "\n", timestamp: "2026-11-29T18:06:09.679137+00:00" }) +
       '\n{"type": "end_of_execution"}\n');
     return res.on("finish", () => note(tag, "run", t0));
+  }
+  // envd and the code interpreter's contexts: the working directory made
+  // at create, and the listing of /mnt/data after each round (empty).
+  const sid = req.headers["e2b-sandbox-id"];
+  if (req.method === "POST" && url === "/filesystem.Filesystem/MakeDir") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end('{"entry":{"name":"data","type":"FILE_TYPE_DIRECTORY","path":"/mnt/data"}}');
+    return res.on("finish", () => sid && sandboxNote(sid, "mkdir", t0));
+  }
+  if (req.method === "POST" && url === "/contexts") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ id: crypto.randomUUID(), language: "python", cwd: "/mnt/data" }));
+    return res.on("finish", () => sid && sandboxNote(sid, "context", t0));
+  }
+  if (req.method === "POST" && url === "/filesystem.Filesystem/ListDir") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end("{}");
+    return res.on("finish", () => sid && sandboxNote(sid, "list", t0));
   }
   res.writeHead(404, { "content-type": "application/json" });
   res.end('{"code":404,"message":"not found"}');
