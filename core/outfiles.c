@@ -31,7 +31,10 @@ struct look {
 	const struct sg_tool		*t;
 	const struct sg_provider_ops	*ops;
 	json_t				*handle;
+	int				 held;
 };
+
+static void	look_end(struct look *);
 
 static void
 logf_failed(const char *id, const char *what, const char *why)
@@ -40,10 +43,11 @@ logf_failed(const char *id, const char *what, const char *why)
 	    id, what, why);
 }
 
-/* 0 with the sandbox held, or -1: it cannot give files (or is gone). */
+/* 0 with the sandbox open (and held, with hold, as a run holds it), or
+ * -1: it cannot give files (or is gone). */
 static int
 look_begin(struct look *l, struct sg_sbx_env *env, const char *tenant,
-    const char *id)
+    const char *id, int hold)
 {
 	struct sg_error err;
 
@@ -51,17 +55,17 @@ look_begin(struct look *l, struct sg_sbx_env *env, const char *tenant,
 	l->env = env;
 	l->tenant = tenant;
 	l->id = id;
-	if (sg_sbx_lock(env, id, LOCK_S, &err) == -1)
+	l->held = hold;
+	if (hold && sg_sbx_lock(env, id, LOCK_S, &err) == -1)
 		return -1;
 	if (sg_sbx_open(env, tenant, id, &l->row, &l->t, &l->ops, &l->handle,
 	    &err) == -1) {
-		sg_sbx_unlock(env, id);
+		if (hold)
+			sg_sbx_unlock(env, id);
 		return -1;
 	}
 	if (l->ops->list == NULL || l->ops->get == NULL) {
-		json_decref(l->handle);
-		sg_store_sbx_clear(&l->row);
-		sg_sbx_unlock(env, id);
+		look_end(l);
 		return -1;
 	}
 	return 0;
@@ -71,8 +75,10 @@ static void
 look_end(struct look *l)
 {
 	json_decref(l->handle);
+	l->handle = NULL;
 	sg_store_sbx_clear(&l->row);
-	sg_sbx_unlock(l->env, l->id);
+	if (l->held)
+		sg_sbx_unlock(l->env, l->id);
 }
 
 /* Whether a path under /mnt/data is one to leave alone: a hidden file or
@@ -297,28 +303,61 @@ note_of(struct sg_buf *lines, const char *example)
 	return note;
 }
 
-void
-sg_outf_collect(struct sg_sbx_env *env, const char *tenant, const char *id,
-    char **note)
+/* New reference: {path: stamp} of a listing. */
+static json_t *
+stamps(const json_t *files)
 {
-	struct sg_buf lines = { 0 };
-	struct sg_store_file f;
+	json_t *all = json_object(), *e;
+	size_t i;
+
+	json_array_foreach(files, i, e)
+		json_object_set_new(all, json_string_value(json_object_get(e,
+		    "path")), stamp(e));
+	return all;
+}
+
+/*
+ * Whether the sandbox's files differ from what was seen: most rounds
+ * write none, and then a look costs a listing and two reads, with
+ * neither the sandbox held nor the store written.
+ */
+static int
+changed(struct sg_sbx_env *env, const char *tenant, const char *id)
+{
 	struct look l;
-	json_t *files, *seen, *now, *e, *st;
-	char why[512], example[1024] = "";
+	json_t *files, *seen, *now;
+	int differ;
+
+	if (look_begin(&l, env, tenant, id, 0) == -1)
+		return 0;
+	if ((files = listing(&l)) == NULL) {
+		look_end(&l);
+		return 0;
+	}
+	seen = seen_load(&l);
+	now = stamps(files);
+	differ = !json_equal(seen, now);
+	look_end(&l);
+	json_decref(files);
+	json_decref(seen);
+	json_decref(now);
+	return differ;
+}
+
+/* The files of listing files that differ from seen, copied out (at most
+ * KEEP_MAX); what is now seen into *now, the model's lines into lines. */
+static void
+copy_changed(struct look *l, const json_t *files, const json_t *seen,
+    json_t *now, struct sg_buf *lines, char example[1024])
+{
+	struct sg_store_file f;
+	const json_t *e;
+	json_t *st;
 	const char *path;
+	char why[512];
 	size_t i;
 	int kept = 0, rc;
 
-	*note = NULL;
-	if (look_begin(&l, env, tenant, id) == -1)
-		return;
-	if ((files = listing(&l)) == NULL) {
-		look_end(&l);
-		return;
-	}
-	seen = seen_load(&l);
-	now = json_object();
 	json_array_foreach(files, i, e) {
 		path = json_string_value(json_object_get(e, "path"));
 		st = stamp(e);
@@ -331,19 +370,43 @@ sg_outf_collect(struct sg_sbx_env *env, const char *tenant, const char *id,
 			continue;
 		}
 		why[0] = '\0';
-		rc = copy_out(&l, e, &f, why, sizeof(why));
+		rc = copy_out(l, e, &f, why, sizeof(why));
 		if (rc == -1)
-			logf_failed(id, path, why);
+			logf_failed(l->id, path, why);
 		else
 			json_object_set(now, path, st);
 		json_decref(st);
 		if (rc == -1)
 			continue;
 		kept++;
-		note_line(&lines, path, (long long)f.bytes, rc == 0 ? NULL : why);
+		note_line(lines, path, (long long)f.bytes, rc == 0 ? NULL : why);
 		if (rc == 0 && example[0] == '\0')
-			snprintf(example, sizeof(example), "%s", path);
+			snprintf(example, 1024, "%s", path);
 	}
+}
+
+void
+sg_outf_collect(struct sg_sbx_env *env, const char *tenant, const char *id,
+    char **note)
+{
+	struct sg_buf lines = { 0 };
+	struct look l;
+	json_t *files, *seen, *now;
+	char example[1024] = "";
+
+	*note = NULL;
+	/* Held only when something changed: then listed again, held, so
+	 * two requests of one session never copy a file twice. */
+	if (!changed(env, tenant, id) || look_begin(&l, env, tenant, id,
+	    1) == -1)
+		return;
+	if ((files = listing(&l)) == NULL) {
+		look_end(&l);
+		return;
+	}
+	seen = seen_load(&l);
+	now = json_object();
+	copy_changed(&l, files, seen, now, &lines, example);
 	seen_save(&l, now);
 	look_end(&l);
 	*note = note_of(&lines, example[0] != '\0' ? example : NULL);
@@ -363,7 +426,7 @@ sg_outf_seen(struct sg_sbx_env *env, const char *tenant, const char *id,
 	size_t i;
 	int k;
 
-	if (n == 0 || look_begin(&l, env, tenant, id) == -1)
+	if (n == 0 || look_begin(&l, env, tenant, id, 1) == -1)
 		return;
 	if ((files = listing(&l)) != NULL) {
 		seen = seen_load(&l);
