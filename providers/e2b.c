@@ -402,9 +402,10 @@ e2b_find(struct sg_prov *p, const struct sg_tool *t, const char *sbx_id,
 	return rc;
 }
 
+/* An envd call through the sandbox's port 49983. */
 static int
-e2b_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
-    const char *path, int fd, int64_t size, struct sg_prov_error *err)
+e2b_envd(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const struct sg_envd_req *r, struct sg_prov_error *err)
 {
 	struct sg_hdrs h = { 0 };
 	char base[1024];
@@ -414,44 +415,37 @@ e2b_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
 	sandbox_url(t, handle, ENVD_PORT, "", base, sizeof(base));
 	sandbox_headers(handle, ENVD_PORT, &h);
-	rc = sg_envd_put(p, base, &h, path, fd, size, err);
+	rc = sg_envd(p, base, &h, r, err);
 	sg_hdrs_free(&h);
 	return rc;
+}
+
+static int
+e2b_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *path, int fd, int64_t size, struct sg_prov_error *err)
+{
+	struct sg_envd_req r = { SG_ENVD_PUT, path, fd, size, 0, NULL };
+
+	return e2b_envd(p, t, handle, &r, err);
 }
 
 static int
 e2b_list(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     const char *dir, size_t max, json_t **files, struct sg_prov_error *err)
 {
-	struct sg_hdrs h = { 0 };
-	char base[1024];
-	int rc;
+	struct sg_envd_req r = { SG_ENVD_LIST, dir, -1, 0, max, files };
 
 	*files = NULL;
-	if (json_string_value(json_object_get(handle, "id")) == NULL)
-		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
-	sandbox_url(t, handle, ENVD_PORT, "", base, sizeof(base));
-	sandbox_headers(handle, ENVD_PORT, &h);
-	rc = sg_envd_list(p, base, &h, dir, max, files, err);
-	sg_hdrs_free(&h);
-	return rc;
+	return e2b_envd(p, t, handle, &r, err);
 }
 
 static int
 e2b_get(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     const char *path, int fd, int64_t max, struct sg_prov_error *err)
 {
-	struct sg_hdrs h = { 0 };
-	char base[1024];
-	int rc;
+	struct sg_envd_req r = { SG_ENVD_GET, path, fd, max, 0, NULL };
 
-	if (json_string_value(json_object_get(handle, "id")) == NULL)
-		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
-	sandbox_url(t, handle, ENVD_PORT, "", base, sizeof(base));
-	sandbox_headers(handle, ENVD_PORT, &h);
-	rc = sg_envd_get(p, base, &h, path, fd, max, err);
-	sg_hdrs_free(&h);
-	return rc;
+	return e2b_envd(p, t, handle, &r, err);
 }
 
 const struct sg_provider_ops sg_e2b_ops = {

@@ -19,17 +19,19 @@
  * the caller's max (the local kernel sends 20000 entries at most). */
 #define LIST_BODY_MAX	(8u << 20)
 
-/* The files API's URL for path: 0, or -1 when it does not fit. */
+/* The files API's URL for path: OK, or FAILED when it does not fit. */
 static int
-files_url(const char *base, const char *path, char *url, size_t sz)
+files_url(const char *base, const char *path, char *url, size_t sz,
+    struct sg_prov_error *err)
 {
 	char q[3072];
 
 	if (sg_pct_encode(path, "-._~/", q, sizeof(q)) == -1 ||
 	    snprintf(url, sz, "%s/files?path=%s&username=user", base, q) >=
 	    (int)sz)
-		return -1;
-	return 0;
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a path too long for "
+		    "the sandbox");
+	return SG_PROV_OK;
 }
 
 int
@@ -41,9 +43,8 @@ sg_envd_put(struct sg_prov *p, const char *base, struct sg_hdrs *h,
 	long status = 0;
 	int rc;
 
-	if (files_url(base, path, url, sizeof(url)) == -1)
-		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a path too long for "
-		    "the sandbox");
+	if ((rc = files_url(base, path, url, sizeof(url), err)) != SG_PROV_OK)
+		return rc;
 	sg_hdrs_add(h, "Content-Type: application/octet-stream");
 	rc = sg_phttp_upload(p, url, h, fd, size, UPLOAD_MS, &status, &resp,
 	    err);
@@ -219,9 +220,8 @@ sg_envd_get(struct sg_prov *p, const char *base, struct sg_hdrs *h,
 	long status = 0;
 	int rc;
 
-	if (files_url(base, path, url, sizeof(url)) == -1)
-		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a path too long for "
-		    "the sandbox");
+	if ((rc = files_url(base, path, url, sizeof(url), err)) != SG_PROV_OK)
+		return rc;
 	rc = sg_phttp_download(p, url, h, fd, max, DOWNLOAD_MS, &status, &resp,
 	    err);
 	/* 404: no such file (the proxy says 502 for a sandbox it lost). */
@@ -232,4 +232,19 @@ sg_envd_get(struct sg_prov *p, const char *base, struct sg_hdrs *h,
 		    "no message"));
 	json_decref(resp);
 	return rc;
+}
+
+int
+sg_envd(struct sg_prov *p, const char *base, struct sg_hdrs *h,
+    const struct sg_envd_req *r, struct sg_prov_error *err)
+{
+	switch (r->op) {
+	case SG_ENVD_PUT:
+		return sg_envd_put(p, base, h, r->path, r->fd, r->size, err);
+	case SG_ENVD_LIST:
+		return sg_envd_list(p, base, h, r->path, r->max, r->files, err);
+	case SG_ENVD_GET:
+		return sg_envd_get(p, base, h, r->path, r->fd, r->size, err);
+	}
+	return sg_prov_fail(err, SG_PROV_FAILED, 0, "no such envd call");
 }

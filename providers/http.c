@@ -12,6 +12,7 @@
 
 #define CONNECT_TIMEOUT_MS	10000
 #define ERRBODY_MAX		65536
+#define JSON_MAX		(1u << 20)	/* a JSON answer kept, at most */
 
 void
 sg_hdrs_add(struct sg_hdrs *h, const char *fmt, ...)
@@ -266,16 +267,17 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 	return SG_PROV_OK;
 }
 
-/* One call whose answer is JSON: its body is body, or size bytes from
- * fd when fd >= 0, or mime. */
+/* One call whose answer is JSON (at most max bytes of it; past them,
+ * whole: the call fails, else the rest is dropped); the body is body,
+ * size bytes from fd when fd >= 0, or mime. */
 static int
 json_call(struct sg_prov *prov, const char *method, const char *url,
     const struct sg_hdrs *hdrs, const json_t *body, int fd, int64_t size,
-    curl_mime *mime, long timeout_ms, long *status, json_t **resp,
-    struct sg_prov_error *err)
+    curl_mime *mime, size_t max, int whole, long timeout_ms, long *status,
+    json_t **resp, struct sg_prov_error *err)
 {
-	struct call c = { .prov = prov, .max = 1u << 20, .up_fd = fd,
-	    .up_size = size, .mime = mime,
+	struct call c = { .prov = prov, .max = max, .whole = whole,
+	    .up_fd = fd, .up_size = size, .mime = mime,
 	    .deadline = timeout_ms > 0 ? sg_now_ms() + timeout_ms : 0 };
 	int rc;
 
@@ -296,7 +298,7 @@ sg_phttp_call(struct sg_prov *prov, const char *method, const char *url,
     long *status, json_t **resp, struct sg_prov_error *err)
 {
 	return json_call(prov, method, url, hdrs, body, -1, 0, NULL,
-	    timeout_ms, status, resp, err);
+	    JSON_MAX, 0, timeout_ms, status, resp, err);
 }
 
 int
@@ -304,19 +306,8 @@ sg_phttp_call_max(struct sg_prov *prov, const char *method, const char *url,
     const struct sg_hdrs *hdrs, const json_t *body, size_t max,
     long timeout_ms, long *status, json_t **resp, struct sg_prov_error *err)
 {
-	struct call c = { .prov = prov, .max = max, .whole = 1, .up_fd = -1,
-	    .deadline = timeout_ms > 0 ? sg_now_ms() + timeout_ms : 0 };
-	int rc;
-
-	*resp = NULL;
-	rc = perform(prov, &c, method, url, hdrs, body, err);
-	if (rc == SG_PROV_OK) {
-		*status = c.status;
-		if (c.len > 0)
-			*resp = json_loadb(c.body, c.len, JSON_ALLOW_NUL, NULL);
-	}
-	free(c.body);
-	return rc;
+	return json_call(prov, method, url, hdrs, body, -1, 0, NULL, max, 1,
+	    timeout_ms, status, resp, err);
 }
 
 int
@@ -344,7 +335,7 @@ sg_phttp_upload(struct sg_prov *prov, const char *url,
     long *status, json_t **resp, struct sg_prov_error *err)
 {
 	return json_call(prov, "POST", url, hdrs, NULL, fd, size, NULL,
-	    timeout_ms, status, resp, err);
+	    JSON_MAX, 0, timeout_ms, status, resp, err);
 }
 
 int
@@ -404,8 +395,8 @@ sg_phttp_upload_form(struct sg_prov *prov, const char *url,
 			curl_mime_data(mp, parts[i].data, CURL_ZERO_TERMINATED);
 	}
 	rc = i < n ? sg_prov_fail(err, SG_PROV_FAILED, 0, "out of memory") :
-	    json_call(prov, "POST", url, hdrs, NULL, -1, 0, mime, timeout_ms,
-	    status, resp, err);
+	    json_call(prov, "POST", url, hdrs, NULL, -1, 0, mime, JSON_MAX, 0,
+	    timeout_ms, status, resp, err);
 	curl_mime_free(mime);
 	return rc;
 }

@@ -86,6 +86,20 @@ int	 sg_envd_list(struct sg_prov *, const char *base, struct sg_hdrs *h,
 	    struct sg_prov_error *);
 int	 sg_envd_get(struct sg_prov *, const char *base, struct sg_hdrs *h,
 	    const char *path, int fd, int64_t max, struct sg_prov_error *);
+/* One of the ops above as a value, for providers that reach envd one
+ * way for all (the local kernel's socket, e2b's proxy). size: put's
+ * bytes, get's most. */
+enum sg_envd_op { SG_ENVD_PUT, SG_ENVD_LIST, SG_ENVD_GET };
+struct sg_envd_req {
+	enum sg_envd_op	 op;
+	const char	*path;		/* the file, or the dir listed */
+	int		 fd;
+	int64_t		 size;
+	size_t		 max;		/* list: most files */
+	json_t		**files;	/* list: its answer */
+};
+int	 sg_envd(struct sg_prov *, const char *base, struct sg_hdrs *h,
+	    const struct sg_envd_req *, struct sg_prov_error *);
 /* envd's MakeDir: dir made (with its parents, owned by "user"), or
  * already there. */
 int	 sg_envd_mkdir(struct sg_prov *, const char *base, struct sg_hdrs *h,

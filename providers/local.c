@@ -351,62 +351,54 @@ local_keepalive(struct sg_prov *p, const struct sg_tool *t,
 	return rc;
 }
 
+/* An envd call on the kernel's socket. */
 static int
-local_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
-    const char *path, int fd, int64_t size, struct sg_prov_error *err)
+local_envd(struct sg_prov *p, const json_t *handle,
+    const struct sg_envd_req *r, struct sg_prov_error *err)
 {
 	struct sg_hdrs h = { 0 };
 	struct sockaddr_un sun;
 	int rc, dfd;
 
-	(void)t;
 	if ((dfd = kernel_socket(p, handle, &sun)) == -1)
 		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
-	rc = sg_envd_put(p, "http://localhost", &h, path, fd, size, err);
+	rc = sg_envd(p, "http://localhost", &h, r, err);
 	sg_hdrs_free(&h);
 	kernel_done(p, dfd);
 	if (rc == SG_PROV_UNREACHABLE)
 		rc = sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
 	return rc;
+}
+
+static int
+local_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
+    const char *path, int fd, int64_t size, struct sg_prov_error *err)
+{
+	struct sg_envd_req r = { SG_ENVD_PUT, path, fd, size, 0, NULL };
+
+	(void)t;
+	return local_envd(p, handle, &r, err);
 }
 
 static int
 local_list(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     const char *dir, size_t max, json_t **files, struct sg_prov_error *err)
 {
-	struct sg_hdrs h = { 0 };
-	struct sockaddr_un sun;
-	int rc, dfd;
+	struct sg_envd_req r = { SG_ENVD_LIST, dir, -1, 0, max, files };
 
 	(void)t;
 	*files = NULL;
-	if ((dfd = kernel_socket(p, handle, &sun)) == -1)
-		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
-	rc = sg_envd_list(p, "http://localhost", &h, dir, max, files, err);
-	sg_hdrs_free(&h);
-	kernel_done(p, dfd);
-	if (rc == SG_PROV_UNREACHABLE)
-		rc = sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
-	return rc;
+	return local_envd(p, handle, &r, err);
 }
 
 static int
 local_get(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     const char *path, int fd, int64_t max, struct sg_prov_error *err)
 {
-	struct sg_hdrs h = { 0 };
-	struct sockaddr_un sun;
-	int rc, dfd;
+	struct sg_envd_req r = { SG_ENVD_GET, path, fd, max, 0, NULL };
 
 	(void)t;
-	if ((dfd = kernel_socket(p, handle, &sun)) == -1)
-		return sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
-	rc = sg_envd_get(p, "http://localhost", &h, path, fd, max, err);
-	sg_hdrs_free(&h);
-	kernel_done(p, dfd);
-	if (rc == SG_PROV_UNREACHABLE)
-		rc = sg_prov_fail(err, SG_PROV_GONE, 0, "local sandbox is gone");
-	return rc;
+	return local_envd(p, handle, &r, err);
 }
 
 const struct sg_provider_ops sg_local_ops = {

@@ -145,6 +145,23 @@ execd_error(long status, const json_t *resp, const char *what,
 	    "no message"));
 }
 
+/* The URL of execd's route for path, and the headers every execd call
+ * carries: OK, or why not. */
+static int
+execd_begin(const json_t *handle, const char *route, const char *path,
+    const char *extra, char *url, size_t sz, struct sg_hdrs *h,
+    struct sg_prov_error *err)
+{
+	if (json_string_value(json_object_get(handle, "execd")) == NULL)
+		return sg_prov_fail(err, SG_PROV_GONE, 0, "OpenSandbox handle "
+		    "without an execd endpoint");
+	if (execd_url(handle, route, path, extra, url, sz) == -1)
+		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a path too long for "
+		    "the sandbox");
+	sg_osb_execd_headers(handle, h);
+	return SG_PROV_OK;
+}
+
 int
 sg_osb_list(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     const char *dir, size_t max, json_t **files, struct sg_prov_error *err)
@@ -157,14 +174,9 @@ sg_osb_list(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 
 	(void)t;
 	*files = NULL;
-	if (json_string_value(json_object_get(handle, "execd")) == NULL)
-		return sg_prov_fail(err, SG_PROV_GONE, 0, "OpenSandbox handle "
-		    "without an execd endpoint");
-	if (execd_url(handle, "/files/search", dir, "&pattern=**", url,
-	    sizeof(url)) == -1)
-		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a path too long for "
-		    "the sandbox");
-	sg_osb_execd_headers(handle, &h);
+	if ((rc = execd_begin(handle, "/files/search", dir, "&pattern=**", url,
+	    sizeof(url), &h, err)) != SG_PROV_OK)
+		return rc;
 	sg_hdrs_add(&h, "Accept: application/json");
 	rc = sg_phttp_call_max(p, "GET", url, &h, NULL, LIST_BODY_MAX, LIST_MS,
 	    &status, &resp, err);
@@ -194,14 +206,9 @@ sg_osb_get(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	int rc;
 
 	(void)t;
-	if (json_string_value(json_object_get(handle, "execd")) == NULL)
-		return sg_prov_fail(err, SG_PROV_GONE, 0, "OpenSandbox handle "
-		    "without an execd endpoint");
-	if (execd_url(handle, "/files/download", path, "", url,
-	    sizeof(url)) == -1)
-		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a path too long for "
-		    "the sandbox");
-	sg_osb_execd_headers(handle, &h);
+	if ((rc = execd_begin(handle, "/files/download", path, "", url,
+	    sizeof(url), &h, err)) != SG_PROV_OK)
+		return rc;
 	rc = sg_phttp_download(p, url, &h, fd, max, DOWNLOAD_MS, &status, &resp,
 	    err);
 	sg_hdrs_free(&h);

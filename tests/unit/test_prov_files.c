@@ -34,32 +34,8 @@
  * Helpers
  * ------------------------------------------------------------------- */
 
-/* New copy of s with every ' turned into ": JSON in tests stays readable. */
-static char *
-q(const char *s)
-{
-	char *c = strdup(s), *p;
-
-	assert_non_null(c);
-	for (p = c; *p != '\0'; p++)
-		if (*p == '\'')
-			*p = '"';
-	return c;
-}
-
-/* New reference: q(text) parsed; fails the test when it is not JSON. */
-static json_t *
-qjson(const char *text)
-{
-	json_error_t e;
-	char *s = q(text);
-	json_t *j = json_loads(s, JSON_DECODE_ANY, &e);
-
-	if (j == NULL)
-		fail_msg("bad JSON in the test (%s): %s", e.text, s);
-	free(s);
-	return j;
-}
+#define q tu_q
+#define qjson tu_qjson
 
 /* Consumes got (new or NULL); want in q() notation. */
 static void

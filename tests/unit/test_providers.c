@@ -31,32 +31,8 @@ typedef void (*line_fn)(struct sg_exec *, const char *, size_t);
  * Helpers
  * ------------------------------------------------------------------- */
 
-/* New copy of s with every ' turned into ": transcripts stay readable. */
-static char *
-q(const char *s)
-{
-	char *c = strdup(s), *p;
-
-	assert_non_null(c);
-	for (p = c; *p != '\0'; p++)
-		if (*p == '\'')
-			*p = '"';
-	return c;
-}
-
-/* New reference: q(text) parsed; fails the test when it is not JSON. */
-static json_t *
-qjson(const char *text)
-{
-	json_error_t e;
-	char *s = q(text);
-	json_t *j = json_loads(s, 0, &e);
-
-	if (j == NULL)
-		fail_msg("bad expected JSON in the test (%s): %s", e.text, s);
-	free(s);
-	return j;
-}
+#define q tu_q
+#define qjson tu_qjson
 
 static void
 assert_json_equal(const json_t *got, const json_t *want, const char *what)
