@@ -285,17 +285,21 @@ sg_files_drop(const struct sg_files_env *env, const char *tenant,
     const char *container)
 {
 	struct ids ids;
-	int i, more = 1;
+	int i, more = 1, gone = 1;
 
-	while (more) {
-		ids.n = 0;
+	/* Page by page from the start; a page none of which could be
+	 * removed (the store failing) ends it: the reaper has the rest. */
+	while (more && gone > 0) {
+		ids.n = gone = 0;
 		if (sg_store_file_list(env->store, tenant, container, NULL, NULL,
-		    100, 1, take_id, &ids, &more) != SG_STORE_OK || ids.n == 0)
+		    100, 1, take_id, &ids, &more) != SG_STORE_OK)
 			return;
 		for (i = 0; i < ids.n; i++)
 			if (sg_store_file_remove(env->store, ids.id[i], tenant) ==
-			    SG_STORE_OK)
+			    SG_STORE_OK) {
 				sg_files_unlink(env->cfg, ids.id[i]);
+				gone++;
+			}
 	}
 }
 
