@@ -20,6 +20,12 @@ enum sg_state {
 				 * and the whole history */
 };
 
+enum sg_api {
+	SG_API_RESPONSES,	/* /responses and /chat/completions */
+	SG_API_CHAT,		/* only /chat/completions: sandgate serves
+				 * /v1/responses on it (core/bridge.c) */
+};
+
 struct sg_cfg_model {
 	char	*name;		/* what clients send; "*" matches any */
 	char	*api_base;	/* without trailing slash */
@@ -29,6 +35,7 @@ struct sg_cfg_model {
 	int	 max_agentic_loops; /* 0: interception's */
 	int	 timeout;	/* seconds the upstream may stay silent */
 	enum sg_state state;	/* default: upstream for OpenAI's own hosts */
+	enum sg_api api;	/* what its upstream speaks */
 };
 
 struct sg_cfg_key {

@@ -18,7 +18,7 @@ static const char *const auth_keys[] = { "keys", "allow_anonymous",
 static const char *const key_keys[] = { "name", "key", "key_sha256",
 	"max_concurrent", "tools", NULL };
 static const char *const model_keys[] = { "name", "api_base", "api_key",
-	"model", "max_agentic_loops", "timeout", "state", NULL };
+	"model", "max_agentic_loops", "timeout", "state", "api", NULL };
 static const char *const tool_keys[] = { "name", "provider", "api_key",
 	"api_base", "template", "image", "sandbox_url", "isolation",
 	"memory_mb", "disk_mb", "max_procs", "allow_internet_access", "cpu",
@@ -216,22 +216,37 @@ default_state(const char *api_base)
 	return SG_STATE_GATEWAY;
 }
 
+/* api, then state: a Chat-only upstream keeps no responses, so the
+ * gateway holds them (state "upstream" cannot be). */
 static int
 load_state(struct sg_cfgld *ld, const config_setting_t *e,
     struct sg_cfg_model *m)
 {
 	static const char *const states[] = { "upstream", "gateway", NULL };
-	char *state = NULL;
+	static const char *const apis[] = { "responses", "chat", NULL };
+	char *state = NULL, *api = NULL;
+	int rc = 0;
 
-	if (sg_cfgld_word(ld, e, "state", &state, states) == -1) {
-		free(state);
-		return -1;
+	if (sg_cfgld_word(ld, e, "state", &state, states) == -1 ||
+	    sg_cfgld_word(ld, e, "api", &api, apis) == -1)
+		rc = -1;
+	else {
+		m->api = api != NULL && strcmp(api, "chat") == 0 ? SG_API_CHAT :
+		    SG_API_RESPONSES;
+		m->state = m->api == SG_API_CHAT ? SG_STATE_GATEWAY :
+		    state == NULL ? default_state(m->api_base) :
+		    strcmp(state, "gateway") == 0 ? SG_STATE_GATEWAY :
+		    SG_STATE_UPSTREAM;
+		if (m->api == SG_API_CHAT && state != NULL &&
+		    strcmp(state, "upstream") == 0)
+			rc = sg_cfgld_fail(ld, sg_cfgld_at(e, "state"), "model %s: "
+			    "state \"upstream\" needs an upstream that keeps "
+			    "responses; api \"chat\" has none (leave state out)",
+			    m->name);
 	}
-	m->state = state == NULL ? default_state(m->api_base) :
-	    strcmp(state, "gateway") == 0 ? SG_STATE_GATEWAY :
-	    SG_STATE_UPSTREAM;
 	free(state);
-	return 0;
+	free(api);
+	return rc;
 }
 
 static int

@@ -284,6 +284,9 @@ static int
 looped(struct sg_gw *gw, const struct sg_cfg_model *m, enum sg_surface s,
     const json_t *body, const struct sg_req *req)
 {
+	/* A Chat-only upstream's Responses are all sandgate's (bridged). */
+	if (s == SG_SURFACE_RESPONSES && m->api == SG_API_CHAT)
+		return 1;
 	if (sg_rw_wants_code(body))
 		return gw->cfg->interception.enabled;
 	return s == SG_SURFACE_RESPONSES && (m->state == SG_STATE_GATEWAY ||
@@ -316,6 +319,15 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	    m->api_key_problem != NULL)) {
 		sg_error_server(err, 500, "Model %s is not usable on this "
 		    "gateway: %s.", name, m->api_key_problem);
+		json_decref(body);
+		return -1;
+	}
+	if (surface == SG_SURFACE_RESPONSES && m->api == SG_API_CHAT &&
+	    sg_rw_wants_code(body) && !gw->cfg->interception.enabled) {
+		sg_error_set(err, 400, "invalid_request_error",
+		    "unsupported_parameter", "tools", "The code_interpreter tool "
+		    "needs interception on a model whose upstream speaks only "
+		    "Chat Completions.");
 		json_decref(body);
 		return -1;
 	}

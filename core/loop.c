@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "answer.h"
+#include "bridge.h"
 #include "convo.h"
 #include "loop.h"
 #include "metrics.h"
@@ -315,25 +316,39 @@ stream_stop(void *arg)
 	return r->stop != NULL ? r->stop(r->stop_arg) : 0;
 }
 
+static int
+bridged(const struct run *r)
+{
+	return r->s == SG_SURFACE_RESPONSES && r->m->api == SG_API_CHAT;
+}
+
 /* One upstream call. 0; or -1 with the reply already sent (an upstream
  * error passed on as it came) or err filled. */
 static int
 upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 {
-	char *body = json_dumps(r->work, JSON_COMPACT), *errbody = NULL;
+	int64_t deadline = r->req->start_ms +
+	    (int64_t)r->env->cfg->server.request_timeout * 1000;
+	sg_sse_fn fn = r->stream != NULL ? stream_event : sg_turn_event;
+	void *arg = r->stream != NULL ? (void *)r : (void *)t;
+	char *body = NULL, *errbody = NULL;
 	long status = 0;
 	int rc;
 
-	if (body == NULL)
-		return sg_error_server(err, 500, "out of memory");
 	sg_turn_init(t, r->s);
 	if (r->stream != NULL)
 		sg_stream_next_turn(r->stream);
-	rc = sg_upstream_events(r->env->up, r->m, r->s, body, strlen(body),
-	    r->req->start_ms + (int64_t)r->env->cfg->server.request_timeout *
-	    1000, r->req, r->out, r->stream != NULL ? stream_event :
-	    sg_turn_event, r->stream != NULL ? (void *)r : (void *)t, &status,
-	    &errbody, err);
+	/* A Chat-only upstream answers a Responses body through the
+	 * bridge: the turn sees Responses events all the same. */
+	if (bridged(r))
+		rc = sg_bridge_events(r->env->up, r->m, r->work, deadline, r->req,
+		    r->out, fn, arg, &status, &errbody, err);
+	else if ((body = json_dumps(r->work, JSON_COMPACT)) == NULL)
+		return sg_error_server(err, 500, "out of memory");
+	else
+		rc = sg_upstream_events(r->env->up, r->m, r->s, body,
+		    strlen(body), deadline, r->req, r->out, fn, arg, &status,
+		    &errbody, err);
 	free(body);
 	if (rc == -1 && errbody != NULL && r->out->started) {
 		/* Too late for a status: the error as the stream's end. */
@@ -494,6 +509,11 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 
 	/* Every path that fails fills err; this is only a safe default. */
 	sg_error_server(&err, 500, "The interception loop failed.");
+	/* What a Chat upstream cannot do is refused before anything. */
+	if (bridged(&r) && sg_bridge_check(body, &err) == -1) {
+		sg_http_error(out, req, &err);
+		return;
+	}
 	r.work = json_deep_copy(body);
 	r.output = json_array();
 	r.texts = json_array();

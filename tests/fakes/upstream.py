@@ -10,6 +10,11 @@ OpenAPI spec), and injects faults chosen by the request's `model`:
   slowstream-N       stream with N s between events        drop-N  cut the stream after N events
   ci-*               scripted tool-calling models: see SCRIPTED below
   nostate-<model>    <model>, as a stateless upstream (vLLM, llama.cpp, Ollama): see STATE below
+  chatonly-<model>   <model> on /v1/chat/completions only; /v1/responses answers llama.cpp's 404
+                     {"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}
+
+A streamed chat answer honours max_tokens (a word-ish piece is a token): cut there, it ends with
+finish_reason "length".
 
 The ci-* models play the model side of the code_interpreter emulation loop: they call the
 request's `litellm_code_execution` function tool (or answer in text) depending on how many tool
@@ -180,10 +185,15 @@ def chat_frames(req, model, prompt, text, usage=None):
             c["usage"] = None
         return c
 
+    # max_tokens: a piece is a token; an answer cut short ends with finish_reason "length".
+    cap = req.get("max_tokens")
+    finish = "stop"
+    if isinstance(cap, int) and not isinstance(cap, bool) and 0 < cap < len(pieces):
+        pieces, finish = pieces[:cap], "length"
     # role is sent once only: the Python SDK concatenates repeated string fields (§6.4).
     chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
     chunks += [chunk({"content": p}) for p in pieces]
-    chunks.append(chunk({}, "stop"))
+    chunks.append(chunk({}, finish))
     if with_usage:
         chunks.append(dict(head, choices=[], usage=usage or chat_usage(prompt, pieces)))
     return ["data: %s\n\n" % dumps(c) for c in chunks] + ["data: [DONE]\n\n"]
@@ -632,6 +642,7 @@ class State:
 
 
 STATELESS = "nostate-"
+CHAT_ONLY = "chatonly-"
 NOT_PERSISTED = ("Item with id '%s' not found. Items are not persisted when `store` is set to false. "
                  "Try again with `store` set to true, or remove this item from your input.")
 
@@ -901,6 +912,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(400, err("Invalid type for 'model': expected a string, but got %s instead."
                                            % type(model).__name__, param="model", code="invalid_type"))
         chat = path == "/v1/chat/completions"
+        if model.startswith(CHAT_ONLY):
+            if not chat:        # llama.cpp's server has no /v1/responses
+                return self.send_json(404, {"error": {"code": 404, "message": "File Not Found",
+                                                      "type": "not_found_error"}})
+            model = model[len(CHAT_ONLY):]
         stateless = model.startswith(STATELESS)
         shown, model = model, model[len(STATELESS):] if stateless else model
         keep = None

@@ -3,7 +3,7 @@
 // interpreter AND an application function tool, streamed and not:
 //   - the Vercel AI SDK (npm `ai` + `@ai-sdk/openai`), generateText/streamText
 //   - the OpenAI Agents SDK for JS (npm `@openai/agents`), run() / run(stream)
-// against two sandgate models over the fake's scripted `ci-convo`:
+// against three sandgate models over the fake's scripted `ci-convo`:
 //   convo-up  state = "upstream": the upstream (ci-convo) keeps the state
 //   convo-gw  state = "gateway":  the upstream (nostate-ci-convo) keeps none,
 //             sandgate expands the history itself and sends store:false.
@@ -73,10 +73,13 @@ setTracingDisabled(true); // the Agents SDK would export traces to OpenAI
 // The harness knows the fake's port only once it runs, and gatewayConfig
 // splices extra.models in as a string: a getter reads the port when the
 // config is written (after the fake started).
-const STATES = { "convo-up": ["ci-convo", "upstream"], "convo-gw": ["nostate-ci-convo", "gateway"] };
-const convoModels = (port) => Object.entries(STATES).map(([name, [model, state]]) =>
+// convo-chat  api = "chat": the upstream (chatonly-ci-convo) has only Chat
+//             Completions; sandgate serves the Responses API on it.
+const STATES = { "convo-up": ["ci-convo", "upstream"], "convo-gw": ["nostate-ci-convo", "gateway"],
+  "convo-chat": ["chatonly-ci-convo", "gateway", "chat"] };
+const convoModels = (port) => Object.entries(STATES).map(([name, [model, state, api]]) =>
   `{ name = "${name}"; api_base = "http://127.0.0.1:${port}/v1"; api_key = "${UPSTREAM_KEY}"; ` +
-  `model = "${model}"; state = "${state}"; }`).join(",\n  ");
+  `model = "${model}"; state = "${state}"; ${api ? `api = "${api}";` : ""} }`).join(",\n  ");
 
 let stack;
 before(async () => {
@@ -131,7 +134,8 @@ function issuedIds(reqs) {
 // as a function_call whose call_id is the ci_ id (interception.test.mjs pins
 // that), and a call_id is never looked up in the upstream's storage.
 async function forwardedProblems(name) {
-  const [model, state] = STATES[name];
+  const [model, state, api] = STATES[name];
+  if (api === "chat") return chatForwardedProblems(model);
   const reqs = (await stack.fakeRequests()).filter((r) => r.path.startsWith("/v1/responses"));
   const mine = reqs.filter((r) => r.body?.model === model);
   if (mine.length === 0) return ["sandgate forwarded nothing"];
@@ -152,6 +156,23 @@ async function forwardedProblems(name) {
       else if (typeof it?.id === "string" && !issued.has(it.id))
         problems.push(`${at}: ${it.type ?? it.role} item with id ${it.id}, which the upstream never issued`);
     }
+  });
+  return problems;
+}
+
+// A Chat-only upstream: everything went to /v1/chat/completions and was
+// answered, as Chat messages (no Responses item leaked through).
+async function chatForwardedProblems(model) {
+  const mine = (await stack.fakeRequests()).filter((r) => r.body?.model === model);
+  if (mine.length === 0) return ["sandgate forwarded nothing"];
+  const problems = [];
+  mine.forEach((r, n) => {
+    const at = `forwarded request #${n}`;
+    if (r.path !== "/v1/chat/completions") problems.push(`${at}: sent to ${r.path}`);
+    if (r.response_status !== 200) problems.push(`${at}: the upstream answered ${r.response_status} ${r.response_body}`);
+    if ("input" in (r.body ?? {}) || "previous_response_id" in (r.body ?? {})) problems.push(`${at}: a Responses body`);
+    for (const m of r.body?.messages ?? [])
+      if (!["system", "user", "assistant", "tool"].includes(m.role)) problems.push(`${at}: a message of role ${m.role}`);
   });
   return problems;
 }

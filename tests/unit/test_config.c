@@ -1204,6 +1204,30 @@ server_read_timeout_recycle(void **state)
 	assert_int_equal(fx->cfg->server.recycle_mb, 0);
 }
 
+/* api: "responses" by default; "chat" makes the gateway hold the state
+ * (an upstream that has no /responses keeps none), and says so when the
+ * config asks for the upstream's. */
+static void
+model_api(void **state)
+{
+	struct fx *fx = *state;
+
+	load_ok(fx, "models = ( { name = \"a\"; api_base = \"http://x/v1\"; },\n"
+	    "  { name = \"b\"; api_base = \"https://api.openai.com/v1\"; "
+	    "api = \"chat\"; },\n"
+	    "  { name = \"c\"; api_base = \"http://x/v1\"; api = \"chat\"; "
+	    "state = \"gateway\"; } );\n");
+	assert_int_equal(fx->cfg->models[0].api, SG_API_RESPONSES);
+	assert_int_equal(fx->cfg->models[1].api, SG_API_CHAT);
+	assert_int_equal(fx->cfg->models[1].state, SG_STATE_GATEWAY);
+	assert_int_equal(fx->cfg->models[2].state, SG_STATE_GATEWAY);
+	load_fails_at(fx, "models = ( { name = \"b\"; api_base = \"http://x/v1\";\n"
+	    "  api = \"chat\";\n  state = \"upstream\"; " HERE "\n} );\n",
+	    "api \"chat\"");
+	load_fails_at(fx, "models = ( { name = \"b\"; api_base = \"http://x/v1\";\n"
+	    "  api = \"completions\"; " HERE "\n} );\n", "api");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1213,6 +1237,7 @@ main(void)
 		T(good_server),
 		T(good_auth),
 		T(good_models),
+		T(model_api),
 		T(good_tools),
 		T(good_interception_sessions),
 		T(defaults_when_absent),
