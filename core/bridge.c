@@ -6,7 +6,7 @@
  * its argument deltas, and the end response.completed, or
  * response.incomplete when the answer was cut (finish_reason "length":
  * max_output_tokens; "content_filter"), with the usage in Responses'
- * names. Responses items never interleave: a message is finished when a
+ * names. A server's reasoning_content becomes a reasoning item. Responses items never interleave: a message is finished when a
  * tool call starts, and tool calls are finished at the end, in order.
  */
 #include <stdio.h>
@@ -39,6 +39,10 @@ struct sg_bridge {
 	int		 msg_open, msg_index;
 	char		 msg_id[64];
 	struct sg_buf	 text;
+	/* The reasoning being written (Chat servers' reasoning_content). */
+	int		 rs_open, rs_index;
+	char		 rs_id[64];
+	struct sg_buf	 thought;
 	struct call	 calls[MAX_CALLS];
 	char		 finish[32];
 	json_t		*usage;		/* the upstream's, Chat's names */
@@ -78,6 +82,7 @@ sg_bridge_free(struct sg_bridge *b)
 		free(b->calls[i].args.p);
 	}
 	free(b->text.p);
+	free(b->thought.p);
 	json_decref(b->usage);
 	json_decref(b->output);
 	free(b);
@@ -120,9 +125,62 @@ text_part(const char *text, size_t len)
 	    text != NULL ? text : "", len, "annotations", "logprobs");
 }
 
+/*
+ * What a Chat server streams as the model's reasoning (reasoning_content:
+ * vLLM, llama.cpp, DeepSeek; reasoning: Ollama, OpenRouter) is a
+ * reasoning item with its text, as OpenAI's open reasoning models show it;
+ * it is finished when the answer's text or a tool call starts.
+ */
+static void
+reasoning_delta(struct sg_bridge *b, const json_t *v)
+{
+	if (!b->rs_open) {
+		b->rs_open = 1;
+		b->rs_index = b->next_index++;
+		b->thought.len = 0;
+		sg_rand_id(b->rs_id, sizeof(b->rs_id), "rs_", 24);
+		send(b, "response.output_item.added", json_pack("{s:i,s:{s:s,s:s,"
+		    "s:[],s:[]}}", "output_index", b->rs_index, "item", "id",
+		    b->rs_id, "type", "reasoning", "summary", "content"));
+		send(b, "response.content_part.added", json_pack("{s:s,s:i,s:i,"
+		    "s:{s:s,s:s}}", "item_id", b->rs_id, "output_index", b->rs_index,
+		    "content_index", 0, "part", "type", "reasoning_text", "text",
+		    ""));
+	}
+	sg_buf_add(&b->thought, json_string_value(v), json_string_length(v));
+	send(b, "response.reasoning_text.delta", json_pack("{s:s,s:i,s:i,s:O}",
+	    "item_id", b->rs_id, "output_index", b->rs_index, "content_index", 0,
+	    "delta", v));
+}
+
+static void
+reasoning_close(struct sg_bridge *b)
+{
+	const char *text = b->thought.p != NULL ? b->thought.p : "";
+	json_t *item;
+
+	if (!b->rs_open)
+		return;
+	b->rs_open = 0;
+	send(b, "response.reasoning_text.done", json_pack("{s:s,s:i,s:i,s:s%}",
+	    "item_id", b->rs_id, "output_index", b->rs_index, "content_index", 0,
+	    "text", text, b->thought.len));
+	send(b, "response.content_part.done", json_pack("{s:s,s:i,s:i,"
+	    "s:{s:s,s:s%}}", "item_id", b->rs_id, "output_index", b->rs_index,
+	    "content_index", 0, "part", "type", "reasoning_text", "text", text,
+	    b->thought.len));
+	item = json_pack("{s:s,s:s,s:[],s:[{s:s,s:s%}]}", "id", b->rs_id,
+	    "type", "reasoning", "summary", "content", "type", "reasoning_text",
+	    "text", text, b->thought.len);
+	keep(b, b->rs_index, item);
+	send(b, "response.output_item.done", json_pack("{s:i,s:o}",
+	    "output_index", b->rs_index, "item", item));
+}
+
 static void
 message_open(struct sg_bridge *b)
 {
+	reasoning_close(b);
 	if (b->msg_open)
 		return;
 	b->msg_open = 1;
@@ -188,6 +246,7 @@ call_delta(struct sg_bridge *b, const json_t *d)
 		sg_buf_add(&c->name, json_string_value(name),
 		    json_string_length(name));
 	if (!c->open) {
+		reasoning_close(b);
 		message_close(b, "completed");
 		c->open = 1;
 		c->index = b->next_index++;
@@ -263,6 +322,10 @@ chunk(struct sg_bridge *b, const json_t *c)
 		json_decref(b->usage);
 		b->usage = json_incref((json_t *)v);
 	}
+	if ((json_is_string(v = json_object_get(delta, "reasoning_content")) ||
+	    json_is_string(v = json_object_get(delta, "reasoning"))) &&
+	    json_string_length(v) > 0)
+		reasoning_delta(b, v);
 	if (json_is_string(v = json_object_get(delta, "content")) &&
 	    json_string_length(v) > 0) {
 		message_open(b);
@@ -317,6 +380,7 @@ sg_bridge_end(struct sg_bridge *b)
 	if (b->ended)
 		return;
 	b->ended = 1;
+	reasoning_close(b);
 	message_close(b, cut ? "incomplete" : "completed");
 	calls_close(b);
 	if (b->failed)

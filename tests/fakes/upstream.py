@@ -11,7 +11,8 @@ OpenAPI spec), and injects faults chosen by the request's `model`:
   ci-*               scripted tool-calling models: see SCRIPTED below
   nostate-<model>    <model>, as a stateless upstream (vLLM, llama.cpp, Ollama): see STATE below
   chatonly-<model>   <model> on /v1/chat/completions only; /v1/responses answers llama.cpp's 404
-                     {"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}
+                     {"error":{"code":404,"message":"File Not Found","type":"not_found_error"}};
+                     chatonly-ci-reason streams reasoning_content "thinking" before each turn
 
 A streamed chat answer honours max_tokens (a word-ish piece is a token): cut there, it ends with
 finish_reason "length".
@@ -499,6 +500,14 @@ def chat_calls_frames(req, model, calls, usage):
     return ["data: %s\n\n" % dumps(c) for c in chunks] + ["data: [DONE]\n\n"]
 
 
+def reasoning_frame(model):
+    """A Chat server's reasoning before its answer, as vLLM and llama.cpp stream it."""
+    c = {"id": rand_id("chatcmpl-", 29), "object": "chat.completion.chunk", "created": int(time.time()),
+         "model": model, "choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "thinking"},
+                                      "logprobs": None, "finish_reason": None}]}
+    return "data: %s\n\n" % dumps(c)
+
+
 def echo_tools(req):
     """The request with its function tools completed the way OpenAI echoes them (`strict` and
     `parameters` are required in the spec's FunctionTool; an omitted `strict` is echoed as true)."""
@@ -912,11 +921,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(400, err("Invalid type for 'model': expected a string, but got %s instead."
                                            % type(model).__name__, param="model", code="invalid_type"))
         chat = path == "/v1/chat/completions"
+        thinks = False
         if model.startswith(CHAT_ONLY):
             if not chat:        # llama.cpp's server has no /v1/responses
                 return self.send_json(404, {"error": {"code": 404, "message": "File Not Found",
                                                       "type": "not_found_error"}})
             model = model[len(CHAT_ONLY):]
+            thinks = model == "ci-reason"
         stateless = model.startswith(STATELESS)
         shown, model = model, model[len(STATELESS):] if stateless else model
         keep = None
@@ -935,6 +946,8 @@ class Handler(BaseHTTPRequestHandler):
         stream = body.get("stream") is True
         if model in SCRIPTED:
             frames, obj = scripted(model, body, chat, stream, keep, shown)
+            if thinks and stream:
+                frames = [reasoning_frame(shown)] + frames
             return self.send_stream(frames) if stream else self.send_json(200, obj)
         slow, gap = model_arg(model, "slow-"), model_arg(model, "slowstream-")
         drop = model_arg(model, "drop-")

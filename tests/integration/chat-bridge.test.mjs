@@ -14,7 +14,7 @@ import { validate } from "./schema.mjs";
 
 const CHAT = { "chat-echo": "chatonly-gpt-4.1-mini", "chat-primes": "chatonly-ci-primes",
   "chat-endless": "chatonly-ci-endless", "chat-clientfn": "chatonly-ci-clientfn", "chat-fault": "chatonly-fault-400",
-  "chat-500": "chatonly-fault-500" };
+  "chat-500": "chatonly-fault-500", "chat-reason": "chatonly-ci-reason" };
 const chatModels = (port) => Object.entries(CHAT).map(([name, model]) =>
   `{ name = "${name}"; api_base = "http://127.0.0.1:${port}/v1"; api_key = "${UPSTREAM_KEY}"; ` +
   `model = "${model}"; api = "chat"; ${name === "chat-endless" ? "max_agentic_loops = 3;" : ""} }`).join(",\n  ");
@@ -222,4 +222,18 @@ test("images go as Chat image parts; what Chat cannot carry is a 400 naming it, 
       JSON.stringify(more));
   }
   assert.equal((await stack.fakeRequests()).length, 0, "no upstream call");
+});
+
+test("a Chat server's reasoning_content becomes a reasoning item, streamed as reasoning text", async () => {
+  await stack.resetFake();
+  const { events, final } = await streamed({ model: "chat-reason", input: "think", tools: CODE });
+  const rs = final.output.filter((o) => o.type === "reasoning");
+  assert.equal(rs.length, 2, "one per upstream turn");
+  assert.deepEqual(rs[0].content, [{ type: "reasoning_text", text: "thinking" }]);
+  assert.equal(final.output_text, "The product of the first six primes is 30030");
+  assert.ok(events.some((e) => e.type === "response.reasoning_text.delta" && e.delta === "thinking"));
+  // Chat has no input form for it: the follow-up does not carry it back.
+  const sent = await upstreamCalls();
+  assert.equal(sent.length, 2);
+  assert.ok(!JSON.stringify(sent[1].messages).includes("thinking"));
 });
