@@ -48,6 +48,7 @@ struct sg_bridge {
 	json_t		*usage;		/* the upstream's, Chat's names */
 	json_t		*output;	/* finished items, by output index */
 	int		 ended, failed;
+	int		 stop;		/* the consumer said stop */
 };
 
 struct sg_bridge *
@@ -103,7 +104,8 @@ send(struct sg_bridge *b, const char *type, json_t *data)
 	if ((text = json_dumps(data, JSON_COMPACT)) != NULL) {
 		ev = (struct sg_sse_event){ text, strlen(text), type, text,
 		    strlen(text), 1 };
-		b->fn(b->arg, &ev);
+		if (b->fn(b->arg, &ev) == -1)
+			b->stop = 1;
 	}
 	free(text);
 	json_decref(data);
@@ -269,7 +271,7 @@ call_delta(struct sg_bridge *b, const json_t *d)
 }
 
 static void
-calls_close(struct sg_bridge *b)
+calls_close(struct sg_bridge *b, const char *status)
 {
 	json_t *item;
 	int i;
@@ -281,9 +283,12 @@ calls_close(struct sg_bridge *b)
 			continue;
 		c->open = 0;
 		send(b, "response.function_call_arguments.done", json_pack(
-		    "{s:s,s:i,s:s%}", "item_id", c->id, "output_index", c->index,
-		    "arguments", c->args.p != NULL ? c->args.p : "", c->args.len));
-		item = call_item(c, "completed");
+		    "{s:s,s:i,s:s%,s:s%}", "item_id", c->id, "output_index",
+		    c->index, "arguments", c->args.p != NULL ? c->args.p : "",
+		    c->args.len, "name", c->name.p != NULL ? c->name.p : "",
+		    c->name.len));
+		/* Cut short, its arguments may be too. */
+		item = call_item(c, status);
 		keep(b, c->index, item);
 		send(b, "response.output_item.done", json_pack("{s:i,s:o}",
 		    "output_index", c->index, "item", item));
@@ -363,11 +368,12 @@ sg_bridge_event(void *arg, const struct sg_sse_event *ev)
 	if (json_object_get(j, "error") != NULL &&
 	    !json_is_null(json_object_get(j, "error"))) {
 		b->failed = 1;
-		b->fn(b->arg, ev);
+		if (b->fn(b->arg, ev) == -1)
+			b->stop = 1;
 	} else
 		chunk(b, j);
 	json_decref(j);
-	return 0;
+	return b->stop ? -1 : 0;
 }
 
 void
@@ -382,7 +388,7 @@ sg_bridge_end(struct sg_bridge *b)
 	b->ended = 1;
 	reasoning_close(b);
 	message_close(b, cut ? "incomplete" : "completed");
-	calls_close(b);
+	calls_close(b, cut ? "incomplete" : "completed");
 	if (b->failed)
 		return;
 	r = json_pack("{s:s,s:s,s:I,s:s,s:s,s:O,s:o,s:n}", "id", b->id,

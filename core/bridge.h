@@ -19,7 +19,8 @@
 
 /*
  * Whether the client's Responses body (borrowed) asks for nothing a Chat
- * upstream cannot do: 0, or -1 with OpenAI's 400 naming the parameter.
+ * upstream cannot do: 0, or -1 with OpenAI's 400 naming the parameter
+ * (err's param may point into body: send err while body lives).
  */
 int	 sg_bridge_check(const json_t *body, struct sg_error *);
 

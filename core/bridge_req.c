@@ -31,21 +31,22 @@ unsupported(struct sg_error *err, const char *param, const char *what)
 
 /* A part of a message's content that Chat can carry. */
 static int
-part_ok(const json_t *p, int tool_output)
+part_ok(const json_t *p, int text_only)
 {
 	const char *t = type_of(p);
 
 	if (strcmp(t, "input_text") == 0 || strcmp(t, "output_text") == 0 ||
 	    strcmp(t, "text") == 0 || strcmp(t, "refusal") == 0)
 		return 1;
-	/* An image by URL (a data: URL too); not by file_id, and not in a
-	 * tool's output, which Chat keeps to text. */
-	return !tool_output && strcmp(t, "input_image") == 0 &&
+	/* An image by URL (a data: URL too), not by file_id, and only in
+	 * what Chat lets carry one: a user's message (a tool's output, the
+	 * system's and the assistant's are text there). */
+	return !text_only && strcmp(t, "input_image") == 0 &&
 	    json_is_string(json_object_get(p, "image_url"));
 }
 
 static int
-content_ok(const json_t *c, int tool_output)
+content_ok(const json_t *c, int text_only)
 {
 	const json_t *p;
 	size_t i;
@@ -55,7 +56,7 @@ content_ok(const json_t *c, int tool_output)
 	if (!json_is_array(c))
 		return 0;
 	json_array_foreach(c, i, p)
-		if (!part_ok(p, tool_output))
+		if (!part_ok(p, text_only))
 			return 0;
 	return 1;
 }
@@ -70,9 +71,11 @@ check_input(const json_t *input, struct sg_error *err)
 		return 0;
 	json_array_foreach(input, i, it) {
 		const char *t = type_of(it);
+		const char *role = json_string_value(json_object_get(it, "role"));
 
 		if ((t[0] == '\0' || strcmp(t, "message") == 0) &&
-		    content_ok(json_object_get(it, "content"), 0))
+		    content_ok(json_object_get(it, "content"), role == NULL ||
+		    strcmp(role, "user") != 0))
 			continue;
 		if (strcmp(t, "function_call_output") == 0 &&
 		    content_ok(json_object_get(it, "output"), 1))

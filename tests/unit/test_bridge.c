@@ -536,12 +536,10 @@ check_passes_supported(void **state)
 }
 
 /*
- * BUG (see the report): the bridge promises that what has no Chat form is
- * "refused up front (sg_bridge_check), never dropped on the way". An
- * input_image in a developer (or system) message passes the check, and
- * the request then turns that message into a system message of joined
- * text: the image is silently lost. Either the check refuses it, or the
- * Chat body carries it; it must not pass and vanish.
+ * What has no Chat form is refused up front, never dropped on the way: an
+ * input_image in a developer (or system) message, which Chat keeps to
+ * text, once passed the check and vanished from the request (found by
+ * this test). Either the check refuses it, or the Chat body carries it.
  */
 static void
 check_image_in_developer_message_not_dropped(void **state)
@@ -572,7 +570,7 @@ check_image_in_developer_message_not_dropped(void **state)
 	json_decref(chat);
 	json_decref(body);
 	if (!kept)
-		fail_msg("BUG: the check passed a developer message's image and "
+		fail_msg("the check passed a developer message's image and "
 		    "the Chat body dropped it: %s", shown);
 }
 
@@ -1208,6 +1206,66 @@ content_filter_is_incomplete(void **state)
 	    "{'reason':'content_filter'}");
 }
 
+/* A server's reasoning_content before the answer is a reasoning item of
+ * its own (item added, reasoning_text part added, deltas, done events),
+ * finished before the message starts; the completed output holds both in
+ * order. */
+static void
+reasoning_is_an_item(void **state)
+{
+	struct fx *fx = *state;
+	const json_t *r, *out;
+	json_t *item;
+	size_t added, msg;
+
+	feed(fx, CHUNK("{'role':'assistant','reasoning_content':'I think'}",
+	    "null"));
+	feed(fx, CHUNK("{'reasoning_content':', so'}", "null"));
+	feed(fx, TEXT("Yes"));
+	feed(fx, FINISH("stop"));
+	feed_done(fx);
+	added = find(fx, "response.output_item.added", 0);
+	assert_string_equal(str(json_object_get(data_at(fx, added), "item"),
+	    "type"), "reasoning");
+	assert_string_equal(type_at(fx, added + 1),
+	    "response.content_part.added");
+	assert_string_equal(type_at(fx, added + 2),
+	    "response.reasoning_text.delta");
+	assert_string_equal(str(data_at(fx, added + 3), "delta"), ", so");
+	assert_string_equal(str(data_at(fx, find(fx,
+	    "response.reasoning_text.done", 0)), "text"), "I think, so");
+	msg = find(fx, "response.output_item.added", added + 1);
+	assert_true(find(fx, "response.output_item.done", 0) < msg);
+	r = last_response(fx);
+	out = json_object_get(r, "output");
+	assert_int_equal(json_array_size(out), 2);
+	item = json_deep_copy(json_array_get(out, 0));
+	assert_true(strncmp(str(item, "id"), "rs_", 3) == 0);
+	json_object_del(item, "id");
+	assert_json(item, "{'type':'reasoning','summary':[],'content':[{'type':"
+	    "'reasoning_text','text':'I think, so'}]}");
+	json_decref(item);
+	assert_string_equal(str(json_array_get(out, 1), "type"), "message");
+}
+
+/* A tool call cut by the length limit may have cut arguments: its item is
+ * incomplete too; arguments.done names the function. */
+static void
+cut_call_is_incomplete(void **state)
+{
+	struct fx *fx = *state;
+	size_t done;
+
+	feed(fx, CALLS("{'index':0,'id':'call_a','type':'function',"
+	    "'function':{'name':'f','arguments':'{\\\"x'}}"));
+	feed(fx, FINISH("length"));
+	feed_done(fx);
+	done = find(fx, "response.function_call_arguments.done", 0);
+	assert_string_equal(str(data_at(fx, done), "name"), "f");
+	assert_string_equal(str(json_object_get(data_at(fx, find(fx,
+	    "response.output_item.done", 0)), "item"), "status"), "incomplete");
+}
+
 /* ================================================== 6. odd streams */
 
 /* An error chunk mid-stream goes to fn as it came (the turn fails on it:
@@ -1394,6 +1452,8 @@ main(void)
 
 		FX(length_is_incomplete),
 		FX(content_filter_is_incomplete),
+		FX(reasoning_is_an_item),
+		FX(cut_call_is_incomplete),
 
 		FX(error_chunk_passed_on_no_completed),
 		FX(garbage_ignored),
