@@ -22,7 +22,7 @@ static const char *const model_keys[] = { "name", "api_base", "api_key",
 static const char *const tool_keys[] = { "name", "provider", "api_key",
 	"api_base", "template", "image", "sandbox_url", "isolation",
 	"memory_mb", "disk_mb", "max_procs", "allow_internet_access", "cpu",
-	"limits", "kernel", NULL };
+	"limits", "kernel", "warm", NULL };
 static const char *const icpt_keys[] = { "enabled", "sandbox_tool",
 	"max_agentic_loops", "tool_name", "exec_timeout", "container_reuse",
 	NULL };
@@ -319,6 +319,7 @@ load_tool(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 	    sg_cfgld_int(ld, e, "disk_mb", &t->disk_mb, 1, 1 << 20) == -1 ||
 	    sg_cfgld_int(ld, e, "max_procs", &t->max_procs, 1, 65536) == -1 ||
 	    sg_cfgld_int(ld, e, "cpu", &t->cpu, 0, 1024) == -1 ||
+	    sg_cfgld_int(ld, e, "warm", &t->warm, 0, SG_POOL_MAX) == -1 ||
 	    sg_cfgld_bool(ld, e, "allow_internet_access",
 	    &t->allow_internet_access) == -1) {
 		free(lim);

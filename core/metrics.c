@@ -283,23 +283,28 @@ render_tools(const struct sg_cfg *cfg, struct sg_buf *b, int *bad)
 	static const struct {
 		const char	*name, *help;
 		int		 ev;
-		const char	*by;
+		const char	*by;	/* a label's value (its key: key) */
+		const char	*key;
 	} ctr[] = {
 		{ "sandgate_sandbox_creates_total", "Sandboxes created.",
-		    SG_MX_CREATED, NULL },
+		    SG_MX_CREATED, NULL, NULL },
 		{ "sandgate_sandbox_create_failures_total", "Sandbox creates "
-		    "that failed.", SG_MX_CREATE_FAILED, NULL },
+		    "that failed.", SG_MX_CREATE_FAILED, NULL, NULL },
 		{ "sandgate_sandbox_deletes_total", "Sandboxes deleted: by a "
 		    "request, by the reaper's sweep, or found gone.",
-		    SG_MX_DELETED, "request" },
-		{ NULL, NULL, SG_MX_SWEPT, "sweep" },
-		{ NULL, NULL, SG_MX_GONE, "gone" },
+		    SG_MX_DELETED, "request", "by" },
+		{ NULL, NULL, SG_MX_SWEPT, "sweep", "by" },
+		{ NULL, NULL, SG_MX_GONE, "gone", "by" },
 		{ "sandgate_sandbox_delete_failures_total", "Sandbox deletes "
 		    "the provider failed (the sandbox stays tracked).",
-		    SG_MX_DELETE_FAILED, NULL },
+		    SG_MX_DELETE_FAILED, NULL, NULL },
 		{ "sandgate_sandbox_run_failures_total", "Code runs the "
 		    "sandbox failed (not errors raised by the code).",
-		    SG_MX_RUN_FAILED, NULL },
+		    SG_MX_RUN_FAILED, NULL, NULL },
+		{ "sandgate_pool_claims_total", "Creates of a tool with warm "
+		    "sandboxes: one taken from the pool, or none there (a cold "
+		    "create).", SG_MX_POOL_HIT, "hit", "result" },
+		{ NULL, NULL, SG_MX_POOL_MISS, "miss", "result" },
 	};
 	const struct mx_tool *t;
 	const char *metric = NULL;
@@ -312,9 +317,11 @@ render_tools(const struct sg_cfg *cfg, struct sg_buf *b, int *bad)
 			    ctr[k].help);
 		for (i = 0; i < cfg->ntools; i++) {
 			t = row_of(cfg->tools[i].name);
-			put(b, bad, "%s{tool=\"%s\"%s%s%s} %llu\n", metric,
-			    cfg->tools[i].name, ctr[k].by != NULL ? ",by=\"" :
-			    "", ctr[k].by != NULL ? ctr[k].by : "",
+			put(b, bad, "%s{tool=\"%s\"%s%s%s%s%s} %llu\n", metric,
+			    cfg->tools[i].name, ctr[k].by != NULL ? "," : "",
+			    ctr[k].by != NULL ? ctr[k].key : "",
+			    ctr[k].by != NULL ? "=\"" : "",
+			    ctr[k].by != NULL ? ctr[k].by : "",
 			    ctr[k].by != NULL ? "\"" : "",
 			    (unsigned long long)get(&t->events[ctr[k].ev]));
 		}

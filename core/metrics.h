@@ -24,6 +24,8 @@ enum sg_mx_sbx {
 	SG_MX_DELETE_FAILED,
 	SG_MX_RAN,		/* ms: one code run, its answer included */
 	SG_MX_RUN_FAILED,	/* the provider failed a run (not the code) */
+	SG_MX_POOL_HIT,		/* a create took a warm sandbox */
+	SG_MX_POOL_MISS,	/* ... found none: a cold create */
 	SG_MX_NSBX
 };
 

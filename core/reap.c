@@ -48,6 +48,10 @@ due(const struct sweep *w, const struct sg_store_sbx *row)
 	/* An eviction whose delete failed, tried again. */
 	if (strcmp(row->state, "deleting") == 0)
 		return 1;
+	/* A warm one is its reaper's to keep, check and drain, until that
+	 * reaper died without draining (killed). */
+	if (row->kind == SG_SBX_WARM)
+		return sg_sbx_owner_dead(row);
 	if (row->kind != SG_SBX_EPHEMERAL)
 		return row->last_used_at + w->cfg->sessions.ttl < w->now;
 	/* A request's own: its request ended without deleting it (the

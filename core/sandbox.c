@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "pool.h"
 #include "sandbox.h"
 #include "../lib/util.h"
 
@@ -12,9 +13,9 @@ const char *
 sg_sbx_kind_name(int kind)
 {
 	static const char *const kinds[] = { "ephemeral", "session",
-	    "conversation", "explicit" };
+	    "conversation", "explicit", "warm" };
 
-	return kind >= SG_SBX_EPHEMERAL && kind <= SG_SBX_EXPLICIT ?
+	return kind >= SG_SBX_EPHEMERAL && kind <= SG_SBX_WARM ?
 	    kinds[kind] : NULL;
 }
 
@@ -22,8 +23,8 @@ sg_sbx_kind_name(int kind)
  * One logfmt line per sandbox made or deleted (ids, tool names and kinds
  * carry no spaces: the config's names are checked, the rest are ours).
  */
-static void
-log_sandbox(const char *event, const char *id, const char *tool,
+void
+sg_sbx_log(const char *event, const char *id, const char *tool,
     const char *extra)
 {
 	fprintf(stderr, "event=%s id=%s tool=%s%s%s\n", event, id, tool,
@@ -153,13 +154,24 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
 	json_t *handle = NULL;
 	char *text, extra[96];
 
+	/* A warm one, made ahead, when the tool keeps some: no wait. */
+	if (sg_pool_take(env, t, id) == 0) {
+		snprintf(extra, sizeof(extra), "kind=%s ms=%lld pool=hit",
+		    sg_sbx_kind_name(kind) != NULL ? sg_sbx_kind_name(kind) :
+		    "other", (long long)(sg_now_ms() - t0));
+		sg_sbx_log("sandbox_create", id, t->name, extra);
+		if (out != NULL && sg_store_sbx_get(env->store, id, NULL, out) !=
+		    SG_STORE_OK)
+			return store_error(env, err);
+		return 0;
+	}
 	rc = ops->create(env->prov, t, id, life, &handle, &pe);
 	snprintf(extra, sizeof(extra), "kind=%s ms=%lld%s%s",
 	    sg_sbx_kind_name(kind) != NULL ? sg_sbx_kind_name(kind) : "other",
 	    (long long)(sg_now_ms() - t0), rc != SG_PROV_OK ? " reason=" : "",
 	    rc != SG_PROV_OK ? sg_prov_rc_name(rc) : "");
 	if (rc != SG_PROV_OK) {
-		log_sandbox("sandbox_create_failed", id, t->name, extra);
+		sg_sbx_log("sandbox_create_failed", id, t->name, extra);
 		sg_mx_sbx(t->name, SG_MX_CREATE_FAILED, 0);
 		/* An answer from the provider means nothing was created; a
 		 * timeout might have, so that row stays for the reaper. */
@@ -177,7 +189,7 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
 		return store_error(env, err);
 	}
 	free(text);
-	log_sandbox("sandbox_create", id, t->name, extra);
+	sg_sbx_log("sandbox_create", id, t->name, extra);
 	sg_mx_sbx(t->name, SG_MX_CREATED, sg_now_ms() - t0);
 	if (out != NULL && sg_store_sbx_get(env->store, id, NULL, out) !=
 	    SG_STORE_OK)
@@ -355,7 +367,7 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 		    "DELETE it or let it expire.", t->name, id);
 		return -1;
 	}
-	log_sandbox("sandbox_delete", id, t->name, "by=gone");
+	sg_sbx_log("sandbox_delete", id, t->name, "by=gone");
 	sg_mx_sbx(t->name, SG_MX_GONE, 0);
 	sg_store_sbx_remove(env->store, id);
 	sg_error_set(err, 404, "invalid_request_error", NULL, "id",
@@ -467,7 +479,7 @@ sg_sbx_delete(struct sg_sbx_env *env, const char *tenant, const char *id,
 		sg_store_sbx_mark(env->store, id, "ready");
 		return sg_sbx_prov_error(t, &pe, id, err);
 	}
-	log_sandbox("sandbox_delete", id, t->name, "");
+	sg_sbx_log("sandbox_delete", id, t->name, "");
 	sg_mx_sbx(t->name, SG_MX_DELETED, 0);
 	if (sg_store_sbx_remove(env->store, id) != SG_STORE_OK)
 		return store_error(env, err);
@@ -555,7 +567,7 @@ sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 		return -1;
 	}
 	if (handle != NULL) {
-		log_sandbox("sandbox_delete", row->id, row->tool, "by=sweep");
+		sg_sbx_log("sandbox_delete", row->id, row->tool, "by=sweep");
 		sg_mx_sbx(row->tool, SG_MX_SWEPT, 0);
 	}
 	return remove_row(env, row, why, whysz);

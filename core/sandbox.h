@@ -101,6 +101,10 @@ int	 sg_sbx_reap(struct sg_sbx_env *, const char *only_tool, int *deleted,
  * route and its {id} come from the router. */
 void	 sg_sbx_api(struct sg_sbx_env *, int route, const char *id,
 	    const struct sg_req *, struct sg_out *);
+/* One logfmt line for a sandbox made or deleted: event=EVENT id= tool=
+ * and extra ("" or more fields, without spaces in their values). */
+void	 sg_sbx_log(const char *event, const char *id, const char *tool,
+	    const char *extra);
 /* New reference: the sandbox object clients see. */
 json_t	*sg_sbx_json(const struct sg_cfg *, const struct sg_store_sbx *);
 /* "ephemeral", "session", "conversation" or "explicit" for a row's kind;

@@ -378,8 +378,11 @@ stop(struct master *m)
 
 	do {
 		left = 0;
+		/* sandboxd last: the reaper deletes its warm sandboxes
+		 * through it. */
 		if (m->sandboxd != 0) {
-			kill(m->sandboxd, SIGTERM);
+			if (m->reaper == 0)
+				kill(m->sandboxd, SIGTERM);
 			left++;
 		}
 		if (m->reaper != 0) {

@@ -2,6 +2,7 @@
  * The reaper: one child of the master that sweeps, every REAP_EVERY
  * seconds, the sandboxes whose life at their provider has passed (design
  * §5, "No leaks"): what nobody deleted, and what a dead responder left.
+ * It also keeps the tools' warm sandboxes (core/pool.c).
  */
 #include <sys/prctl.h>
 
@@ -15,9 +16,12 @@
 #include <curl/curl.h>
 
 #include "fcgi.h"
+#include "../core/pool.h"
 #include "../core/sandbox.h"
 
-#define REAP_EVERY 30
+#define REAP_EVERY	30
+#define POOL_TICK_MS	250	/* a claimed warm sandbox is replaced within */
+#define LEASE_RENEW_MS	5000
 
 static volatile sig_atomic_t stopping;
 
@@ -29,23 +33,15 @@ on_stop(int sig)
 }
 
 static void
-sweep(const struct sg_cfg *cfg, const char *only_tool)
+sweep(struct sg_sbx_env *env, const char *only_tool)
 {
-	struct sg_prov prov;
-	struct sg_sbx_env env = { cfg, NULL, &prov };
-	char err[SG_ERR_MAX], tool[128];
+	char tool[128];
 	int deleted, failed, skipped;
-	int64_t t0;
+	int64_t t0 = sg_now_ms();
 
-	if (sg_store_open(cfg->store.path, &env.store, err, sizeof(err)) != 0) {
-		fprintf(stderr, "sandgate: reaper: %s\n", err);
-		return;
-	}
-	sg_prov_init(&prov);
-	t0 = sg_now_ms();
-	if (sg_sbx_reap(&env, only_tool, &deleted, &failed, &skipped) == -1)
+	if (sg_sbx_reap(env, only_tool, &deleted, &failed, &skipped) == -1)
 		fprintf(stderr, "sandgate: reaper: %s\n",
-		    sg_store_errmsg(env.store));
+		    sg_store_errmsg(env->store));
 	else {
 		sg_log_field(tool, sizeof(tool), only_tool != NULL ? only_tool :
 		    "*");
@@ -54,14 +50,87 @@ sweep(const struct sg_cfg *cfg, const char *only_tool)
 		    "failed=%d skipped=%d ms=%lld\n", tool, deleted, failed,
 		    skipped, (long long)(sg_now_ms() - t0));
 	}
-	sg_prov_free(&prov);
-	sg_store_close(env.store);
+}
+
+/* The store, opened once for the reaper's life: 0, or -1 (logged). */
+static int
+open_store(const struct sg_cfg *cfg, struct sg_sbx_env *env)
+{
+	char err[SG_ERR_MAX];
+
+	if (sg_store_open(cfg->store.path, &env->store, err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "sandgate: reaper: %s\n", err);
+	return -1;
+}
+
+struct pool_turn {
+	char	 holder[96];
+	int	 held;		/* the lease, when last asked */
+	int	 tended;	/* ever: then its warm ones are drained */
+	int64_t	 lease_at, check_at;
+};
+
+/*
+ * Warm sandboxes: filled by one reaper at a time (a lease, as the sweep
+ * has, renewed every LEASE_RENEW_MS), checked every SG_POOL_CHECK_S.
+ */
+static void
+tend_pool(struct sg_sbx_env *env, struct pool_turn *p)
+{
+	if (sg_now_ms() >= p->lease_at) {
+		p->held = sg_store_lease(env->store, "pool", p->holder,
+		    3 * SG_POOL_CHECK_S) == SG_STORE_OK;
+		p->lease_at = sg_now_ms() + LEASE_RENEW_MS;
+	}
+	if (!p->held)
+		return;
+	p->tended = 1;
+	sg_pool_fill(env);
+	if (sg_now_ms() >= p->check_at) {
+		sg_pool_tend(env);
+		p->check_at = sg_now_ms() + SG_POOL_CHECK_S * 1000;
+	}
+}
+
+/*
+ * Sweep every REAP_EVERY seconds; with warm sandboxes wanted, tend them
+ * every POOL_TICK_MS, so a claimed one is replaced at once. At the end
+ * (a stop, or a reload: the new reaper makes them again with the new
+ * settings) its own warm sandboxes go.
+ */
+static void
+reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
+{
+	struct pool_turn p = { .held = 0 };
+	int pooled = sg_pool_wanted(cfg);
+	int64_t next_sweep = 0;
+	char host[64];
+
+	if (gethostname(host, sizeof(host)) == -1)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(p.holder, sizeof(p.holder), "%s:%d", host, (int)getpid());
+	while (!stopping) {
+		if (sg_now_ms() >= next_sweep) {
+			sweep(env, NULL);
+			next_sweep = sg_now_ms() + REAP_EVERY * 1000;
+		}
+		if (pooled)
+			tend_pool(env, &p);
+		poll(NULL, 0, pooled ? POOL_TICK_MS : 1000);
+	}
+	if (p.tended) {
+		sg_pool_drain(env);
+		sg_store_lease_release(env->store, "pool", p.holder);
+	}
 }
 
 void
 sg_reaper_run(const struct sg_cfg *cfg)
 {
-	int i;
+	struct sg_prov prov;
+	struct sg_sbx_env env = { cfg, NULL, &prov };
 
 	prctl(PR_SET_NAME, "sg-reaper");
 	sg_child_signals(on_stop);
@@ -69,11 +138,13 @@ sg_reaper_run(const struct sg_cfg *cfg)
 	if (sg_drop_privileges(cfg) == -1)
 		_exit(3);
 	sg_child_follow();
-	while (!stopping) {
-		sweep(cfg, NULL);
-		for (i = 0; i < REAP_EVERY && !stopping; i++)
-			poll(NULL, 0, 1000);
-	}
+	/* The master starts another after a pause when this one ends. */
+	if (open_store(cfg, &env) == -1)
+		_exit(1);
+	sg_prov_init(&prov);
+	reaper_loop(cfg, &env);
+	sg_prov_free(&prov);
+	sg_store_close(env.store);
 	curl_global_cleanup();
 	_exit(0);
 }
@@ -81,6 +152,8 @@ sg_reaper_run(const struct sg_cfg *cfg)
 void
 sg_reaper_removed(const struct sg_cfg *old, const struct sg_cfg *cfg)
 {
+	struct sg_prov prov;
+	struct sg_sbx_env env = { old, NULL, &prov };
 	size_t i;
 
 	prctl(PR_SET_NAME, "sg-reaper");
@@ -89,9 +162,14 @@ sg_reaper_removed(const struct sg_cfg *old, const struct sg_cfg *cfg)
 	if (sg_drop_privileges(old) == -1)
 		_exit(3);
 	sg_child_follow();
+	if (open_store(old, &env) == -1)
+		_exit(1);
+	sg_prov_init(&prov);
 	for (i = 0; i < old->ntools; i++)
 		if (sg_cfg_tool(cfg, old->tools[i].name) == NULL)
-			sweep(old, old->tools[i].name);
+			sweep(&env, old->tools[i].name);
+	sg_prov_free(&prov);
+	sg_store_close(env.store);
 	curl_global_cleanup();
 	_exit(0);
 }

@@ -32,6 +32,7 @@ struct sg_tool {
 	int	 cpu;		/* CPUs it may use; 0: the default (local: 1,
 				 * opensandbox: the provider's) */
 	int	 limits_process; /* local: limits = "process" (no cgroup) */
+	int	 warm;		/* sandboxes kept created ahead (core/pool.c) */
 	char	*kernel;	/* local: "auto" (NULL), "ipython" or "python" */
 	char	*local_dir;	/* local: sandboxd's runtime dir (beside the
 				 * store), filled by the config loader */
@@ -138,6 +139,7 @@ struct sg_provider_ops {
 };
 
 #define SG_PROV_LIST_DEPTH	8
+#define SG_POOL_MAX		64	/* most warm sandboxes of a tool */
 
 /* The ops of a provider, or NULL when this build has none for it. */
 const struct sg_provider_ops *sg_provider_ops(enum sg_provider_kind);

@@ -72,7 +72,7 @@ int	 sg_st_end(struct sg_store *, int rc);
 #define SG_ST_SBX_COLUMNS "id, tenant, tool, state, handle, " \
 	"coalesce(owner_pid, 0), coalesce(owner_start, 0), created_at, " \
 	"last_used_at, expires_at, kind, coalesce(runner_pid, 0), runner_until, " \
-	"coalesce(runner_start, 0), coalesce(name, '')"
+	"coalesce(runner_start, 0), coalesce(name, ''), coalesce(pool_gen, '')"
 void	 sg_st_sbx_row(sqlite3_stmt *, struct sg_store_sbx *out);
 /* Inside a transaction, after a kept row went in: sg_store_sbx_begin_kind's
  * eviction. */

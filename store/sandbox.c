@@ -240,6 +240,8 @@ sg_st_sbx_row(sqlite3_stmt *stmt, struct sg_store_sbx *out)
 	out->runner_start = sqlite3_column_int64(stmt, 13);
 	snprintf(out->name, sizeof(out->name), "%s",
 	    sqlite3_column_text(stmt, 14));
+	snprintf(out->pool_gen, sizeof(out->pool_gen), "%s",
+	    sqlite3_column_text(stmt, 15));
 }
 
 int

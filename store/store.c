@@ -134,6 +134,10 @@ static const char *const migrations[] = {
 	 * copied out; and a container's file found by its path. */
 	"ALTER TABLE sandboxes ADD COLUMN seen TEXT;"
 	"CREATE INDEX files_path ON files(container_id, path);",
+	/* 7 -> 8: warm sandboxes made ahead, by tool and the settings they
+	 * were made with. */
+	"ALTER TABLE sandboxes ADD COLUMN pool_gen TEXT;"
+	"CREATE INDEX sandboxes_pool ON sandboxes(tool, kind, state);",
 };
 
 /* Relayed ids are kept this long (OpenAI keeps responses 30 days). */

@@ -19,7 +19,7 @@ enum sg_store_rc {
 	SG_STORE_THEIRS = -5,	/* it exists, but another tenant's */
 };
 
-#define SG_STORE_SCHEMA_VERSION 7
+#define SG_STORE_SCHEMA_VERSION 8
 
 struct sg_store;
 
@@ -66,6 +66,7 @@ enum sg_sbx_kind {
 	SG_SBX_SESSION = 1,	/* metadata.session_id's */
 	SG_SBX_CONVERSATION = 2,	/* kept for a conversation's follow-ups */
 	SG_SBX_EXPLICIT = 3,	/* POST /v1/sandboxes */
+	SG_SBX_WARM = 4,	/* made ahead, no tenant's yet (pool.c) */
 };
 
 struct sg_store_sbx {
@@ -79,6 +80,7 @@ struct sg_store_sbx {
 	int64_t	 created_at, last_used_at, expires_at;	/* unix seconds */
 	int64_t	 runner_pid, runner_start, runner_until; /* a run, else 0 */
 	char	 name[257];		/* a container's name, or "" */
+	char	 pool_gen[24];		/* warm: its tool's settings, hashed */
 };
 
 /* An ephemeral sandbox's row. */
@@ -116,6 +118,32 @@ int	 sg_store_sbx_ready(struct sg_store *, const char *id,
 int	 sg_store_sbx_touch(struct sg_store *, const char *id,
 	    int64_t expires_at);
 int	 sg_store_sbx_mark(struct sg_store *, const char *id, const char *state);
+/*
+ * pool.c: warm sandboxes, made ahead of need for a tool by the reaper
+ * (kind SG_SBX_WARM, tenant "", state creating then "warm"), gen naming
+ * the tool's settings they were made with.
+ */
+int	 sg_store_pool_begin(struct sg_store *, const char *id,
+	    const char *tool, const char *gen, int64_t owner_pid,
+	    int64_t owner_start, int64_t expires_at);
+/* Made: handle and its life at the provider. OK, or NOTFOUND when the
+ * row went meanwhile (the caller deletes the sandbox). */
+int	 sg_store_pool_ready(struct sg_store *, const char *id,
+	    const char *handle, int64_t expires_at);
+/*
+ * One transaction: the oldest warm sandbox of tool and gen becomes row id
+ * (recorded, still "creating"): its handle and life move there, ready,
+ * and the warm row goes, so no two claims get the same. OK, or NOTFOUND
+ * when there is none (then row id is unchanged).
+ */
+int	 sg_store_pool_take(struct sg_store *, const char *id,
+	    const char *tool, const char *gen);
+/* Warm sandboxes of tool and gen, made or being made, into *n. */
+int	 sg_store_pool_count(struct sg_store *, const char *tool,
+	    const char *gen, int *n);
+/* Extend a warm sandbox's life (after its keepalive). */
+int	 sg_store_pool_touch(struct sg_store *, const char *id,
+	    int64_t expires_at);
 /* What sandbox id's files were when last listed (new string in *seen,
  * NULL when never): OK or NOTFOUND. */
 int	 sg_store_sbx_seen(struct sg_store *, const char *id, char **seen);
