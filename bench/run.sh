@@ -4,7 +4,7 @@
 # part). Writes the Markdown to stdout and into bench/RESULTS.md between
 # the "make bench" markers (the rest of that file is kept).
 #   BENCH_SECS    seconds per wrk row (default 5)
-#   BENCH_PARTS   which parts (default "floor loop memory local")
+#   BENCH_PARTS   which parts (default "floor cpu loop memory local pool")
 #   BENCH_NO_WRITE=1  print only, leave RESULTS.md alone
 # BENCH_PARTS=hold keeps the stack up for BENCH_HOLD seconds (default 600),
 # its ports and directory on stderr: for profiling by hand.
@@ -12,7 +12,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 secs=${BENCH_SECS:-5}
-parts=${BENCH_PARTS:-floor cpu loop memory local}
+parts=${BENCH_PARTS:-floor cpu loop memory local pool}
 bench_setup
 make -s -C "$root" build/bench/floor
 out="$dir/results.md"
@@ -276,6 +276,23 @@ part_local() {
 	echo '```'
 	sh "$here/local.sh" 100 2>&1
 	echo '```'
+	echo
+}
+
+part_pool() {
+	echo "### The warm pool"
+	echo
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "Skipped: \`bench/pool.sh\` runs as root (its local tools' sandboxes each their own uid)."
+		echo
+		return
+	fi
+	echo "\`sh bench/pool.sh 30 700\`: a sandbox's first code run with \`warm = 2\` against"
+	echo "\`warm = 0\`, on the local sandbox and the e2b fake (\`tests/fakes/e2b.py\`); the"
+	echo "baseline is a warm run (a run in a live sandbox), each timed step after the"
+	echo "same 700 ms pause. Create = \`POST /v1/sandboxes\` (a claim, or a cold create)."
+	echo
+	sh "$here/pool.sh" 30 700 2>&1
 	echo
 }
 

@@ -55,6 +55,7 @@ MAX_PENDING = 16           # runs asked for while one runs, served in turn
 LONG_LINE = 1 << 20        # more of a line than this goes on before its end comes
 END_LINE = b'{"type": "end_of_execution"}\n'   # as e2b writes it, spaces included
 EXIT_LINE = b'{"type": "sandgate_exit"}\n'     # the worker asks to end after the run (exit())
+WARM_RUNS = 4           # warm-up cells a fresh worker runs before any client's
 
 
 # ---------------------------------------------------------------- the server
@@ -221,10 +222,30 @@ class Server:
 
     # -- requests
 
+    def warm(self):
+        """A fresh worker runs a warm-up cell through the whole path of a
+        run (the worker's cell, its lines, this server's stream), answered
+        into a socket pair nobody reads: what a first run costs once (the
+        pages the fork shares, touched by both; the shell's first cell) is
+        paid before any client asks. The worker then forgets it (its count,
+        the names it set)."""
+        a, b = socket.socketpair()
+        try:
+            # A few times: the interpreter specializes what runs often.
+            for _ in range(WARM_RUNS):
+                self.worker.queue({"code": "", "timeout": 30, "warm": True})
+                self.stream(Stream(a), 30)
+        except OSError:
+            pass
+        finally:
+            a.close()
+            b.close()
+        self.run_pending()
+
     def serve(self):
         while True:
-            if self.worker is None:
-                self.spawn()
+            if self.worker is None and self.spawn():
+                self.warm()
             left = self.deadline - time.monotonic()
             if left <= 0:
                 self.end_worker()
@@ -238,9 +259,13 @@ class Server:
                     self.end_worker()
             if self.listener in ready:
                 self.accept(running=False)
-            while self.pending:
-                conn, code, timeout = self.pending.pop(0)
-                self.answer(conn, lambda c: self.execute(c, code, timeout))
+            self.run_pending()
+
+    def run_pending(self):
+        """The runs asked for while another ran (or the warm-up did)."""
+        while self.pending:
+            conn, code, timeout = self.pending.pop(0)
+            self.answer(conn, lambda c: self.execute(c, code, timeout))
 
     def accept(self, running):
         try:
@@ -1201,8 +1226,10 @@ def main():
     listener = socket.socket(fileno=LISTEN_FD)
     server = Server(listener, lifetime, kind)
     server.prepare()
-    server.spawn()
+    spawned = server.spawn()
     server.harden()
+    if spawned:
+        server.warm()
     server.serve()
 
 

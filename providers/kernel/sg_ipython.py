@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from sg_cells import (Alarm, Capture, CellTimeout, Worker, b64, error_line, is_date,
+from sg_cells import (WARM_UP, Alarm, Capture, CellTimeout, Worker, b64, error_line, is_date,
                       kill_others, timeout_error)
 
 
@@ -345,6 +345,20 @@ class IPythonRunner:
     def __init__(self, shell, out):
         self.shell = shell
         shell.out = out
+
+    def warm(self):
+        """A first cell's one-time costs paid now, leaving no trace: not
+        counted (store_history off), the result variables it set put back
+        (its lines go out as a run's, and the server drops them)."""
+        shell = self.shell
+        saved = {k: shell.user_ns.get(k) for k in ("_", "__", "___")}
+        shell.out.line({"type": "number_of_executions", "execution_count": shell.execution_count})
+        try:
+            with Capture(shell.out):
+                with Alarm(30):
+                    shell.run_cell(WARM_UP, store_history=False)
+        finally:
+            shell.user_ns.update(saved)
 
     def run(self, code, timeout):
         shell, out = self.shell, self.shell.out

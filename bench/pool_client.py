@@ -1,0 +1,59 @@
+"""A sandbox's first code run with and without the warm pool, through the
+gateway: N rounds of a run in a live sandbox (a warm run, the baseline),
+then POST /v1/sandboxes and print(1) in it (the first run), then DELETE;
+each timed step after a PACE_MS pause, which also lets the pool refill (a
+round that finds it empty pays a cold create, as a request would: counted
+in the misses).
+python3 bench/pool_client.py PORT N TOOL PACE_MS"""
+import http.client
+import json
+import sys
+import time
+
+port, n, tool, pace = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+conn = http.client.HTTPConnection("127.0.0.1", port)
+
+
+def call(method, path, body=None):
+    conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    data = r.read()
+    if r.status >= 300:
+        raise SystemExit("%s %s -> %d %s" % (method, path, r.status, data[:200]))
+    return json.loads(data) if data else None
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))], 2)
+
+
+# The warm run's sandbox: a session's, live throughout. Every timed run
+# comes after the same pause (an idle machine wakes up slower than a busy
+# one: a run right after another would flatter the baseline).
+live = call("POST", "/v1/sandboxes", {"tool": tool})["id"]
+call("POST", "/v1/sandboxes/%s/code" % live, {"code": "print(0)"})
+create, first, total, warm = [], [], [], []
+for _ in range(n):
+    time.sleep(pace / 1000)
+    t0 = time.perf_counter()
+    call("POST", "/v1/sandboxes/%s/code" % live, {"code": "print(2)"})
+    warm.append((time.perf_counter() - t0) * 1000)
+    time.sleep(pace / 1000)
+    t0 = time.perf_counter()
+    sid = call("POST", "/v1/sandboxes", {"tool": tool})["id"]
+    t1 = time.perf_counter()
+    out = call("POST", "/v1/sandboxes/%s/code" % sid, {"code": "print(1)"})
+    t2 = time.perf_counter()
+    assert out["stdout"] == "1\n", out
+    create.append((t1 - t0) * 1000)
+    first.append((t2 - t1) * 1000)
+    total.append((t2 - t0) * 1000)
+    call("DELETE", "/v1/sandboxes/%s" % sid)
+call("DELETE", "/v1/sandboxes/%s" % live)
+print(json.dumps({"tool": tool, "runs": n,
+                  "create": {"p50": pct(create, 50), "p95": pct(create, 95)},
+                  "first": {"p50": pct(first, 50), "p95": pct(first, 95)},
+                  "total": {"p50": pct(total, 50), "p95": pct(total, 95)},
+                  "warm": {"p50": pct(warm, 50), "p95": pct(warm, 95)}}))
