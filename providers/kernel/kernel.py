@@ -231,8 +231,12 @@ class Server:
         the names it set)."""
         a, b = socket.socketpair()
         try:
-            # A few times: the interpreter specializes what runs often.
+            # A few times: the interpreter specializes what runs often. A
+            # client already asking ends it (a cold create waits for at
+            # most one warm-up cell).
             for _ in range(WARM_RUNS):
+                if self.pending or select.select([self.listener], [], [], 0)[0]:
+                    break
                 self.worker.queue({"code": "", "timeout": 30, "warm": True})
                 self.stream(Stream(a), 30)
         except OSError:
