@@ -1,29 +1,15 @@
 """Cold and warm run latency of local sandboxes through the gateway.
 python3 bench/local_client.py PORT N [TOOL]"""
-import http.client
 import json
 import statistics
 import sys
 import time
 
+from sgclient import Gateway, pct
+
 port, n = int(sys.argv[1]), int(sys.argv[2])
 tool = sys.argv[3] if len(sys.argv) > 3 else "local"
-conn = http.client.HTTPConnection("127.0.0.1", port)
-
-
-def call(method, path, body=None):
-    conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                 headers={"Content-Type": "application/json"})
-    r = conn.getresponse()
-    data = r.read()
-    if r.status >= 300:
-        raise SystemExit("%s %s -> %d %s" % (method, path, r.status, data[:200]))
-    return json.loads(data)
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+call = Gateway(port).call
 
 
 cold = []

@@ -5,28 +5,14 @@ each timed step after a PACE_MS pause, which also lets the pool refill (a
 round that finds it empty pays a cold create, as a request would: counted
 in the misses).
 python3 bench/pool_client.py PORT N TOOL PACE_MS"""
-import http.client
 import json
 import sys
 import time
 
+from sgclient import Gateway, pct
+
 port, n, tool, pace = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-conn = http.client.HTTPConnection("127.0.0.1", port)
-
-
-def call(method, path, body=None):
-    conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                 headers={"Content-Type": "application/json"})
-    r = conn.getresponse()
-    data = r.read()
-    if r.status >= 300:
-        raise SystemExit("%s %s -> %d %s" % (method, path, r.status, data[:200]))
-    return json.loads(data) if data else None
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))], 2)
+call = Gateway(port).call
 
 
 # The warm run's sandbox: a session's, live throughout. Every timed run

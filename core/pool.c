@@ -89,38 +89,25 @@ static int
 make_one(struct sg_sbx_env *env, const struct sg_tool *t,
     const struct sg_provider_ops *ops, const char *gen)
 {
-	int life = pool_life(env->cfg), rc;
-	int64_t t0 = sg_now_ms();
+	int life = pool_life(env->cfg);
 	struct sg_prov_error pe;
-	json_t *handle = NULL;
+	json_t *handle;
 	char id[48], extra[96], *text;
 
 	if (sg_rand_id(id, sizeof(id), "cntr_", 16) == -1 ||
 	    sg_store_pool_begin(env->store, id, t->name, gen, getpid(),
 	    sg_self_start(), (int64_t)time(NULL) + life) != SG_STORE_OK)
 		return -1;
-	rc = ops->create(env->prov, t, id, life, &handle, &pe);
-	snprintf(extra, sizeof(extra), "kind=warm ms=%lld%s%s",
-	    (long long)(sg_now_ms() - t0), rc != SG_PROV_OK ? " reason=" : "",
-	    rc != SG_PROV_OK ? sg_prov_rc_name(rc) : "");
-	if (rc != SG_PROV_OK) {
-		sg_sbx_log("sandbox_create_failed", id, t->name, extra);
-		sg_mx_sbx(t->name, SG_MX_CREATE_FAILED, 0);
-		if (rc != SG_PROV_TIMEOUT && rc != SG_PROV_STOPPED)
-			sg_store_sbx_remove(env->store, id);
-		else
-			sg_store_sbx_abandon(env->store, id);
+	if (sg_sbx_make(env, t, ops, id, SG_SBX_WARM, life, &handle, &pe, extra,
+	    sizeof(extra)) != SG_PROV_OK)
 		return -1;
-	}
 	text = json_dumps(handle, JSON_COMPACT);
 	/* A row gone meanwhile (a drain): the sandbox goes too. */
 	if (text == NULL || sg_store_pool_ready(env->store, id, text,
 	    (int64_t)time(NULL) + life) != SG_STORE_OK)
 		ops->destroy(env->prov, t, handle, &pe);
-	else {
+	else
 		sg_sbx_log("sandbox_create", id, t->name, extra);
-		sg_mx_sbx(t->name, SG_MX_CREATED, sg_now_ms() - t0);
-	}
 	free(text);
 	json_decref(handle);
 	return 0;

@@ -142,16 +142,45 @@ evict(struct sg_sbx_env *env, const char *victim)
 	sg_store_sbx_clear(&row);
 }
 
+int
+sg_sbx_make(struct sg_sbx_env *env, const struct sg_tool *t,
+    const struct sg_provider_ops *ops, const char *id, int kind, int life,
+    json_t **handle, struct sg_prov_error *pe, char *extra, size_t sz)
+{
+	const char *k = sg_sbx_kind_name(kind);
+	int64_t t0 = sg_now_ms();
+	int rc;
+
+	*handle = NULL;
+	rc = ops->create(env->prov, t, id, life, handle, pe);
+	snprintf(extra, sz, "kind=%s ms=%lld%s%s", k != NULL ? k : "other",
+	    (long long)(sg_now_ms() - t0), rc != SG_PROV_OK ? " reason=" : "",
+	    rc != SG_PROV_OK ? sg_prov_rc_name(rc) : "");
+	if (rc == SG_PROV_OK) {
+		sg_mx_sbx(t->name, SG_MX_CREATED, sg_now_ms() - t0);
+		return rc;
+	}
+	sg_sbx_log("sandbox_create_failed", id, t->name, extra);
+	sg_mx_sbx(t->name, SG_MX_CREATE_FAILED, 0);
+	/* An answer from the provider means nothing was created; a timeout
+	 * might have, so that row stays for the reaper. */
+	if (rc != SG_PROV_TIMEOUT && rc != SG_PROV_STOPPED)
+		sg_store_sbx_remove(env->store, id);
+	else
+		sg_store_sbx_abandon(env->store, id);
+	return rc;
+}
+
 /* The provider's half of a create, for a row already recorded. */
 static int
 provision(struct sg_sbx_env *env, const struct sg_tool *t,
     const struct sg_provider_ops *ops, const char *id, int kind,
     struct sg_store_sbx *out, struct sg_error *err)
 {
-	int life = lifetime(env->cfg, kind), rc;
+	int life = lifetime(env->cfg, kind);
 	int64_t t0 = sg_now_ms();
 	struct sg_prov_error pe;
-	json_t *handle = NULL;
+	json_t *handle;
 	char *text, extra[96];
 
 	/* A warm one, made ahead, when the tool keeps some: no wait. */
@@ -160,37 +189,20 @@ provision(struct sg_sbx_env *env, const struct sg_tool *t,
 		    sg_sbx_kind_name(kind) != NULL ? sg_sbx_kind_name(kind) :
 		    "other", (long long)(sg_now_ms() - t0));
 		sg_sbx_log("sandbox_create", id, t->name, extra);
-		if (out != NULL && sg_store_sbx_get(env->store, id, NULL, out) !=
-		    SG_STORE_OK)
-			return store_error(env, err);
-		return 0;
-	}
-	rc = ops->create(env->prov, t, id, life, &handle, &pe);
-	snprintf(extra, sizeof(extra), "kind=%s ms=%lld%s%s",
-	    sg_sbx_kind_name(kind) != NULL ? sg_sbx_kind_name(kind) : "other",
-	    (long long)(sg_now_ms() - t0), rc != SG_PROV_OK ? " reason=" : "",
-	    rc != SG_PROV_OK ? sg_prov_rc_name(rc) : "");
-	if (rc != SG_PROV_OK) {
-		sg_sbx_log("sandbox_create_failed", id, t->name, extra);
-		sg_mx_sbx(t->name, SG_MX_CREATE_FAILED, 0);
-		/* An answer from the provider means nothing was created; a
-		 * timeout might have, so that row stays for the reaper. */
-		if (rc != SG_PROV_TIMEOUT && rc != SG_PROV_STOPPED)
-			sg_store_sbx_remove(env->store, id);
-		else
-			sg_store_sbx_abandon(env->store, id);
+	} else if (sg_sbx_make(env, t, ops, id, kind, life, &handle, &pe, extra,
+	    sizeof(extra)) != SG_PROV_OK)
 		return sg_sbx_prov_error(t, &pe, id, err);
-	}
-	text = json_dumps(handle, JSON_COMPACT);
-	json_decref(handle);
-	if (text == NULL || sg_store_sbx_ready(env->store, id, text,
-	    (int64_t)time(NULL) + life) != SG_STORE_OK) {
+	else {
+		text = json_dumps(handle, JSON_COMPACT);
+		json_decref(handle);
+		if (text == NULL || sg_store_sbx_ready(env->store, id, text,
+		    (int64_t)time(NULL) + life) != SG_STORE_OK) {
+			free(text);
+			return store_error(env, err);
+		}
 		free(text);
-		return store_error(env, err);
+		sg_sbx_log("sandbox_create", id, t->name, extra);
 	}
-	free(text);
-	sg_sbx_log("sandbox_create", id, t->name, extra);
-	sg_mx_sbx(t->name, SG_MX_CREATED, sg_now_ms() - t0);
 	if (out != NULL && sg_store_sbx_get(env->store, id, NULL, out) !=
 	    SG_STORE_OK)
 		return store_error(env, err);

@@ -101,6 +101,16 @@ int	 sg_sbx_reap(struct sg_sbx_env *, const char *only_tool, int *deleted,
  * route and its {id} come from the router. */
 void	 sg_sbx_api(struct sg_sbx_env *, int route, const char *id,
 	    const struct sg_req *, struct sg_out *);
+/*
+ * The provider's create for row id (recorded "creating"), of kind (for
+ * the log) and life: OK with *handle (new) and the log's fields in extra
+ * (counted as created); else the failure logged and counted, the row
+ * removed (or left for the reaper when the provider may have made it),
+ * and the provider's rc with pe.
+ */
+int	 sg_sbx_make(struct sg_sbx_env *, const struct sg_tool *,
+	    const struct sg_provider_ops *, const char *id, int kind, int life,
+	    json_t **handle, struct sg_prov_error *pe, char *extra, size_t sz);
 /* One logfmt line for a sandbox made or deleted: event=EVENT id= tool=
  * and extra ("" or more fields, without spaces in their values). */
 void	 sg_sbx_log(const char *event, const char *id, const char *tool,
