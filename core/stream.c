@@ -7,54 +7,8 @@
 #include "cite.h"
 #include "codedec.h"
 #include "stream.h"
+#include "stream_int.h"
 #include "../lib/util.h"
-
-#define MAX_CALLS	64
-#define MAX_INDEX	256
-#define KEEPALIVE_MS	10000
-
-struct code_call {
-	char		 up_item[128];	/* the upstream's function_call item id */
-	char		 call_id[128];
-	char		 id[48];	/* our ci_ id */
-	int		 index;		/* client output index */
-	int		 fed;		/* argument deltas seen */
-	struct sg_codedec dec;
-	struct sg_buf	 shown;		/* the code the client was shown */
-	struct sg_stream *s;
-};
-
-struct sg_stream {
-	enum sg_surface		 surface;
-	const struct sg_req	*req;
-	struct sg_out		*out;
-	const json_t		*body;
-	const char		*tool;
-	int			 include_outputs;
-	sg_stream_sandbox_fn	 sandbox;
-	void			*arg;
-	int			 begun, dead;
-	int64_t			 last_write;
-	long			 seq;
-	int			 next_index;
-	int			 map[MAX_INDEX];	/* upstream index → ours */
-	struct code_call	 calls[MAX_CALLS];
-	int			 ncalls;
-	char			 id[64];		/* resp_ or chatcmpl- */
-	int64_t			 created;
-	/* Responses: each finished item the client was shown, at its
-	 * output index (null where none finished): response.failed's. */
-	json_t			*done;
-	int64_t			 started;		/* sg_now_ms() at new */
-	/* Links to container files: annotated (NULL: never). */
-	const struct sg_cite	*cite;
-	int			 ann_up;	/* the upstream's own annotations
-						 * of the part being written */
-	/* Chat */
-	int			 role_sent, turn_text, any_text;
-	int			 tmap[64];	/* upstream tool index → ours, -1 code */
-	int			 next_tool;
-};
 
 struct sg_stream *
 sg_stream_new(enum sg_surface surface, const struct sg_req *req,
@@ -99,8 +53,8 @@ sg_stream_free(struct sg_stream *s)
 	free(s);
 }
 
-static int
-send(struct sg_stream *s, const char *event, json_t *data)
+int
+sg_stream_send(struct sg_stream *s, const char *event, json_t *data)
 {
 	char *text = json_dumps(data, JSON_COMPACT);
 	int rc = 0;
@@ -156,7 +110,7 @@ emit(struct sg_stream *s, const char *type, json_t *data)
 		json_decref(ev);
 		ev = NULL;
 	}
-	send(s, type, ev);
+	sg_stream_send(s, type, ev);
 	json_decref(ev);
 	json_decref(data);
 }
@@ -411,88 +365,6 @@ responses_event(struct sg_stream *s, const json_t *ev)
 	emit(s, type, copy);
 }
 
-/* A chunk of ours: data is the delta (stolen). */
-static void
-chunk(struct sg_stream *s, json_t *delta, const char *finish, json_t *usage)
-{
-	json_t *c = json_pack("{s:s,s:s,s:I,s:O,s:[{s:i,s:o,s:n,s:s?}]}", "id",
-	    s->id, "object", "chat.completion.chunk", "created",
-	    (json_int_t)s->created, "model", json_object_get(s->body, "model"),
-	    "choices", "index", 0, "delta", delta, "logprobs", "finish_reason",
-	    finish);
-
-	if (json_object_get(c, "choices") != NULL && finish == NULL)
-		json_object_set_new(json_array_get(json_object_get(c, "choices"), 0),
-		    "finish_reason", json_null());
-	if (json_is_true(json_object_get(json_object_get(s->body,
-	    "stream_options"), "include_usage")))
-		json_object_set(c, "usage", usage != NULL ? usage : json_null());
-	send(s, NULL, c);
-	json_decref(c);
-}
-
-/* The first delta the client sees carries the role, once. */
-static json_t *
-delta_with_role(struct sg_stream *s)
-{
-	json_t *d = json_object();
-
-	if (!s->role_sent) {
-		json_object_set_new(d, "role", json_string("assistant"));
-		s->role_sent = 1;
-	}
-	return d;
-}
-
-static void
-chat_event(struct sg_stream *s, const json_t *ev)
-{
-	const json_t *choice = json_array_get(json_object_get(ev, "choices"), 0);
-	const json_t *delta = json_object_get(choice, "delta"), *tc, *text;
-	json_t *d, *calls;
-	size_t i;
-
-	text = json_object_get(delta, "content");
-	if (json_is_string(text) && json_string_length(text) > 0) {
-		d = delta_with_role(s);
-		if (!s->turn_text && s->any_text) {
-			/* A blank line between the texts of two turns. */
-			json_t *sep = json_pack("{s:s}", "content", "\n\n");
-
-			json_object_update(sep, d);
-			chunk(s, sep, NULL, NULL);
-			d = json_object();
-		}
-		s->turn_text = 1;
-		json_object_set(d, "content", (json_t *)text);
-		chunk(s, d, NULL, NULL);
-	}
-	calls = json_array();
-	json_array_foreach(json_object_get(delta, "tool_calls"), i, tc) {
-		json_int_t up = json_integer_value(json_object_get(tc, "index"));
-		const char *name = json_string_value(json_object_get(
-		    json_object_get(tc, "function"), "name"));
-		json_t *c;
-
-		if (up < 0 || up >= 64)
-			continue;
-		if (s->tmap[up] == -2)
-			s->tmap[up] = name != NULL && strcmp(name, s->tool) == 0 ?
-			    -1 : s->next_tool++;
-		if (s->tmap[up] < 0)
-			continue;	/* the code tool: internal */
-		c = json_copy((json_t *)tc);
-		json_object_set_new(c, "index", json_integer(s->tmap[up]));
-		json_array_append_new(calls, c);
-	}
-	if (json_array_size(calls) > 0) {
-		d = delta_with_role(s);
-		json_object_set(d, "tool_calls", calls);
-		chunk(s, d, NULL, NULL);
-	}
-	json_decref(calls);
-}
-
 void
 sg_stream_upstream(struct sg_stream *s, const json_t *ev)
 {
@@ -501,7 +373,7 @@ sg_stream_upstream(struct sg_stream *s, const json_t *ev)
 	if (s->surface == SG_SURFACE_RESPONSES)
 		responses_event(s, ev);
 	else
-		chat_event(s, ev);
+		sg_stream_chat_event(s, ev);
 }
 
 int
@@ -567,7 +439,6 @@ sg_stream_tick(struct sg_stream *s)
 void
 sg_stream_finish(struct sg_stream *s, const json_t *answer)
 {
-	const json_t *choice, *msg;
 	const char *status;
 	json_t *done;
 
@@ -585,27 +456,7 @@ sg_stream_finish(struct sg_stream *s, const json_t *answer)
 		    "{s:o}", "response", done));
 		return;
 	}
-	choice = json_array_get(json_object_get(answer, "choices"), 0);
-	msg = json_object_get(choice, "message");
-	/* Node's helper needs a role even when no text came. */
-	if (!s->role_sent)
-		chunk(s, delta_with_role(s), NULL, NULL);
-	(void)msg;
-	chunk(s, json_object(), json_string_value(json_object_get(choice,
-	    "finish_reason")), NULL);
-	if (json_is_true(json_object_get(json_object_get(s->body,
-	    "stream_options"), "include_usage"))) {
-		json_t *c = json_pack("{s:s,s:s,s:I,s:O,s:[],s:O}", "id", s->id,
-		    "object", "chat.completion.chunk", "created",
-		    (json_int_t)s->created, "model", json_object_get(s->body,
-		    "model"), "choices", "usage", json_object_get(answer, "usage"));
-
-		send(s, NULL, c);
-		json_decref(c);
-	}
-	if (!s->dead && (s->out->write(s->out, "data: [DONE]\n\n", 14) == -1 ||
-	    s->out->flush(s->out) == -1))
-		s->dead = 1;
+	sg_stream_chat_finish(s, answer);
 }
 
 /*
@@ -636,7 +487,7 @@ sg_stream_fail(struct sg_stream *s, const struct sg_error *err)
 		return;
 	}
 	if (s->surface == SG_SURFACE_CHAT) {
-		send(s, NULL, e);
+		sg_stream_send(s, NULL, e);
 		json_decref(e);
 		return;
 	}
