@@ -6,6 +6,7 @@ in OpenAI's wire formats (reference: openai-shapes.md §1, §3-§7; output valid
 OpenAPI spec), and injects faults chosen by the request's `model`:
 
   <any other name>   answer "echo: <last user text>"      fault-500 / fault-429 / fault-400
+  verbatim           answer the last user text itself (a JSON answer, say)
   slow-N             sleep N s, then answer                json-error-stream  400 JSON even if streaming
   slowstream-N       stream with N s between events        drop-N  cut the stream after N events
   ci-*               scripted tool-calling models: see SCRIPTED below
@@ -956,7 +957,7 @@ class Handler(BaseHTTPRequestHandler):
             gap = None
 
         prompt = last_user(body.get("messages"), ("text",)) if chat else responses_prompt(body)
-        answer = "echo: " + prompt
+        answer = prompt if model == "verbatim" else "echo: " + prompt
         rid, mid = rand_id("resp_"), rand_id("msg_")
         if keep is not None:
             keep(rid, [message_item(mid, answer, True)])

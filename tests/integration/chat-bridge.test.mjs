@@ -4,17 +4,22 @@
 // /v1/responses itself on the upstream's /v1/chat/completions, JSON and
 // streamed, with and without code_interpreter, through the official
 // openai package; every answer and event is checked against OpenAI's
-// OpenAPI schemas. (The AI SDK and the Agents SDK run the same way in
-// clients.test.mjs, model convo-chat.)
+// OpenAPI schemas. The Vercel AI SDK and the OpenAI Agents SDK (pinned in
+// package.json) run the same scenarios below, and their three-turn
+// conversations in clients.test.mjs (model convo-chat).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
+import { generateText, streamText, Output } from "ai";
+import { createOpenAI } from "@ai-sdk/openai";
+import { Agent, Runner, OpenAIProvider, codeInterpreterTool, setTracingDisabled } from "@openai/agents";
+import { z } from "zod";
 import { Stack, KEYS, UPSTREAM_KEY } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 const CHAT = { "chat-echo": "chatonly-gpt-4.1-mini", "chat-primes": "chatonly-ci-primes",
   "chat-endless": "chatonly-ci-endless", "chat-clientfn": "chatonly-ci-clientfn", "chat-fault": "chatonly-fault-400",
-  "chat-500": "chatonly-fault-500", "chat-reason": "chatonly-ci-reason" };
+  "chat-500": "chatonly-fault-500", "chat-reason": "chatonly-ci-reason", "chat-verbatim": "chatonly-verbatim" };
 const chatModels = (port) => Object.entries(CHAT).map(([name, model]) =>
   `{ name = "${name}"; api_base = "http://127.0.0.1:${port}/v1"; api_key = "${UPSTREAM_KEY}"; ` +
   `model = "${model}"; api = "chat"; ${name === "chat-endless" ? "max_agentic_loops = 3;" : ""} }`).join(",\n  ");
@@ -236,4 +241,56 @@ test("a Chat server's reasoning_content becomes a reasoning item, streamed as re
   const sent = await upstreamCalls();
   assert.equal(sent.length, 2);
   assert.ok(!JSON.stringify(sent[1].messages).includes("thinking"));
+});
+
+// ------------------------------------------------ the AI SDK and the Agents SDK
+
+setTracingDisabled(true); // the Agents SDK would export traces to OpenAI
+
+const aiModel = (name) => createOpenAI({ baseURL: stack.url("/v1"), apiKey: KEYS.alice })(name);
+
+test("AI SDK: text, streamed text, a length cut, structured output, the code tool, an upstream error", async () => {
+  const plain = await generateText({ model: aiModel("chat-echo"), prompt: "hello", maxRetries: 0 });
+  assert.equal(plain.text, "echo: hello");
+  assert.equal(plain.finishReason, "stop");
+  assert.ok(plain.usage.inputTokens > 0);
+  const st = streamText({ model: aiModel("chat-echo"), prompt: "one two three", maxRetries: 0, onError: () => {} });
+  const parts = [];
+  for await (const p of st.textStream) parts.push(p);
+  assert.ok(parts.length >= 3, "text came in pieces");
+  assert.equal(parts.join(""), "echo: one two three");
+  const cut = await generateText({ model: aiModel("chat-echo"), prompt: "a b c d e f", maxOutputTokens: 2, maxRetries: 0 });
+  assert.equal(cut.finishReason, "length");
+  await stack.resetFake();
+  const obj = await generateText({ model: aiModel("chat-verbatim"), prompt: '{"city":"Paris"}', maxRetries: 0,
+    output: Output.object({ schema: z.object({ city: z.string() }) }) });
+  assert.deepEqual(obj.output, { city: "Paris" });
+  const [sent] = await upstreamCalls();
+  assert.equal(sent.response_format?.type, "json_schema", JSON.stringify(sent.response_format));
+  const openai = createOpenAI({ baseURL: stack.url("/v1"), apiKey: KEYS.alice });
+  const code = await generateText({ model: aiModel("chat-primes"), prompt: "primes", maxRetries: 0,
+    tools: { code_interpreter: openai.tools.codeInterpreter({}) } });
+  assert.equal(code.text, "The product of the first six primes is 30030");
+  assert.ok(code.steps.flatMap((x) => x.content).some((c) => c.type === "tool-call" && c.toolName === "code_interpreter"));
+  await assert.rejects(generateText({ model: aiModel("chat-fault"), prompt: "x", maxRetries: 0 }),
+    (e) => e.statusCode === 400);
+});
+
+test("Agents SDK: text, the code tool streamed, previousResponseId, an upstream error", async () => {
+  const client = new OpenAI({ baseURL: stack.url("/v1"), apiKey: KEYS.alice, maxRetries: 0 });
+  const runner = new Runner({ modelProvider: new OpenAIProvider({ openAIClient: client, useResponses: true }),
+    tracingDisabled: true });
+  const echo = new Agent({ name: "echo", instructions: "Answer.", model: "chat-echo" });
+  const r1 = await runner.run(echo, "first");
+  assert.equal(r1.finalOutput, "echo: first");
+  const r2 = await runner.run(echo, "second", { previousResponseId: r1.lastResponseId });
+  assert.equal(r2.finalOutput, "echo: second");
+  const coder = new Agent({ name: "coder", instructions: "Use the tools you have.", model: "chat-primes",
+    tools: [codeInterpreterTool({ includeOutputs: true })] });
+  const rs = await runner.run(coder, "primes", { stream: true });
+  for await (const _ of rs) { /* drain the events */ } // eslint-disable-line no-unused-vars
+  await rs.completed;
+  assert.equal(rs.finalOutput, "The product of the first six primes is 30030");
+  const fail = new Agent({ name: "fail", instructions: "x", model: "chat-fault" });
+  await assert.rejects(runner.run(fail, "x"), (e) => /400|invalid/i.test(String(e?.message ?? e)));
 });
