@@ -89,7 +89,7 @@ static int
 make_one(struct sg_sbx_env *env, const struct sg_tool *t,
     const struct sg_provider_ops *ops, const char *gen)
 {
-	int life = pool_life(env->cfg);
+	int life = pool_life(env->cfg), rc;
 	struct sg_prov_error pe;
 	json_t *handle;
 	char id[48], extra[96], *text;
@@ -102,11 +102,14 @@ make_one(struct sg_sbx_env *env, const struct sg_tool *t,
 	    sizeof(extra)) != SG_PROV_OK)
 		return -1;
 	text = json_dumps(handle, JSON_COMPACT);
-	/* A row gone meanwhile (a drain): the sandbox goes too. */
+	/* A row gone meanwhile (a drain), or a store that failed: the
+	 * sandbox goes, and its row if still there. */
 	if (text == NULL || sg_store_pool_ready(env->store, id, text,
-	    (int64_t)time(NULL) + life) != SG_STORE_OK)
-		ops->destroy(env->prov, t, handle, &pe);
-	else
+	    (int64_t)time(NULL) + life) != SG_STORE_OK) {
+		rc = ops->destroy(env->prov, t, handle, &pe);
+		if (rc == SG_PROV_OK || rc == SG_PROV_GONE)
+			sg_store_sbx_remove(env->store, id);
+	} else
 		sg_sbx_log("sandbox_create", id, t->name, extra);
 	free(text);
 	json_decref(handle);
