@@ -319,7 +319,7 @@ load_tool(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 	    sg_cfgld_int(ld, e, "disk_mb", &t->disk_mb, 1, 1 << 20) == -1 ||
 	    sg_cfgld_int(ld, e, "max_procs", &t->max_procs, 1, 65536) == -1 ||
 	    sg_cfgld_int(ld, e, "cpu", &t->cpu, 0, 1024) == -1 ||
-	    sg_cfgld_int(ld, e, "warm", &t->warm, 0, SG_POOL_MAX) == -1 ||
+	    sg_cfgld_int(ld, e, "warm", &t->warm, 0, 64) == -1 ||
 	    sg_cfgld_bool(ld, e, "allow_internet_access",
 	    &t->allow_internet_access) == -1) {
 		free(lim);

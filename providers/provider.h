@@ -139,7 +139,6 @@ struct sg_provider_ops {
 };
 
 #define SG_PROV_LIST_DEPTH	8
-#define SG_POOL_MAX		64	/* most warm sandboxes of a tool */
 
 /* The ops of a provider, or NULL when this build has none for it. */
 const struct sg_provider_ops *sg_provider_ops(enum sg_provider_kind);
