@@ -22,7 +22,8 @@ before(async () => {
     // Read once the fakes run: the e2b tool needs its port.
     get localTools() {
       const e2b = `http://127.0.0.1:${stack.e2bPort}`;
-      return `{ name = "warm-local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 32; warm = 2; ${localLimits} },
+      // max_procs is per uid: unprivileged, all 22 sandboxes share one.
+      return `{ name = "warm-local"; provider = "local"; memory_mb = 512; disk_mb = 16; max_procs = 512; warm = 2; ${localLimits} },
   { name = "warm-e2b"; provider = "e2b"; api_key = "${E2B_KEY}"; api_base = "${e2b}"; sandbox_url = "${e2b}"; warm = 2; }`;
     },
   });
