@@ -56,6 +56,16 @@ points(const char *s, size_t to, size_t *at, size_t *cp)
 	return *cp;
 }
 
+/* The container whose files are cited, or NULL. */
+static const char *
+cited(const struct sg_cite *c)
+{
+	if (c->container != NULL && c->container[0] != '\0')
+		return c->container;
+	return c->fallback != NULL && c->fallback[0] != '\0' ? c->fallback :
+	    NULL;
+}
+
 /* The file the URL s[0..n) names ("sandbox:/mnt/data/..."): 1 with *f. */
 static int
 names_file(const struct sg_cite *c, const char *s, size_t n,
@@ -65,7 +75,7 @@ names_file(const struct sg_cite *c, const char *s, size_t n,
 	size_t skip = strlen(SCHEME);
 
 	return decode(s + skip, n - skip, path, sizeof(path)) == 0 &&
-	    sg_store_file_at(c->store, c->tenant, c->container, path, NULL,
+	    sg_store_file_at(c->store, c->tenant, cited(c), path, NULL,
 	    f) == SG_STORE_OK;
 }
 
@@ -77,7 +87,7 @@ sg_cite_text(const struct sg_cite *c, const char *text, size_t len)
 	size_t at = 0, cp = 0, i = 0, start, end, first;
 	const char *p;
 
-	if (c->container == NULL || c->container[0] == '\0' || text == NULL)
+	if (cited(c) == NULL || text == NULL)
 		return anns;
 	while (i < len && (p = memmem(text + i, len - i, LINK,
 	    strlen(LINK))) != NULL) {
@@ -99,7 +109,7 @@ sg_cite_text(const struct sg_cite *c, const char *text, size_t len)
 		first = points(text, start, &at, &cp);
 		json_array_append_new(anns, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}",
 		    "type", "container_file_citation", "container_id",
-		    c->container, "file_id", f.id, "filename", f.filename,
+		    cited(c), "file_id", f.id, "filename", f.filename,
 		    "start_index", (json_int_t)first, "end_index",
 		    (json_int_t)points(text, end, &at, &cp)));
 	}
@@ -112,8 +122,8 @@ sg_cite_message(const struct sg_cite *c, json_t *item)
 	json_t *part, *anns, *have;
 	size_t i;
 
-	if (c->container == NULL || c->container[0] == '\0' ||
-	    !json_is_string(json_object_get(item, "type")) ||
+	if (cited(c) == NULL || !json_is_string(json_object_get(item,
+	    "type")) ||
 	    strcmp(json_string_value(json_object_get(item, "type")),
 	    "message") != 0)
 		return;

@@ -16,6 +16,9 @@ struct sg_cite {
 	struct sg_store	*store;
 	const char	*tenant;
 	const char	*container;	/* "" or NULL: nothing is cited */
+	/* Cited when container is "" (a session's sandbox this request
+	 * never needed): "" or NULL for none. */
+	const char	*fallback;
 };
 
 /* New reference: the annotations for text's links (an array, [] when

@@ -36,6 +36,7 @@ struct run {
 	struct sg_turn		 last;
 	struct sg_stream	*stream;	/* a streaming client's renderer */
 	struct sg_cite		 cite;		/* links to the sandbox's files */
+	char			 peek[48];	/* a session's sandbox, unbound */
 	int			(*stop)(void *);	/* the provider's, saved */
 	void			*stop_arg;
 };
@@ -522,9 +523,11 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	r.prints = json_array();
 	sg_turn_init(&r.last, s);
 	r.cite = (struct sg_cite){ env->sbx->store, req->tenant,
-	    r.bind.sandbox };
+	    r.bind.sandbox, r.peek };
 	/* Before the rewrite: it reads the client's own tools. */
 	rc = sg_bind_init(env->sbx, req, r.work, &r.bind, &err);
+	if (rc == 0 && s == SG_SURFACE_RESPONSES)
+		sg_bind_peek(env->sbx, req, &r.bind, r.peek);
 	/* Before the rewrite too: it asks for reasoning's encrypted form
 	 * when the upstream is to keep nothing. */
 	if (rc == 0 && s == SG_SURFACE_RESPONSES)

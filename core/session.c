@@ -292,6 +292,33 @@ sg_bind_run(struct sg_sbx_env *env, const struct sg_req *req,
 	return 0;
 }
 
+struct peek {
+	const char	*session;
+	char		*id;
+};
+
+static int
+peek_one(void *arg, const struct sg_store_sess *s)
+{
+	struct peek *p = arg;
+
+	if (strcmp(s->session_id, p->session) != 0)
+		return 0;
+	snprintf(p->id, 48, "%s", s->sandbox_id);
+	return -1;
+}
+
+void
+sg_bind_peek(struct sg_sbx_env *env, const struct sg_req *req,
+    const struct sg_bind *b, char id[48])
+{
+	struct peek p = { b->session, id };
+
+	id[0] = '\0';
+	if (b->kind == SG_SBX_SESSION)
+		sg_store_sess_list(env->store, req->tenant, peek_one, &p);
+}
+
 void
 sg_bind_end(struct sg_sbx_env *env, const struct sg_req *req,
     struct sg_bind *b)

@@ -50,6 +50,11 @@ const char *sg_bind_sandbox(struct sg_sbx_env *, const struct sg_req *,
 int	 sg_bind_run(struct sg_sbx_env *, const struct sg_req *,
 	    struct sg_bind *, const char *code, json_t **result, char **note,
 	    struct sg_error *);
+/* The sandbox a session has now, into id ("" when none or not a
+ * session), without making one: what its earlier requests' files are
+ * cited from when this one runs no code. */
+void	 sg_bind_peek(struct sg_sbx_env *, const struct sg_req *,
+	    const struct sg_bind *, char id[48]);
 /* The request is over: its own sandbox is deleted, a kept one stays. */
 void	 sg_bind_end(struct sg_sbx_env *, const struct sg_req *,
 	    struct sg_bind *);

@@ -28,6 +28,7 @@ const WRITE = [
   "print('Caf\\u00e9 \\u2019 \\U0001F600: [the table](sandbox:/mnt/data/out.csv) and ![plot](sandbox:/mnt/data/plot.png).')",
 ].join("\n");
 
+const CODE = [{ type: "code_interpreter", container: { type: "auto" } }];
 const LINK = /sandbox:\/mnt\/data\/[^\s)\]"'<>`|*]+/g;
 
 // Each annotation covers exactly its link, counted in code points.
@@ -56,7 +57,8 @@ for (const provider of ["local", "e2b", "osb"]) {
     let stack, alice, bob, data;
 
     before(async () => {
-      stack = await startStack({ sandboxes: true, interceptionTool: provider, files: "max_bytes = 4096;" });
+      stack = await startStack({ sandboxes: true, interceptionTool: provider, files: "max_bytes = 4096;",
+        models: (m) => m("verbatim", "verbatim") });
       alice = new OpenAI({ apiKey: KEYS.alice, baseURL: stack.url("/v1"), maxRetries: 0 });
       bob = new OpenAI({ apiKey: KEYS.bob, baseURL: stack.url("/v1"), maxRetries: 0 });
       data = await alice.files.create({ file: await toFile(Buffer.from(CSV), "data.csv"), purpose: "user_data" });
@@ -156,6 +158,13 @@ for (const provider of ["local", "e2b", "osb"]) {
       assert.notEqual(a.id, first[0].id);
       assert.equal((await bytesOf(alice, a.id, container)).toString(), "three!");
       await assert.rejects(bytesOf(alice, first[0].id, container), (e) => e.status === 404);
+      // A later request that runs no code still cites the session's files
+      // (the fake's verbatim model answers the input itself).
+      const again = await alice.responses.create({ model: "verbatim", ...session, tools: CODE,
+        input: "Here it is again: [a](sandbox:/mnt/data/a.txt)" });
+      const part = again.output.find((o) => o.type === "message").content[0];
+      assert.deepEqual(part.annotations.map((x) => [x.file_id, x.container_id, x.start_index, x.end_index]),
+        [[a.id, container, 22, 45]], JSON.stringify(part));
       // Deleting the container deletes its files, as OpenAI's does.
       await alice.containers.delete(container);
       await assert.rejects(bytesOf(alice, a.id, container), (e) => e.status === 404);

@@ -79,7 +79,7 @@ cited(json_t *anns, size_t i, const char *file, const char *name,
 static json_t *
 cite(struct sg_store *st, const char *container, const char *text)
 {
-	struct sg_cite c = { st, A, container };
+	struct sg_cite c = { st, A, container, NULL };
 
 	return sg_cite_text(&c, text, strlen(text));
 }
@@ -149,11 +149,36 @@ only_this_containers_files(void **state)
 	json_decref(anns);
 }
 
+/* A request that bound no sandbox cites its session's (the fallback);
+ * the bound one wins when there is one. */
+static void
+fallback_when_none_bound(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_cite c = { fx->st, A, "", C };
+	json_t *anns;
+
+	files(fx->st);
+	anns = sg_cite_text(&c, "sandbox:/mnt/data/out.csv", 25);
+	assert_int_equal(json_array_size(anns), 1);
+	cited(anns, 0, "cfile_out", "out.csv", 0, 25);
+	json_decref(anns);
+	c.container = "cntr_2";
+	anns = sg_cite_text(&c, "sandbox:/mnt/data/out.csv", 25);
+	assert_int_equal(json_array_size(anns), 0);
+	json_decref(anns);
+	c.container = NULL;
+	c.fallback = "";
+	anns = sg_cite_text(&c, "sandbox:/mnt/data/out.csv", 25);
+	assert_int_equal(json_array_size(anns), 0);
+	json_decref(anns);
+}
+
 static void
 messages_keep_their_own_annotations(void **state)
 {
 	struct tu_store_fx *fx = *state;
-	struct sg_cite c = { fx->st, A, C };
+	struct sg_cite c = { fx->st, A, C, NULL };
 	json_t *out, *anns;
 
 	files(fx->st);
@@ -191,6 +216,7 @@ main(void)
 		T(bare_links_and_punctuation),
 		T(only_this_containers_files),
 		T(messages_keep_their_own_annotations),
+		T(fallback_when_none_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
