@@ -68,7 +68,7 @@ static json_t *
 finish(struct sg_sbx_env *env, const struct sg_req *req,
     struct sg_store_file *f, struct sg_error *err)
 {
-	snprintf(f->path, sizeof(f->path), "/mnt/data/%s", f->filename);
+	sg_sbx_data_path(f->filename, f->path, sizeof(f->path));
 	if (sg_store_file_ready(env->store, f) != SG_STORE_OK)
 		sg_error_store(err, sg_store_errmsg(env->store));
 	else if (sg_sbx_put_file(env, req->tenant, f->container_id, f,

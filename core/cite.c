@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "cite.h"
-#include "outfiles.h"
+#include "sandbox.h"
 #include "../lib/util.h"
 
 #define SCHEME		"sandbox:"
-#define LINK		SCHEME SG_OUTF_DIR "/"
+#define LINK		SCHEME SG_SBX_DATA_DIR "/"
 
 static int
 ends_link(unsigned char c)

@@ -105,9 +105,9 @@ wanted(const json_t *e)
 {
 	const char *path = json_string_value(json_object_get(e, "path"));
 	const char *base;
-	size_t dl = strlen(SG_OUTF_DIR);
+	size_t dl = strlen(SG_SBX_DATA_DIR);
 
-	if (path == NULL || strncmp(path, SG_OUTF_DIR "/", dl + 1) != 0 ||
+	if (path == NULL || strncmp(path, SG_SBX_DATA_DIR "/", dl + 1) != 0 ||
 	    strlen(path) >= sizeof(((struct sg_store_file *)0)->path) ||
 	    hidden(path + dl + 1))
 		return 0;
@@ -124,7 +124,7 @@ listing(struct look *l)
 	json_t *all = NULL, *keep, *e;
 	size_t i;
 
-	if (l->ops->list(l->env->prov, l->t, l->handle, SG_OUTF_DIR, LIST_MAX,
+	if (l->ops->list(l->env->prov, l->t, l->handle, SG_SBX_DATA_DIR, LIST_MAX,
 	    &all, &pe) != SG_PROV_OK) {
 		if (pe.rc != SG_PROV_GONE)
 			logf_failed(l->id, "list", pe.message);
@@ -295,10 +295,10 @@ note_of(struct sg_buf *lines, const char *example)
 		return NULL;
 	if (asprintf(&note, "\n[sandgate: files written to %s this round:\n%.*s"
 	    "To give the user a file, link it in your answer as sandbox:%s, "
-	    "e.g. [%s](sandbox:%s).]", SG_OUTF_DIR, (int)lines->len, lines->p,
-	    example != NULL ? example : SG_OUTF_DIR "/<name>",
+	    "e.g. [%s](sandbox:%s).]", SG_SBX_DATA_DIR, (int)lines->len, lines->p,
+	    example != NULL ? example : SG_SBX_DATA_DIR "/<name>",
 	    example != NULL ? strrchr(example, '/') + 1 : "name",
-	    example != NULL ? example : SG_OUTF_DIR "/<name>") == -1)
+	    example != NULL ? example : SG_SBX_DATA_DIR "/<name>") == -1)
 		return NULL;
 	return note;
 }

@@ -12,8 +12,6 @@
 
 #include "sandbox.h"
 
-#define SG_OUTF_DIR	"/mnt/data"
-
 /*
  * Copy out what changed in sandbox id of tenant. *note (new, or NULL
  * when nothing changed) tells the model which files there are and how to

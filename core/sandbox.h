@@ -68,8 +68,15 @@ int	 sg_sbx_open(struct sg_sbx_env *, const char *tenant, const char *id,
 /* A provider's failure as the error a client gets (never a credential). */
 int	 sg_sbx_prov_error(const struct sg_tool *, const struct sg_prov_error *,
 	    const char *id, struct sg_error *);
-/* sbx_files.c: put file f (tenant's, ready) into sandbox id as
- * /mnt/data/FILENAME. 0, -1 with err, or SG_SBX_GONE. */
+/* Where OpenAI's code interpreter keeps its files, in the sandbox: the
+ * code's working directory, where given files go and written ones are
+ * taken from. */
+#define SG_SBX_DATA_DIR	"/mnt/data"
+/* sbx_files.c: a file's path in the sandbox, SG_SBX_DATA_DIR/filename
+ * (filename a plain name, checked at upload). */
+void	 sg_sbx_data_path(const char *filename, char *out, size_t sz);
+/* Put file f (tenant's, ready) into sandbox id at its data path. 0, -1
+ * with err, or SG_SBX_GONE. */
 int	 sg_sbx_put_file(struct sg_sbx_env *, const char *tenant, const char *id,
 	    const struct sg_store_file *f, struct sg_error *);
 /* Delete a row's sandbox at its provider (a row without a handle has

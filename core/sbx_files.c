@@ -13,7 +13,11 @@
 #include "files.h"
 #include "sandbox.h"
 
-#define DATA_DIR	"/mnt/data"
+void
+sg_sbx_data_path(const char *filename, char *out, size_t sz)
+{
+	snprintf(out, sz, "%s/%s", SG_SBX_DATA_DIR, filename);
+}
 
 int
 sg_sbx_put_file(struct sg_sbx_env *env, const char *tenant, const char *id,
@@ -36,8 +40,7 @@ sg_sbx_put_file(struct sg_sbx_env *env, const char *tenant, const char *id,
 		return sg_error_server(err, 500, "The bytes of file %s are gone.",
 		    f->id);
 	}
-	/* The name was checked at upload: a plain name, no '/'. */
-	snprintf(dest, sizeof(dest), "%s/%s", DATA_DIR, f->filename);
+	sg_sbx_data_path(f->filename, dest, sizeof(dest));
 	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
 		close(fd);
 		return -1;

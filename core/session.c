@@ -69,8 +69,7 @@ put_files(struct sg_sbx_env *env, const struct sg_req *req, struct sg_bind *b,
 		if ((rc = sg_sbx_put_file(env, req->tenant, b->sandbox, &f,
 		    err)) != 0)
 			return rc;
-		snprintf(paths[i], sizeof(paths[i]), "%s/%s", SG_OUTF_DIR,
-		    f.filename);
+		sg_sbx_data_path(f.filename, paths[i], sizeof(paths[i]));
 		seen[i] = paths[i];
 	}
 	/* The user's files, not the code's: never copied out as its own. */

@@ -25,6 +25,15 @@
 static void	data_context(struct sg_prov *, const struct sg_tool *,
 		    json_t *handle);
 
+/* The proxy's answer right after create, before the sandbox's port
+ * listens: worth asking again a few times. */
+static int
+port_closed(long status, const char *body)
+{
+	return status == 502 && body != NULL &&
+	    strstr(body, "port is not open") != NULL;
+}
+
 static const char *
 api(const struct sg_tool *t)
 {
@@ -175,9 +184,8 @@ data_context(struct sg_prov *p, const struct sg_tool *t, json_t *handle)
 		resp = NULL;
 		rc = sg_phttp_call(p, "POST", url, &h, body, CONTROL_MS, &status,
 		    &resp, &err);
-		if (rc != SG_PROV_OK || status != 502 || try >= PORT_RETRIES ||
-		    strstr(sg_phttp_message(resp, ""), "port is not open") ==
-		    NULL)
+		if (rc != SG_PROV_OK || try >= PORT_RETRIES ||
+		    !port_closed(status, sg_phttp_message(resp, "")))
 			break;
 		usleep(200000);
 	}
@@ -208,8 +216,7 @@ execute(struct sg_prov *p, const char *url, const struct sg_hdrs *h,
 	for (try = 0;; try++) {
 		rc = sg_phttp_stream(p, url, h, body, timeout_s, &lines, status,
 		    errbody, err);
-		if (rc != SG_PROV_OK || *status != 502 || *errbody == NULL ||
-		    strstr(*errbody, "port is not open") == NULL ||
+		if (rc != SG_PROV_OK || !port_closed(*status, *errbody) ||
 		    try >= PORT_RETRIES)
 			return rc;
 		free(*errbody);
