@@ -265,6 +265,19 @@ sg_store_version(struct sg_store *st, int *version)
 	int rc;
 
 	*version = -1;
+	/* A database nothing was made in yet is at version 0. */
+	if (st->kind == SG_ST_PG) {
+		rc = sg_st_run(st, &cur, "SELECT CASE WHEN to_regclass("
+		    "'sg_schema') IS NULL THEN 0 ELSE 1 END", "");
+		if (rc == SG_ST_ROW && sg_st_int(cur, 0) == 0) {
+			sg_st_done(st, cur);
+			*version = 0;
+			return SG_STORE_OK;
+		}
+		sg_st_done(st, cur);
+		if (rc < 0)
+			return rc;
+	}
 	rc = sg_st_run(st, &cur, st->kind == SG_ST_PG ? "SELECT coalesce(max("
 	    "version), 0) FROM sg_schema" : "PRAGMA user_version", "");
 	if (rc == SG_ST_ROW)

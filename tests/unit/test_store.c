@@ -34,6 +34,7 @@ struct fx {
 	char		 path[128];	/* dir/sandgate.db */
 	struct sg_store	*st;
 	char		 err[256];
+	int		 opened;	/* PostgreSQL: wiped at the first open */
 };
 
 static int
@@ -64,8 +65,8 @@ teardown(void **state)
 static void
 open_store(struct fx *fx)
 {
-	if (sg_store_open(fx->path, &fx->st, fx->err, sizeof(fx->err)) !=
-	    SG_STORE_OK)
+	if (tu_store_open(fx->path, &fx->st, fx->err, sizeof(fx->err),
+	    !fx->opened++) != SG_STORE_OK)
 		fail_msg("open: %s", fx->err);
 	assert_non_null(fx->st);
 }
@@ -91,24 +92,7 @@ hash_of(const char *name, char out[65])
 static void
 raw_sql(const char *path, const char *sql, char *out, size_t outsz)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *stmt = NULL;
-	int rc;
-
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
-	    NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL),
-	    SQLITE_OK);
-	rc = sqlite3_step(stmt);
-	if (out != NULL) {
-		snprintf(out, outsz, "%s", rc == SQLITE_ROW &&
-		    sqlite3_column_text(stmt, 0) != NULL ?
-		    (const char *)sqlite3_column_text(stmt, 0) : "");
-	}
-	sqlite3_finalize(stmt);
-	sqlite3_close(db);
-	assert_true(rc == SQLITE_ROW || rc == SQLITE_DONE);
+	assert_int_equal(tu_raw_sql(path, sql, out, outsz), 0);
 }
 
 /* Run a whole script on a store file, creating it. */
@@ -161,7 +145,10 @@ open_creates_0600(void **state)
 {
 	struct fx *fx = *state;
 	struct stat sb;
-	mode_t old = umask(0);
+	mode_t old;
+
+	TU_SQLITE_ONLY();
+	old = umask(0);
 
 	/* Even with a permissive umask, the store is private. */
 	open_store(fx);
@@ -178,7 +165,10 @@ wal_and_shm_files_private(void **state)
 	struct fx *fx = *state;
 	char side[192];
 	struct stat sb;
-	mode_t old = umask(0);
+	mode_t old;
+
+	TU_SQLITE_ONLY();
+	old = umask(0);
 
 	open_migrated(fx);
 	umask(old);
@@ -195,6 +185,8 @@ open_missing_dir_fails(void **state)
 {
 	struct fx *fx = *state;
 	char path[192];
+
+	TU_SQLITE_ONLY();
 
 	snprintf(path, sizeof(path), "%s/no/such/dir/x.db", fx->dir);
 	assert_int_equal(sg_store_open(path, &fx->st, fx->err,
@@ -252,14 +244,16 @@ migrate_refuses_newer(void **state)
 	open_migrated(fx);
 	sg_store_close(fx->st);
 	fx->st = NULL;
-	raw_sql(fx->path, "PRAGMA user_version=99", NULL, 0);
+	raw_sql(fx->path, tu_store_url != NULL ? "UPDATE sg_schema SET "
+	    "version = 99" : "PRAGMA user_version=99", NULL, 0);
 	open_store(fx);
 	assert_int_equal(sg_store_migrate(fx->st), SG_STORE_ERROR);
 	assert_contains(sg_store_errmsg(fx->st), "99");
 	/* Refused means untouched. */
 	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
 	assert_int_equal(v, 99);
-	raw_sql(fx->path, "PRAGMA user_version", v99, sizeof(v99));
+	raw_sql(fx->path, tu_store_url != NULL ? "SELECT version FROM "
+	    "sg_schema" : "PRAGMA user_version", v99, sizeof(v99));
 	assert_string_equal(v99, "99");
 }
 
@@ -268,6 +262,8 @@ wal_mode_on(void **state)
 {
 	struct fx *fx = *state;
 	char mode[32];
+
+	TU_SQLITE_ONLY();
 
 	open_migrated(fx);
 	raw_sql(fx->path, "PRAGMA journal_mode", mode, sizeof(mode));
@@ -521,7 +517,7 @@ writer(const char *path, int who, int go_fd)
 	while (read(go_fd, &c, 1) == -1)
 		;
 	close(go_fd);
-	if (sg_store_open(path, &st, err, sizeof(err)) != SG_STORE_OK) {
+	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK) {
 		fprintf(stderr, "writer %d: open: %s\n", who, err);
 		_exit(2);
 	}
@@ -590,7 +586,7 @@ migrator(const char *path, int who, int go_fd)
 	while (read(go_fd, &c, 1) == -1)
 		;
 	close(go_fd);
-	if (sg_store_open(path, &st, err, sizeof(err)) != SG_STORE_OK) {
+	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK) {
 		fprintf(stderr, "migrator %d: open: %s\n", who, err);
 		_exit(2);
 	}
@@ -669,6 +665,7 @@ open_while_locked(struct fx *fx, const char *begin)
 static void
 open_waits_for_a_reader(void **state)
 {
+	TU_SQLITE_ONLY();
 	/* `sandgate keys list` reading the new store as a master starts. */
 	open_while_locked(*state, "BEGIN; SELECT count(*) FROM sqlite_master;");
 }
@@ -676,6 +673,7 @@ open_waits_for_a_reader(void **state)
 static void
 open_waits_for_a_writer(void **state)
 {
+	TU_SQLITE_ONLY();
 	/* Another process in a write transaction on the new store: what a
 	 * second master does for a moment while it switches it to WAL. */
 	open_while_locked(*state, "BEGIN IMMEDIATE;");
@@ -805,9 +803,11 @@ relayed_expire_and_prune(void **state)
 	raw_sql(fx->path, "SELECT count(*) FROM relayed", n, sizeof(n));
 	assert_string_equal(n, "2");
 	/* The prune finds them by an index, not by a scan. */
-	raw_sql(fx->path, "SELECT sql FROM sqlite_master WHERE type = 'index' "
-	    "AND tbl_name = 'relayed' AND sql LIKE '%(created_at)'", sql,
-	    sizeof(sql));
+	raw_sql(fx->path, tu_store_url != NULL ? "SELECT indexdef FROM "
+	    "pg_indexes WHERE tablename = 'relayed' AND indexdef LIKE "
+	    "'%(created_at)'" : "SELECT sql FROM sqlite_master WHERE type = "
+	    "'index' AND tbl_name = 'relayed' AND sql LIKE '%(created_at)'",
+	    sql, sizeof(sql));
 	assert_contains(sql, "created_at");
 }
 
@@ -846,6 +846,8 @@ migrate_from_1(void **state)
 	char up[64], sbx[48];
 	int v = -1;
 
+	TU_SQLITE_ONLY();
+
 	raw_script(fx->path, schema_1);
 	open_migrated(fx);
 	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
@@ -876,6 +878,8 @@ backup_while_writing(void **state)
 	int pages, status, i, n = 0;
 	pid_t pid;
 
+	TU_SQLITE_ONLY();
+
 	open_migrated(fx);
 	assert_int_equal(sg_store_key_add(fx->st, "k0", hash_of("k0", h)),
 	    SG_STORE_OK);
@@ -883,7 +887,7 @@ backup_while_writing(void **state)
 		struct sg_store *w;
 		char err[256];
 
-		if (sg_store_open(fx->path, &w, err, sizeof(err)) != SG_STORE_OK)
+		if (tu_store_open(fx->path, &w, err, sizeof(err), 0) != SG_STORE_OK)
 			_exit(2);
 		for (i = 1; i < 400; i++) {
 			snprintf(name, sizeof(name), "k%d", i);
@@ -954,5 +958,5 @@ main(void)
 		T(backup_while_writing),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	TU_STORE_MAIN(tests);
 }
