@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "cli.h"
+#include "../core/gateway.h"
 #include "../core/config.h"
 #include "../core/sandbox.h"
 #include "../lib/util.h"
@@ -108,12 +109,12 @@ sg_cli_open_store(const struct sg_cfg *cfg)
 
 	if (become_store_owner(cfg) == -1 || make_store_dir(cfg) == -1)
 		return NULL;
-	if (sg_store_open(cfg->store.path, &st, err, sizeof(err)) != 0) {
+	if (sg_gw_store_open(cfg, &st, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sandgate: %s\n", err);
 		return NULL;
 	}
 	if (sg_store_migrate(st) != SG_STORE_OK) {
-		fprintf(stderr, "sandgate: %s: %s\n", cfg->store.path,
+		fprintf(stderr, "sandgate: %s: %s\n", sg_gw_store_name(cfg),
 		    sg_store_errmsg(st));
 		sg_store_close(st);
 		return NULL;

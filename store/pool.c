@@ -49,8 +49,8 @@ oldest(struct sg_store *st, const char *tool, const char *gen, char id[48],
 
 	rc = sg_st_run(st, &stmt, "SELECT id, handle, expires_at FROM sandboxes "
 	    "WHERE tool = ? AND kind = ? AND state = 'warm' AND pool_gen = ? "
-	    "AND handle IS NOT NULL ORDER BY created_at, rowid LIMIT 1", "sis",
-	    tool, (int64_t)SG_SBX_WARM, gen);
+	    "AND box = ? AND handle IS NOT NULL ORDER BY created_at, rowid "
+	    "LIMIT 1", "siss", tool, (int64_t)SG_SBX_WARM, gen, st->box);
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW) {
@@ -98,8 +98,8 @@ sg_store_pool_count(struct sg_store *st, const char *tool, const char *gen,
 
 	*n = 0;
 	rc = sg_st_run(st, &stmt, "SELECT count(*) FROM sandboxes WHERE tool = ? "
-	    "AND kind = ? AND state IN ('creating', 'warm') AND pool_gen = ?",
-	    "sis", tool, (int64_t)SG_SBX_WARM, gen);
+	    "AND kind = ? AND state IN ('creating', 'warm') AND pool_gen = ? "
+	    "AND box = ?", "siss", tool, (int64_t)SG_SBX_WARM, gen, st->box);
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW)

@@ -138,7 +138,8 @@ int	 sg_store_sbx_mark(struct sg_store *, const char *id, const char *state);
 /*
  * pool.c: warm sandboxes, made ahead of need for a tool by the reaper
  * (kind SG_SBX_WARM, tenant "", state creating then "warm"), gen naming
- * the tool's settings they were made with.
+ * the tool's settings they were made with. Each box keeps its own: they
+ * are counted and claimed on the box (sg_store_set_box) that made them.
  */
 int	 sg_store_pool_begin(struct sg_store *, const char *id,
 	    const char *tool, const char *gen, int64_t owner_pid,
