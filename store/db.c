@@ -37,9 +37,9 @@ sg_st_exec(struct sg_store *st, const char *sql)
 	return st->kind == SG_ST_PG ? sg_pg_exec(st, sql) : sg_sq_exec(st, sql);
 }
 
-static int
-run(struct sg_store *st, struct sg_st_cur **cur, const char *sql,
-    const char *fmt, va_list ap)
+int
+sg_st_runa(struct sg_store *st, struct sg_st_cur **cur, const char *sql,
+    const struct sg_st_arg *args, int n)
 {
 	struct sg_st_cur *c;
 	int rc;
@@ -48,14 +48,34 @@ run(struct sg_store *st, struct sg_st_cur **cur, const char *sql,
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return sg_st_err(st, "out of memory");
 	st->changes = 0;
-	rc = st->kind == SG_ST_PG ? sg_pg_run(st, c, sql, fmt, ap) :
-	    sg_sq_run(st, c, sql, fmt, ap);
+	rc = st->kind == SG_ST_PG ? sg_pg_run(st, c, sql, args, n) :
+	    sg_sq_run(st, c, sql, args, n);
 	if (rc < 0) {
 		free(c);
 		return rc;
 	}
 	*cur = c;
 	return rc;
+}
+
+static int
+run(struct sg_store *st, struct sg_st_cur **cur, const char *sql,
+    const char *fmt, va_list ap)
+{
+	struct sg_st_arg args[SG_ST_MAX_ARGS];
+	int i;
+
+	*cur = NULL;
+	for (i = 0; fmt[i] != '\0'; i++) {
+		if (i == SG_ST_MAX_ARGS)
+			return sg_st_err(st, "too many arguments");
+		args[i].kind = fmt[i];
+		if (fmt[i] == 'i')
+			args[i].i = va_arg(ap, int64_t);
+		else
+			args[i].s = va_arg(ap, const char *);
+	}
+	return sg_st_runa(st, cur, sql, args, i);
 }
 
 int

@@ -12,7 +12,6 @@
 #ifndef SG_STORE_INTERNAL_H
 #define SG_STORE_INTERNAL_H
 
-#include <stdarg.h>
 #include <stdint.h>
 
 #include "store.h"
@@ -83,6 +82,17 @@ const char *sg_st_text(struct sg_st_cur *, int i);
 int64_t	 sg_st_int(struct sg_st_cur *, int i);
 /* Done with a run's rows (NULL: nothing). */
 void	 sg_st_done(struct sg_store *, struct sg_st_cur *);
+/* A statement's argument: 's' text (s, NULL: NULL), 'i' an integer (i),
+ * 'n' an integer given as text (s, NULL: NULL). */
+#define SG_ST_MAX_ARGS	32
+struct sg_st_arg {
+	char		 kind;
+	int64_t		 i;
+	const char	*s;
+};
+/* sg_st_run with the arguments in an array, n of them. */
+int	 sg_st_runa(struct sg_store *, struct sg_st_cur **, const char *sql,
+	    const struct sg_st_arg *, int n);
 /* sg_st_run() for statements whose rows do not matter; the count of
  * changed rows in *changes when not NULL. */
 int	 sg_st_exec_args(struct sg_store *, int *changes, const char *sql,
@@ -106,7 +116,7 @@ int	 sg_sq_open(struct sg_store *, const char *path, char *err,
 void	 sg_sq_close(struct sg_store *);
 int	 sg_sq_exec(struct sg_store *, const char *sql);
 int	 sg_sq_run(struct sg_store *, struct sg_st_cur *, const char *sql,
-	    const char *fmt, va_list);
+	    const struct sg_st_arg *, int n);
 int	 sg_sq_next(struct sg_store *, struct sg_st_cur *);
 void	 sg_sq_done(struct sg_store *, struct sg_st_cur *);
 const char *sg_sq_text(struct sg_st_cur *, int);
@@ -116,7 +126,7 @@ int	 sg_pg_open(struct sg_store *, const char *url, char *err,
 void	 sg_pg_close(struct sg_store *);
 int	 sg_pg_exec(struct sg_store *, const char *sql);
 int	 sg_pg_run(struct sg_store *, struct sg_st_cur *, const char *sql,
-	    const char *fmt, va_list);
+	    const struct sg_st_arg *, int n);
 void	 sg_pg_done(struct sg_st_cur *);
 const char *sg_pg_text(struct sg_st_cur *, int);
 int64_t	 sg_pg_int(struct sg_st_cur *, int);

@@ -7,7 +7,6 @@
  * transaction is run again once on a new one.
  */
 #include <libpq-fe.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +18,6 @@
 #define CONNECT_TIMEOUT	"5"		/* s, unless the URL says */
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	5000
-#define MAX_PARAMS	32
 #define INT8OID		20
 #define TEXTOID		25
 
@@ -288,15 +286,15 @@ dollars(const char *sql)
 /* The prepared statement of sql on this connection ("" when it cannot be
  * kept: run it unnamed), preparing it when new. */
 static int
-prepared(struct sg_store *st, const char *sql, const char *fmt,
-    char name[16])
+prepared(struct sg_store *st, const char *sql, const struct sg_st_arg *args,
+    int n, char name[16])
 {
 	struct sg_pg *pg = st->pg;
-	Oid types[MAX_PARAMS];
+	Oid types[SG_ST_MAX_ARGS];
 	uint64_t h = sg_fnv1a(sql);
 	PGresult *res;
 	char *text;
-	int i, n = (int)strlen(fmt);
+	int i;
 
 	for (i = 0; i < pg->nprep; i++)
 		if (pg->prep[i].hash == h && strcmp(pg->prep[i].sql, sql) == 0) {
@@ -304,7 +302,7 @@ prepared(struct sg_store *st, const char *sql, const char *fmt,
 			return SG_STORE_OK;
 		}
 	for (i = 0; i < n; i++)
-		types[i] = fmt[i] == 'i' ? INT8OID : TEXTOID;
+		types[i] = args[i].kind == 's' ? TEXTOID : INT8OID;
 	if ((text = dollars(sql)) == NULL)
 		return sg_st_err(st, "out of memory");
 	if (pg->nprep < SG_ST_CACHE && (pg->prep[pg->nprep].sql =
@@ -326,47 +324,43 @@ prepared(struct sg_store *st, const char *sql, const char *fmt,
 }
 
 static PGresult *
-execute(struct sg_store *st, const char *name, const char *fmt, va_list ap)
+execute(struct sg_store *st, const char *name, const struct sg_st_arg *args,
+    int n)
 {
-	char nums[MAX_PARAMS][24];
-	const char *vals[MAX_PARAMS];
-	int i, n = (int)strlen(fmt);
+	char nums[SG_ST_MAX_ARGS][24];
+	const char *vals[SG_ST_MAX_ARGS];
+	int i;
 
 	for (i = 0; i < n; i++) {
-		if (fmt[i] == 'i') {
+		if (args[i].kind == 'i') {
 			snprintf(nums[i], sizeof(nums[i]), "%lld",
-			    (long long)va_arg(ap, int64_t));
+			    (long long)args[i].i);
 			vals[i] = nums[i];
 		} else
-			vals[i] = va_arg(ap, const char *);
+			vals[i] = args[i].s;
 	}
 	return PQexecPrepared(st->pg->conn, name, n, vals, NULL, NULL, 0);
 }
 
 int
 sg_pg_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
-    const char *fmt, va_list ap)
+    const struct sg_st_arg *args, int n)
 {
 	char name[16];
 	PGresult *res = NULL;
-	va_list again;
 	int try, status;
 
-	if (strlen(fmt) > MAX_PARAMS)
-		return sg_st_err(st, "too many parameters");
 	for (try = 0; try < 2; try++) {
 		if (ensure(st) != SG_STORE_OK)
 			return SG_STORE_ERROR;
-		if (prepared(st, sql, fmt, name) != SG_STORE_OK) {
+		if (prepared(st, sql, args, n, name) != SG_STORE_OK) {
 			if (try == 0 && st->down && !st->pg->in_tx) {
 				drop(st->pg);
 				continue;
 			}
 			return SG_STORE_ERROR;
 		}
-		va_copy(again, ap);
-		res = execute(st, name, fmt, again);
-		va_end(again);
+		res = execute(st, name, args, n);
 		status = PQresultStatus(res);
 		if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
 			break;

@@ -5,7 +5,6 @@
  */
 #include <fcntl.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,18 +160,21 @@ stepped(struct sg_store *st, int rc)
 
 int
 sg_sq_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
-    const char *fmt, va_list ap)
+    const struct sg_st_arg *args, int n)
 {
 	int i, rc;
 
 	if (prepare(st, sql, &c->stmt) != SQLITE_OK)
 		return dberr(st, "prepare");
-	for (i = 0; fmt[i] != '\0'; i++) {
-		if (fmt[i] == 'i')
-			sqlite3_bind_int64(c->stmt, i + 1, va_arg(ap, int64_t));
+	for (i = 0; i < n; i++) {
+		if (args[i].kind == 'i')
+			sqlite3_bind_int64(c->stmt, i + 1, args[i].i);
+		else if (args[i].kind == 'n' && args[i].s != NULL)
+			sqlite3_bind_int64(c->stmt, i + 1, strtoll(args[i].s,
+			    NULL, 10));
 		else
-			sqlite3_bind_text(c->stmt, i + 1, va_arg(ap,
-			    const char *), -1, SQLITE_STATIC);
+			sqlite3_bind_text(c->stmt, i + 1, args[i].s, -1,
+			    SQLITE_STATIC);
 	}
 	if ((rc = stepped(st, sqlite3_step(c->stmt))) < 0)
 		sg_sq_done(st, c);

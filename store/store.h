@@ -56,6 +56,14 @@ const char *sg_store_box(const struct sg_store *);
 /* Bring the schema to SG_STORE_SCHEMA_VERSION; refuses a newer one. */
 int	 sg_store_migrate(struct sg_store *);
 int	 sg_store_version(struct sg_store *, int *version);
+/*
+ * Copy every row of from into to (`sandgate migrate --to`), both brought
+ * to this schema first; to must hold no rows. Rows from before boxes are
+ * given from's box. One transaction on to: all or nothing. The count of
+ * rows copied into *rows; a failure's message is from's.
+ */
+int	 sg_store_copy(struct sg_store *from, struct sg_store *to,
+	    int64_t *rows);
 /* A cheap query: 0 when the store answers. */
 int	 sg_store_ping(struct sg_store *);
 

@@ -922,6 +922,95 @@ backup_while_writing(void **state)
 	assert_int_equal(access(bad, F_OK), -1);
 }
 
+/* `sandgate migrate --to`: a SQLite store copied whole into another
+ * store (in the PostgreSQL run: into the PostgreSQL database). */
+static void
+copy_into_an_empty_store(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_store *src;
+	struct sg_store_item in = { "msg_1", "{\"a\":1}", "[]" };
+	struct sg_store_resp r = { .id = "resp_1", .tenant = "alice",
+	    .model = "m", .upstream_id = "up_1", .sandbox_id = "cntr_s",
+	    .body = "{}" };
+	struct sg_store_file f = { .id = "file-1", .tenant = "alice",
+	    .filename = "a.txt", .purpose = "user_data", .bytes = 3,
+	    .created_at = 1, .expires_at = 4102444800 };
+	struct sg_store_resp_row rr;
+	struct sg_store_sbx row;
+	struct keylist l = { .n = 0 };
+	char path[192], h[65], sbx[48], victim[48], *item = NULL, *up = NULL;
+	int64_t rows = 0;
+	int created, lost;
+
+	snprintf(path, sizeof(path), "%s/source.db", fx->dir);
+	assert_int_equal(sg_store_open(path, &src, fx->err, sizeof(fx->err)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_migrate(src), SG_STORE_OK);
+	assert_int_equal(sg_store_set_box(src, "box-a"), SG_STORE_OK);
+	assert_int_equal(sg_store_key_add(src, "k1", hash_of("1", h)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_key_add(src, "k2", hash_of("2", h)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_key_revoke(src, "k1"), SG_STORE_OK);
+	assert_int_equal(sg_store_sess_claim(src, "alice", "s1", "cntr_s",
+	    "local", 1, 2, 4102444800, 10, sbx, victim, &created, &lost),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_ready(src, "cntr_s", "{\"h\":1}",
+	    4102444800), SG_STORE_OK);
+	assert_int_equal(sg_store_resp_save(src, &r, &in, 1, NULL, 0),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_file_begin(src, &f, 100), SG_STORE_OK);
+	assert_int_equal(sg_store_relayed_put(src, "up_2", "alice", UP_A),
+	    SG_STORE_OK);
+	/* A row from before boxes gets the source's box. */
+	assert_int_equal(tu_raw_sql_store(src, "UPDATE files SET box = NULL"),
+	    0);
+
+	open_migrated(fx);
+	if (sg_store_copy(src, fx->st, &rows) != SG_STORE_OK)
+		fail_msg("copy: %s", sg_store_errmsg(src));
+	assert_int_equal(rows, 2 + 1 + 1 + 1 + 1 + 1 + 1);
+	assert_int_equal(sg_store_key_list(fx->st, collect, &l), SG_STORE_OK);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.rows[0].name, "k1");
+	assert_true(l.rows[0].revoked_at > 0);
+	/* New keys number on after the copied ones. */
+	assert_int_equal(sg_store_key_add(fx->st, "k3", hash_of("3", h)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_get(fx->st, "cntr_s", "alice", &row),
+	    SG_STORE_OK);
+	assert_string_equal(row.state, "ready");
+	assert_string_equal(row.handle, "{\"h\":1}");
+	assert_string_equal(row.box, "box-a");
+	assert_int_equal(row.kind, SG_SBX_SESSION);
+	sg_store_sbx_clear(&row);
+	assert_int_equal(sg_store_sess_claim(fx->st, "alice", "s1", "cntr_n",
+	    "local", 1, 2, 4102444800, 10, sbx, victim, &created, &lost),
+	    SG_STORE_OK);
+	assert_string_equal(sbx, "cntr_s");
+	assert_int_equal(created, 0);
+	assert_int_equal(sg_store_resp_load(fx->st, "resp_1", "alice", &rr),
+	    SG_STORE_OK);
+	assert_string_equal(rr.upstream_id, "up_1");
+	sg_store_resp_clear(&rr);
+	assert_int_equal(sg_store_item_find(fx->st, "msg_1", "alice", &item,
+	    &up), SG_STORE_OK);
+	assert_string_equal(item, "{\"a\":1}");
+	free(item);
+	free(up);
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(sg_store_file_get(fx->st, "file-1", "alice", NULL, &f),
+	    SG_STORE_OK);
+	assert_string_equal(f.box, "box-a");
+	assert_int_equal(sg_store_relayed_has(fx->st, "up_2", "alice", UP_A),
+	    SG_STORE_OK);
+	/* Into a store that holds rows: refused, nothing copied. */
+	assert_int_equal(sg_store_copy(src, fx->st, &rows), SG_STORE_ERROR);
+	assert_contains(sg_store_errmsg(src), "not empty");
+	sg_store_close(src);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -956,6 +1045,7 @@ main(void)
 		T(relayed_expire_and_prune),
 		T(migrate_from_1),
 		T(backup_while_writing),
+		T(copy_into_an_empty_store),
 	};
 
 	TU_STORE_MAIN(tests);

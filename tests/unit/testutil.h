@@ -130,6 +130,16 @@ tu_raw_sql(const char *path, const char *sql, char *out, size_t outsz)
 	return 0;
 }
 
+/* A statement on an open store: 0, or -1 with the error printed. */
+static inline int
+tu_raw_sql_store(struct sg_store *st, const char *sql)
+{
+	if (sg_st_exec(st, sql) == SG_STORE_OK)
+		return 0;
+	fprintf(stderr, "%s: %s\n", sql, sg_store_errmsg(st));
+	return -1;
+}
+
 /* A test about SQLite's file itself: skipped in the PostgreSQL run. */
 #define TU_SQLITE_ONLY() do {						\
 	if (tu_store_url != NULL)					\
