@@ -7,7 +7,8 @@ pkgs="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
 libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev libseccomp-dev lighttpd
 bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib
 python3-ipython python3-pandas curl
-valgrind sqlite3 procps nginx apache2 libapache2-mod-fcgid"
+valgrind sqlite3 procps nginx apache2 libapache2-mod-fcgid
+postgresql libpq-dev postgresql-client"
 # `make fuzz` also needs clang and libFuzzer: install-deps.sh fuzz;
 # `make bench` wrk, hyperfine and GNU time: install-deps.sh bench
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
@@ -22,9 +23,13 @@ if [ -n "$missing" ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	$sudo apt-get update -qq
-	# Debian starts each web server it installs on port 80; the tests start
-	# their own on loopback. A policy-rc.d of our own (only when there is
-	# none) keeps the packaged services from starting.
+	# Debian starts each web server it installs on port 80, and the
+	# packaged PostgreSQL cluster (15 main) on 5432; the tests start their
+	# own, the web servers on loopback, PostgreSQL in a directory of their
+	# own with no TCP (tests/pg, which runs the newest
+	# /usr/lib/postgresql/*/bin itself: nothing of ours uses the packaged
+	# cluster, pg_wrapper or /var/run/postgresql). A policy-rc.d of our own
+	# (only when there is none) keeps the packaged services from starting.
 	policy=""
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
 		printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
@@ -39,7 +44,7 @@ if [ -n "$missing" ]; then
 	fi
 	[ "$rc" -eq 0 ] || exit "$rc"
 	if command -v systemctl >/dev/null 2>&1; then
-		for s in lighttpd nginx apache2; do
+		for s in lighttpd nginx apache2 postgresql; do
 			$sudo systemctl disable --now "$s" >/dev/null 2>&1 || true
 		done
 	fi

@@ -1,0 +1,56 @@
+# Sourced by start.sh, stop.sh and restart.sh (tests/pg): the cluster's
+# directory, PostgreSQL's binaries and the user the cluster runs as.
+#
+#   pg_dir DIR   sets dir (absolute), data, log
+#   pgbin        the newest /usr/lib/postgresql/N/bin (SG_PG_BIN to choose):
+#                Debian keeps the server's programs out of PATH, and we go
+#                around pg_wrapper so nothing depends on a packaged cluster
+#   user         SG_USER (default sgtest) when we are root, else ourselves:
+#                PostgreSQL refuses to run as root
+#   as_user CMD  CMD as that user
+#   port         SG_PG_PORT (default 5432): only names the socket, no TCP
+
+die() {
+	echo "tests/pg: $*" >&2
+	exit 1
+}
+
+# Settings libpq and pg_ctl take from the environment would point
+# elsewhere: every connection here names what it means.
+unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGPASSWORD PGPASSFILE \
+    PGSERVICE PGSERVICEFILE PGOPTIONS PGDATA PGCLUSTER PGSSLMODE 2>/dev/null || true
+
+pgbin=${SG_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+[ -n "$pgbin" ] && [ -x "$pgbin/pg_ctl" ] && [ -x "$pgbin/initdb" ] ||
+	die "no PostgreSQL server in /usr/lib/postgresql/*/bin (sh tests/install-deps.sh installs it)"
+port=${SG_PG_PORT:-5432}
+
+if [ "$(id -u)" -eq 0 ]; then
+	user=${SG_USER:-sgtest}
+	# As tests/integration/run.sh makes it.
+	if ! id "$user" >/dev/null 2>&1; then
+		useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+	fi
+	as_user() { setpriv --reuid="$user" --regid="$user" --init-groups "$@"; }
+else
+	user=$(id -un)
+	as_user() { "$@"; }
+fi
+
+pg_dir() {
+	[ -n "${1:-}" ] || die "usage: $0 DIR"
+	case $1 in
+	/*) dir=$1 ;;
+	*) dir=$(pwd)/$1 ;;
+	esac
+	dir=${dir%/}
+	# DIR goes into a libpq URL as is (host=DIR): keep it to characters
+	# that need no escaping there.
+	case $dir in
+	*[!A-Za-z0-9._/-]*) die "DIR may hold only A-Z a-z 0-9 . _ / -: $dir" ;;
+	esac
+	data=$dir/data
+	log=$dir/server.log
+	# The programs run as the user from a directory it can enter.
+	cd /
+}
