@@ -23,13 +23,15 @@ key=bench-key
 SLOW_S=15 node "$here/fakes.mjs" "$up" "$e2b" & upid=$!
 printf '{"status":"ok"}\n' > "$dir/www/static.json"
 
-# The gateway: WORKERS, a key with MAXC concurrent requests, the fakes.
+# The gateway: WORKERS, keys with MAXC concurrent requests, the fakes, the
+# store at $store_url when set.
+store_url=
 gateway_conf() {
 	cat > "$dir/sandgate.conf" <<CONF
 server: { workers = $1; user = "nobody"; };
-store: { path = "$dir/store/sandgate.db"; };
+store: { path = "$dir/store/sandgate.db"; ${store_url:+url = \"$store_url\";} };
 auth: { keys = ( { name = "bench"; key_sha256 = "$(printf %s "$key" | sha256sum | cut -d' ' -f1)";
-  max_concurrent = $2; } ); };
+  max_concurrent = $2; } ); max_concurrent = $2; };
 models = (
   { name = "bench"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "echo"; },
   { name = "slow"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "slow"; },
@@ -301,14 +303,14 @@ part_store() {
 	$as psql -X -q -d "$pg" -c "ALTER SYSTEM SET fsync = on" -c "ALTER SYSTEM SET synchronous_commit = on" \
 	    -c "ALTER SYSTEM SET full_page_writes = on" -c "SELECT pg_reload_conf()" -c "CREATE DATABASE sgbench" >/dev/null
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
+	store_url=$(printf %s "$pg" | sed 's|/postgres?|/sgbench?|')
 	gateway_conf "[4, 64]" 64
-	sed -i "s|^store: {.*|store: { path = \"$dir/store/sandgate.db\"; url = \"$(printf %s "$pg" | sed 's|/postgres?|/sgbench?|')\"; };|" \
-	    "$dir/sandgate.conf"
 	bench_gateway "$gw"
 	store_rows postgresql
 	echo
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
 	sh "$root/tests/pg/stop.sh" "$pgd" >/dev/null 2>&1 || true
+	store_url=
 	gateway_conf "[4, 64]" 64
 	bench_gateway "$gw"
 }

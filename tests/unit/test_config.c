@@ -1155,6 +1155,35 @@ wrong_shapes_are_errors(void **state)
 	}
 }
 
+/* store.url is a secret like any other, but one the gateway cannot do
+ * without: unreadable or not PostgreSQL's, the load fails. */
+static void
+store_url_and_box(void **state)
+{
+	struct fx *fx = *state;
+
+	setenv("SG_TEST_SECRET", "postgresql://sg:pw@db.internal/sg", 1);
+	load_ok(fx, "store: { url = \"env:SG_TEST_SECRET\"; box = \"box-1.a_b\"; };\n");
+	assert_string_equal(fx->cfg->store.url, "postgresql://sg:pw@db.internal/sg");
+	assert_string_equal(fx->cfg->store.box, "box-1.a_b");
+	assert_non_null(fx->cfg->store.path);
+	sg_cfg_free(fx->cfg);
+	fx->cfg = NULL;
+	load_ok(fx, "store: { url = \"postgres://sg@/sg?host=/run/pg\"; };\n");
+	assert_null(fx->cfg->store.box);
+	sg_cfg_free(fx->cfg);
+	fx->cfg = NULL;
+	load_fails_at(fx, "store: {\n  url = \"env:SG_TEST_UNSET\"; " HERE "\n};\n",
+	    "store.url cannot be read");
+	load_fails_at(fx, "store: {\n  url = \"mysql://x\"; " HERE "\n};\n",
+	    "postgresql://");
+	load_fails_at(fx, "store: {\n  url = \"/var/lib/sandgate/x.db\"; " HERE
+	    "\n};\n", "postgresql://");
+	load_fails_at(fx, "store: {\n  box = \"\"; " HERE "\n};\n", "store.box");
+	load_fails_at(fx, "store: {\n  box = \"a b\"; " HERE "\n};\n", "store.box");
+	load_fails_at(fx, "store: {\n  box = \"a/b\"; " HERE "\n};\n", "store.box");
+}
+
 static void
 key_limits_and_tools(void **state)
 {
@@ -1238,6 +1267,7 @@ main(void)
 		T(good_auth),
 		T(good_models),
 		T(model_api),
+		T(store_url_and_box),
 		T(good_tools),
 		T(good_interception_sessions),
 		T(defaults_when_absent),
