@@ -84,14 +84,18 @@ int	 sg_sbx_put_file(struct sg_sbx_env *, const char *tenant, const char *id,
  * configured. 0, or -1 with why. */
 int	 sg_sbx_destroy_row(struct sg_sbx_env *, const struct sg_store_sbx *,
 	    char *why, size_t whysz);
-/* Whether the process that recorded row, on this host, is gone. */
+/* Whether the process that recorded row, on this box, is gone (another
+ * box's never is: it cannot be seen from here). */
 int	 sg_sbx_owner_dead(const struct sg_sbx_env *,
 	    const struct sg_store_sbx *);
 /* Whether a run holds row now (its responder alive, its deadline not
  * passed). */
 int	 sg_sbx_running(const struct sg_sbx_env *, const struct sg_store_sbx *);
-/* Whether row was made on this box (store.box), or before boxes. */
+/* sbx_box.c: whether row was made on this box (store.box), or before
+ * boxes; and the 421 for a local sandbox asked for on another box. */
 int	 sg_sbx_ours(const struct sg_sbx_env *, const struct sg_store_sbx *);
+int	 sg_sbx_other_box(struct sg_sbx_env *, const struct sg_store_sbx *,
+	    struct sg_error *);
 
 /*
  * One sweep of the reaper (core/reap.c), under the store's "reaper"
