@@ -4,7 +4,8 @@
 # part). Writes the Markdown to stdout and into bench/RESULTS.md between
 # the "make bench" markers (the rest of that file is kept).
 #   BENCH_SECS    seconds per wrk row (default 5)
-#   BENCH_PARTS   which parts (default "floor cpu loop memory local pool")
+#   BENCH_PARTS   which parts (default "floor cpu loop memory local pool
+#                 store")
 #   BENCH_NO_WRITE=1  print only, leave RESULTS.md alone
 # BENCH_PARTS=hold keeps the stack up for BENCH_HOLD seconds (default 600),
 # its ports and directory on stderr: for profiling by hand.
@@ -12,7 +13,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 secs=${BENCH_SECS:-5}
-parts=${BENCH_PARTS:-floor cpu loop memory local pool}
+parts=${BENCH_PARTS:-floor cpu loop memory local pool store}
 bench_setup
 make -s -C "$root" build/bench/floor
 out="$dir/results.md"
@@ -253,6 +254,61 @@ console.log(`every 200 ms for 15 s; \`workers = [4, 256]\`): all ${r.open} open 
 console.log(`${r.done} finished whole, ${r.bad} failed.`);' "$dir/streams.json"
 	echo
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
+	gateway_conf "[4, 64]" 64
+	bench_gateway "$gw"
+}
+
+# ---------------------------------------------------------------- the store
+# The same gateway on its SQLite file, then on PostgreSQL (tests/pg: a
+# throwaway cluster on a Unix socket, fsync on as a server keeps it):
+# passthrough with a key from the store (one lookup a request), and the
+# session loop (a claim, a run lock, a stored response a request).
+store_rows() { # label
+	k=$("$root/build/sandgate" --config "$dir/sandgate.conf" keys create "store$$-$1")
+	printf '{"model":"bench","messages":[{"role":"user","content":"hi"}]}' > "$dir/store.body"
+	for c in 1 16 64; do
+		set -- "$1" $(KEY=$k wrk_row $c "http://127.0.0.1:$gw/v1/chat/completions" "$dir/store.body")
+		[ "$5" = 0 ] || { echo "bench: errors in the $1 passthrough at c=$c" >&2; cat "$dir/wrk.out" >&2; }
+		echo "| passthrough, chat JSON, a store key | $1 | $c | $2 | $3 µs | $4 µs |"
+	done
+	for c in 1 16; do
+		FAKE_UPSTREAM="http://127.0.0.1:$up" node "$here/loop_client.mjs" \
+		    "http://127.0.0.1:$gw/v1/responses" "$key" ci-1 "$c" "$secs" sticky > "$dir/sloop.json"
+		node -e '
+const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+if (r.bad) console.error(`bench: ${r.bad} bad answers, first: ${r.firstBad}`);
+console.log(`| session: one code round a request | ${process.argv[2]} | ${r.conc} | ${Math.round(r.rps)} | ${r.total.p50} µs | ${r.total.p99} µs |`);' \
+		    "$dir/sloop.json" "$1"
+	done
+}
+part_store() {
+	echo "### The store: SQLite and PostgreSQL"
+	echo
+	echo "The gateway above on its SQLite file, then on PostgreSQL $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null |"
+	echo "sort -V | tail -n 1 | sed 's|.*/postgresql/||; s|/bin||') (\`tests/pg/start.sh\`: a cluster of its own on a Unix"
+	echo "socket, \`fsync = on\` as a server keeps it). Passthrough rows: wrk -d${secs}s with a key"
+	echo "made by \`sandgate keys create\` (looked up in the store on every request);"
+	echo "session rows: \`bench/loop_client.mjs\` sticky \`ci-1\` for ${secs}s (each request"
+	echo "claims its session, takes the sandbox's run lock, runs one round on the e2b"
+	echo "fake and stores its response)."
+	echo
+	echo "| what | store | c | req/s | p50 | p99 |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	store_rows sqlite
+	pgd="$dir/pg"
+	pg=$(sh "$root/tests/pg/start.sh" "$pgd")
+	as=""; [ "$(id -u)" -eq 0 ] && as="runuser -u ${SG_USER:-sgtest} --"
+	$as psql -X -q -d "$pg" -c "ALTER SYSTEM SET fsync = on" -c "ALTER SYSTEM SET synchronous_commit = on" \
+	    -c "ALTER SYSTEM SET full_page_writes = on" -c "SELECT pg_reload_conf()" -c "CREATE DATABASE sgbench" >/dev/null
+	kill "$lpid"; wait "$lpid" 2>/dev/null || true
+	gateway_conf "[4, 64]" 64
+	sed -i "s|^store: {.*|store: { path = \"$dir/store/sandgate.db\"; url = \"$(printf %s "$pg" | sed 's|/postgres?|/sgbench?|')\"; };|" \
+	    "$dir/sandgate.conf"
+	bench_gateway "$gw"
+	store_rows postgresql
+	echo
+	kill "$lpid"; wait "$lpid" 2>/dev/null || true
+	sh "$root/tests/pg/stop.sh" "$pgd" >/dev/null 2>&1 || true
 	gateway_conf "[4, 64]" 64
 	bench_gateway "$gw"
 }

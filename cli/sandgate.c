@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "cli.h"
+#include "../core/gateway.h"
 #include "../core/config.h"
 #include "../core/sandbox.h"
 #include "../lib/util.h"
@@ -36,6 +37,9 @@ usage(void)
 	    "  reap                delete sandboxes whose life has passed\n"
 	    "  backup FILE         a consistent copy of the store, taken while it\n"
 	    "                      serves (written as the store's owner)\n"
+	    "  migrate --to URL    copy the store into an empty PostgreSQL\n"
+	    "                      database (postgresql://...), then point\n"
+	    "                      store.url at it\n"
 	    "  sessions list [--key NAME]\n"
 	    "                      sessions and their sandboxes\n"
 	    "  sessions purge --key NAME | --all\n"
@@ -108,12 +112,12 @@ sg_cli_open_store(const struct sg_cfg *cfg)
 
 	if (become_store_owner(cfg) == -1 || make_store_dir(cfg) == -1)
 		return NULL;
-	if (sg_store_open(cfg->store.path, &st, err, sizeof(err)) != 0) {
+	if (sg_gw_store_open(cfg, &st, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sandgate: %s\n", err);
 		return NULL;
 	}
 	if (sg_store_migrate(st) != SG_STORE_OK) {
-		fprintf(stderr, "sandgate: %s: %s\n", cfg->store.path,
+		fprintf(stderr, "sandgate: %s: %s\n", sg_gw_store_name(cfg),
 		    sg_store_errmsg(st));
 		sg_store_close(st);
 		return NULL;
@@ -138,6 +142,43 @@ backup(const struct sg_cfg *cfg, const char *path)
 	printf("backed up %d pages to %s\n", pages, path);
 	sg_store_close(st);
 	return 0;
+}
+
+/* The store copied into the empty PostgreSQL database at url (or any
+ * store: a SQLite path works too). Run with the gateway stopped: what it
+ * writes after the copy began is not in the copy. */
+static int
+migrate_to(const struct sg_cfg *cfg, const char *url)
+{
+	struct sg_store *from, *to;
+	char err[512];
+	int64_t rows;
+	int rc;
+
+	if ((from = sg_cli_open_store(cfg)) == NULL)
+		return 1;
+	if (cfg->store.url != NULL && strcmp(cfg->store.url, url) == 0) {
+		fprintf(stderr, "sandgate: migrate: the store is %s already\n",
+		    url);
+		sg_store_close(from);
+		return 1;
+	}
+	if (sg_store_open(url, &to, err, sizeof(err)) != SG_STORE_OK) {
+		fprintf(stderr, "sandgate: migrate: %s\n", err);
+		sg_store_close(from);
+		return 1;
+	}
+	rc = sg_store_copy(from, to, &rows);
+	if (rc != SG_STORE_OK)
+		fprintf(stderr, "sandgate: migrate: %s (nothing was copied)\n",
+		    sg_store_errmsg(from));
+	else
+		printf("copied %lld rows (schema %d); now set store.url and "
+		    "restart the gateway\n", (long long)rows,
+		    SG_STORE_SCHEMA_VERSION);
+	sg_store_close(to);
+	sg_store_close(from);
+	return rc == SG_STORE_OK ? 0 : 1;
 }
 
 static int
@@ -436,6 +477,9 @@ main(int argc, char *argv[])
 		rc = reap(cfg);
 	else if (strcmp(cmd, "backup") == 0 && sub != NULL && argc - optind == 2)
 		rc = backup(cfg, sub);
+	else if (strcmp(cmd, "migrate") == 0 && sub != NULL &&
+	    strcmp(sub, "--to") == 0 && argc - optind == 3)
+		rc = migrate_to(cfg, argv[optind + 2]);
 	else if (strcmp(cmd, "exec") == 0) {
 		if ((rc = exec_main(cfg, argc - optind, argv + optind)) == -1) {
 			sg_cfg_free(cfg);

@@ -205,7 +205,9 @@ with_file(struct sg_sbx_env *env, enum sg_route route, const char *id,
 		return answer;
 	json_decref(answer);
 	if (route == SG_ROUTE_CFILE_CONTENT) {
-		sg_files_send(env->cfg, &f, req, out, err);
+		struct sg_files_env fenv = { env->cfg, env->store };
+
+		sg_files_send(&fenv, &f, req, out, err);
 		return NULL;
 	}
 	if (sg_store_file_remove(env->store, fid, req->tenant) != SG_STORE_OK) {

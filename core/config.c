@@ -330,6 +330,8 @@ sg_cfg_free(struct sg_cfg *cfg)
 	free(cfg->server.mount_prefix);
 	free(cfg->server.socket_owner);
 	free(cfg->store.path);
+	free(cfg->store.url);
+	free(cfg->store.box);
 	free(cfg->interception.sandbox_tool);
 	free(cfg->interception.tool_name);
 	free(cfg->files.dir);

@@ -66,7 +66,11 @@ struct sg_cfg {
 					 * request is replaced; 0: never */
 	} server;
 	struct {
-		char	*path;
+		char	*path;		/* SQLite's file; with url, its
+					 * directory still holds the box's
+					 * own state (local sandboxes, files) */
+		char	*url;		/* PostgreSQL, or NULL */
+		char	*box;		/* this box's name; NULL: the host's */
 	} store;
 	struct {
 		struct sg_cfg_key *keys;

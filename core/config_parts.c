@@ -8,11 +8,12 @@
 
 #include "config_int.h"
 #include "../lib/util.h"
+#include "../store/store.h"
 
 static const char *const server_keys[] = { "workers", "user", "mount_prefix",
 	"max_body_bytes", "request_timeout", "idle_retire", "grace",
 	"socket_mode", "socket_owner", "read_timeout", "recycle_mb", NULL };
-static const char *const store_keys[] = { "path", NULL };
+static const char *const store_keys[] = { "path", "url", "box", NULL };
 static const char *const auth_keys[] = { "keys", "allow_anonymous",
 	"max_concurrent", NULL };
 static const char *const key_keys[] = { "name", "key", "key_sha256",
@@ -117,8 +118,35 @@ sg_cfgld_server(struct sg_cfgld *ld, const config_setting_t *g)
 int
 sg_cfgld_store(struct sg_cfgld *ld, const config_setting_t *g)
 {
+	struct sg_cfg *cfg = ld->cfg;
+	char *problem = NULL;
+	size_t n;
+
 	sg_cfgld_check_keys(ld, g, store_keys, "store");
-	return sg_cfgld_str(ld, g, "path", &ld->cfg->store.path, 0);
+	if (sg_cfgld_str(ld, g, "path", &cfg->store.path, 0) == -1 ||
+	    sg_cfgld_secret(ld, g, "url", &cfg->store.url, &problem) == -1 ||
+	    sg_cfgld_str(ld, g, "box", &cfg->store.box, 0) == -1)
+		return -1;
+	/* Without its store a gateway can serve nothing: a URL that
+	 * cannot be read is not deferred as a model's key is. */
+	if (problem != NULL) {
+		free(problem);
+		return sg_cfgld_fail(ld, config_setting_get_member(g, "url"),
+		    "store.url cannot be read");
+	}
+	if (cfg->store.url != NULL && !sg_store_is_url(cfg->store.url))
+		return sg_cfgld_fail(ld, config_setting_get_member(g, "url"),
+		    "store.url must be a postgresql:// URL");
+	if (cfg->store.box != NULL) {
+		n = strlen(cfg->store.box);
+		if (n == 0 || n > 63 || strspn(cfg->store.box,
+		    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "0123456789.-_") != n)
+			return sg_cfgld_fail(ld, config_setting_get_member(g,
+			    "box"), "store.box must be 1-63 letters, digits, "
+			    "'.', '-' or '_'");
+	}
+	return 0;
 }
 
 static int

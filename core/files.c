@@ -331,7 +331,7 @@ content(const struct sg_files_env *env, const char *id,
 
 	if (load(env, id, req, &f, err) == -1)
 		return -1;
-	return sg_files_send(env->cfg, &f, req, out, err);
+	return sg_files_send(env, &f, req, out, err);
 }
 
 static int
@@ -425,18 +425,38 @@ disposition(const char *name, char *out, size_t sz)
 }
 
 int
-sg_files_send(const struct sg_cfg *cfg, const struct sg_store_file *f,
+sg_files_open(const struct sg_files_env *env, const struct sg_store_file *f,
+    struct sg_error *err)
+{
+	const char *box = sg_store_box(env->store);
+	char path[4096];
+	int fd;
+
+	if (sg_files_path(env->cfg, f->id, path, sizeof(path)) == 0 &&
+	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+		return fd;
+	if (f->box[0] != '\0' && strcmp(f->box, box) != 0)
+		return sg_error_set(err, 421, "invalid_request_error",
+		    "file_on_another_box", NULL, "The bytes of file %s are kept "
+		    "on box '%s', and this request reached box '%s'. Share "
+		    "files.dir between the boxes, or route the key's requests "
+		    "to that box.", f->id, f->box, box);
+	return sg_error_server(err, 500, "The bytes of file %s are gone.",
+	    f->id);
+}
+
+int
+sg_files_send(const struct sg_files_env *env, const struct sg_store_file *f,
     const struct sg_req *req, struct sg_out *out, struct sg_error *err)
 {
-	char path[4096], head[1200], *buf;
+	char head[1200], *buf;
 	struct stat st;
 	size_t n;
 	ssize_t got;
 	int fd;
 
-	if (sg_files_path(cfg, f->id, path, sizeof(path)) == -1 ||
-	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return sg_error_server(err, 500, "The file's bytes are gone.");
+	if ((fd = sg_files_open(env, f, err)) == -1)
+		return -1;
 	if (fstat(fd, &st) == -1 || (buf = malloc(65536)) == NULL) {
 		close(fd);
 		return sg_error_server(err, 500, "The file cannot be read.");
@@ -489,7 +509,12 @@ sg_files_prune(const struct sg_files_env *env)
 		const struct sg_store_file *f = &d.rows[i];
 		char path[4096];
 
-		/* An upload still being written by a live process stays. */
+		/* Another box's bytes are in its files.dir: its reaper
+		 * removes them. An upload still being written by a live
+		 * process stays. */
+		if (f->box[0] != '\0' && strcmp(f->box,
+		    sg_store_box(env->store)) != 0)
+			continue;
 		if (strcmp(f->state, "uploading") == 0 && f->owner_pid > 0 &&
 		    sg_proc_start((int)f->owner_pid) == f->owner_start)
 			continue;

@@ -44,9 +44,13 @@ int	 sg_files_begin(const struct sg_files_env *, const char *tenant,
 int	 sg_files_upload(const struct sg_files_env *, struct sg_req *,
 	    const char *prefix, size_t idbytes, struct sg_store_file *f,
 	    struct sg_upload *u, struct sg_error *err);
+/* f's bytes open for reading: the descriptor, or -1 with err (421 when
+ * another box wrote them and files.dir is not shared with it). */
+int	 sg_files_open(const struct sg_files_env *, const struct sg_store_file *f,
+	    struct sg_error *err);
 /* Answer f's bytes (200, application/octet-stream, its length and name):
  * 0, or -1 with err before anything was sent. */
-int	 sg_files_send(const struct sg_cfg *, const struct sg_store_file *f,
+int	 sg_files_send(const struct sg_files_env *, const struct sg_store_file *f,
 	    const struct sg_req *, struct sg_out *, struct sg_error *err);
 /*
  * A request's list of file ids (ids NULL: none), as OpenAI checks one:

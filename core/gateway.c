@@ -46,6 +46,29 @@ struct sg_gw {
 #define ADMIT_RETRY	"retry-after: 1\r\n"	/* seconds: load moves fast */
 
 int
+sg_gw_store_open(const struct sg_cfg *cfg, struct sg_store **out, char *err,
+    size_t errsz)
+{
+	if (sg_store_open(cfg->store.url != NULL ? cfg->store.url :
+	    cfg->store.path, out, err, errsz) != SG_STORE_OK)
+		return -1;
+	if (cfg->store.box != NULL && sg_store_set_box(*out, cfg->store.box) !=
+	    SG_STORE_OK) {
+		snprintf(err, errsz, "%s", sg_store_errmsg(*out));
+		sg_store_close(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+const char *
+sg_gw_store_name(const struct sg_cfg *cfg)
+{
+	return cfg->store.url != NULL ? "PostgreSQL store" : cfg->store.path;
+}
+
+int
 sg_gw_new(const struct sg_cfg *cfg, struct sg_gw **out, char *err,
     size_t errsz)
 {
@@ -59,7 +82,7 @@ sg_gw_new(const struct sg_cfg *cfg, struct sg_gw **out, char *err,
 	gw->cfg = cfg;
 	gw->store_ok_ms = INT64_MIN / 2;	/* never */
 	sg_prov_init(&gw->prov);
-	if (sg_store_open(cfg->store.path, &gw->store, err, errsz) != 0) {
+	if (sg_gw_store_open(cfg, &gw->store, err, errsz) != 0) {
 		free(gw);
 		return -1;
 	}

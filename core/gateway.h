@@ -12,6 +12,7 @@
 #include "http.h"
 
 struct sg_gw;
+struct sg_store;
 
 /* Renders extra Prometheus text for /metrics into buf; returns bytes. */
 typedef size_t (*sg_metrics_fn)(void *arg, char *buf, size_t bufsz);
@@ -27,6 +28,13 @@ typedef int (*sg_admit_fn)(void *arg, const char *tenant,
 
 /* New: *out. cfg is borrowed and must outlive the gateway. Opens the
  * store: call after fork, never before. */
+/* The config's store (store.url, else store.path) for this box
+ * (store.box): 0, or -1 with err. */
+int	 sg_gw_store_open(const struct sg_cfg *, struct sg_store **out,
+	    char *err, size_t errsz);
+/* Where the config's store is, for messages: its path, or "PostgreSQL"
+ * (a URL may hold a password). */
+const char *sg_gw_store_name(const struct sg_cfg *);
 int	 sg_gw_new(const struct sg_cfg *, struct sg_gw **out, char *err,
 	    size_t errsz);
 void	 sg_gw_free(struct sg_gw *);

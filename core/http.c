@@ -21,6 +21,7 @@ sg_http_reason(int status)
 	case 408: return "Request Timeout";
 	case 409: return "Conflict";
 	case 413: return "Payload Too Large";
+	case 421: return "Misdirected Request";
 	case 422: return "Unprocessable Entity";
 	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";

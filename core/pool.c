@@ -151,6 +151,7 @@ sg_pool_fill(struct sg_sbx_env *env)
 /* The warm rows this process made, by id (read before any provider
  * call: no read is held across one). */
 struct mine {
+	const struct sg_sbx_env *env;
 	char	 (*id)[48];
 	size_t	 n, cap;
 };
@@ -161,7 +162,8 @@ collect(void *arg, const struct sg_store_sbx *row)
 	struct mine *m = arg;
 	char (*grown)[48];
 
-	if (row->kind != SG_SBX_WARM || row->owner_pid != getpid())
+	if (row->kind != SG_SBX_WARM || row->owner_pid != getpid() ||
+	    !sg_sbx_ours(m->env, row))
 		return 0;
 	if (m->n == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 16;
@@ -228,7 +230,7 @@ check(struct sg_sbx_env *env, const struct sg_tool *t,
 void
 sg_pool_tend(struct sg_sbx_env *env)
 {
-	struct mine m = { NULL, 0, 0 };
+	struct mine m = { env, NULL, 0, 0 };
 	struct sg_store_sbx row;
 	const struct sg_tool *t;
 	int kept[TOOLS_MAX] = { 0 };
@@ -263,7 +265,7 @@ sg_pool_tend(struct sg_sbx_env *env)
 static size_t
 drain_pass(struct sg_sbx_env *env, int last)
 {
-	struct mine m = { NULL, 0, 0 };
+	struct mine m = { env, NULL, 0, 0 };
 	struct sg_store_sbx row;
 	char why[512];
 	size_t i, left = 0;

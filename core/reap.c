@@ -18,6 +18,7 @@
 #define CREATE_SETTLE	90		/* s: longer than a provider's create */
 
 struct sweep {
+	struct sg_sbx_env *env;
 	const struct sg_cfg *cfg;
 	const char	*only_tool;
 	int64_t		 now;
@@ -25,10 +26,28 @@ struct sweep {
 	size_t		 n, cap;
 };
 
+/* Whether this box may delete row: another box's local sandbox lives
+ * (and is deleted) there; another box's tool is its own to sweep on
+ * reload. */
+static int
+reachable(const struct sweep *w, const struct sg_store_sbx *row)
+{
+	const struct sg_tool *t = sg_cfg_tool(w->cfg, row->tool);
+
+	if (sg_sbx_ours(w->env, row))
+		return 1;
+	return w->only_tool == NULL && t != NULL &&
+	    t->provider != SG_PROVIDER_LOCAL;
+}
+
 /* Whether row is to go now. */
 static int
 due(const struct sweep *w, const struct sg_store_sbx *row)
 {
+	struct sg_sbx_env *env = w->env;
+
+	if (!reachable(w, row))
+		return 0;
 	if (w->only_tool != NULL)
 		return strcmp(row->tool, w->only_tool) == 0;
 	/* Its life at the provider passed (a minute's grace): whatever it
@@ -41,9 +60,9 @@ due(const struct sweep *w, const struct sg_store_sbx *row)
 	 * is asked for it by its label (sg_sbx_destroy_row). */
 	if (strcmp(row->state, "creating") == 0)
 		return row->created_at < w->now - CREATE_SETTLE &&
-		    sg_sbx_owner_dead(row);
+		    sg_sbx_owner_dead(env, row);
 	/* Running code holds it, whatever its kind. */
-	if (sg_sbx_running(row))
+	if (sg_sbx_running(env, row))
 		return 0;
 	/* An eviction whose delete failed, tried again. */
 	if (strcmp(row->state, "deleting") == 0)
@@ -51,12 +70,12 @@ due(const struct sweep *w, const struct sg_store_sbx *row)
 	/* A warm one is its reaper's to keep, check and drain, until that
 	 * reaper died without draining (killed). */
 	if (row->kind == SG_SBX_WARM)
-		return sg_sbx_owner_dead(row);
+		return sg_sbx_owner_dead(env, row);
 	if (row->kind != SG_SBX_EPHEMERAL)
 		return row->last_used_at + w->cfg->sessions.ttl < w->now;
 	/* A request's own: its request ended without deleting it (the
 	 * responder died, or its delete failed). */
-	return sg_sbx_owner_dead(row);
+	return sg_sbx_owner_dead(env, row);
 }
 
 static int
@@ -104,7 +123,8 @@ int
 sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
     int *failed, int *skipped)
 {
-	struct sweep w = { env->cfg, only_tool, (int64_t)time(NULL), NULL, 0, 0 };
+	struct sweep w = { env, env->cfg, only_tool, (int64_t)time(NULL), NULL,
+	    0, 0 };
 	struct sg_store_sbx row;
 	char holder[96], host[64], why[512];
 	size_t i;

@@ -117,12 +117,37 @@ full(const char *tenant_max, struct sg_error *err)
 	    tenant_max);
 }
 
-/* Whether the process that recorded a row on this host is gone. */
-static int
-owner_dead(const struct sg_store_sbx *row)
+int
+sg_sbx_ours(const struct sg_sbx_env *env, const struct sg_store_sbx *row)
 {
+	return row->box[0] == '\0' || strcmp(row->box,
+	    sg_store_box(env->store)) == 0;
+}
+
+/* Whether the process that recorded a row is gone. Another box's
+ * processes cannot be seen from here: they count as alive, and their
+ * rows go when their life at the provider has passed. */
+static int
+owner_dead(const struct sg_sbx_env *env, const struct sg_store_sbx *row)
+{
+	if (!sg_sbx_ours(env, row))
+		return 0;
 	return row->owner_pid <= 0 || sg_proc_start((int)row->owner_pid) !=
 	    row->owner_start;
+}
+
+/* A local sandbox lives on one box: asked for on another, the client
+ * learns which box holds it rather than a sandbox that seems gone. */
+static int
+other_box(struct sg_sbx_env *env, const struct sg_store_sbx *row,
+    struct sg_error *err)
+{
+	return sg_error_set(err, 421, "invalid_request_error",
+	    "sandbox_on_another_box", "id", "Container with id '%s' is a local "
+	    "sandbox on box '%s', and this request reached box '%s'. Route "
+	    "its requests to that box (by key or session), or use an e2b or "
+	    "OpenSandbox tool when several boxes serve one store.", row->id,
+	    row->box, sg_store_box(env->store));
 }
 
 /* A sandbox the per-key limit evicted (its row says "deleting"): deleted
@@ -267,7 +292,7 @@ dead_runner_dropped(struct sg_sbx_env *env, const char *id)
 	if (sg_store_sbx_get(env->store, id, NULL, &row) != SG_STORE_OK)
 		return 0;
 	dead = row.runner_pid > 0 && row.runner_until >= (int64_t)time(NULL) &&
-	    !sg_sbx_running(&row);
+	    !sg_sbx_running(env, &row);
 	if (dead)
 		sg_store_sbx_run_drop(env->store, id, row.runner_pid,
 		    row.runner_start);
@@ -316,7 +341,7 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
 		/* Another responder creates it: wait. One that died, or a
 		 * sandbox on its way out, gives the session a new one. */
 		if (rc == SG_STORE_OK && (strcmp(row.state, "deleting") == 0 ||
-		    owner_dead(&row))) {
+		    owner_dead(env, &row))) {
 			sg_store_sess_detach(env->store, tenant, session_id, out);
 			if (strcmp(row.state, "creating") == 0)
 				sg_store_sbx_abandon(env->store, out);
@@ -346,8 +371,14 @@ sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
 		    "id", "Container with id '%s' is not ready (%s).", id,
 		    row->state);
 	}
-	if ((*t = tool_of(env, row->tool, ops, err)) == NULL ||
-	    (*handle = json_loads(row->handle, 0, NULL)) == NULL) {
+	if ((*t = tool_of(env, row->tool, ops, err)) != NULL &&
+	    (*t)->provider == SG_PROVIDER_LOCAL && !sg_sbx_ours(env, row)) {
+		other_box(env, row, err);
+		sg_store_sbx_clear(row);
+		return -1;
+	}
+	if (*t == NULL || (*handle = json_loads(row->handle, 0, NULL)) ==
+	    NULL) {
 		sg_store_sbx_clear(row);
 		return *t == NULL ? -1 : sg_error_server(err, 500, "Container "
 		    "%s has a damaged handle in the store.", id);
@@ -586,16 +617,18 @@ sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 }
 
 int
-sg_sbx_owner_dead(const struct sg_store_sbx *row)
+sg_sbx_owner_dead(const struct sg_sbx_env *env, const struct sg_store_sbx *row)
 {
-	return owner_dead(row);
+	return owner_dead(env, row);
 }
 
 int
-sg_sbx_running(const struct sg_store_sbx *row)
+sg_sbx_running(const struct sg_sbx_env *env, const struct sg_store_sbx *row)
 {
 	/* A run holds it until its deadline, unless its responder (on
-	 * this host) is gone. */
-	return row->runner_until >= (int64_t)time(NULL) && row->runner_pid > 0 &&
-	    sg_proc_start((int)row->runner_pid) == row->runner_start;
+	 * this box) is gone. */
+	if (row->runner_until < (int64_t)time(NULL) || row->runner_pid <= 0)
+		return 0;
+	return !sg_sbx_ours(env, row) || sg_proc_start((int)row->runner_pid) ==
+	    row->runner_start;
 }

@@ -85,10 +85,13 @@ int	 sg_sbx_put_file(struct sg_sbx_env *, const char *tenant, const char *id,
 int	 sg_sbx_destroy_row(struct sg_sbx_env *, const struct sg_store_sbx *,
 	    char *why, size_t whysz);
 /* Whether the process that recorded row, on this host, is gone. */
-int	 sg_sbx_owner_dead(const struct sg_store_sbx *);
+int	 sg_sbx_owner_dead(const struct sg_sbx_env *,
+	    const struct sg_store_sbx *);
 /* Whether a run holds row now (its responder alive, its deadline not
  * passed). */
-int	 sg_sbx_running(const struct sg_store_sbx *);
+int	 sg_sbx_running(const struct sg_sbx_env *, const struct sg_store_sbx *);
+/* Whether row was made on this box (store.box), or before boxes. */
+int	 sg_sbx_ours(const struct sg_sbx_env *, const struct sg_store_sbx *);
 
 /*
  * One sweep of the reaper (core/reap.c), under the store's "reaper"

@@ -27,18 +27,18 @@ sg_sbx_put_file(struct sg_sbx_env *env, const char *tenant, const char *id,
 	const struct sg_tool *t;
 	struct sg_store_sbx row;
 	struct sg_prov_error pe;
-	char src[4096], dest[512];
+	char dest[512];
 	json_t *handle;
 	struct stat st;
+	struct sg_files_env fenv = { env->cfg, env->store };
 	int fd = -1, rc;
 
-	if (sg_files_path(env->cfg, f->id, src, sizeof(src)) == -1 ||
-	    (fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
-	    fstat(fd, &st) == -1) {
-		if (fd != -1)
-			close(fd);
-		return sg_error_server(err, 500, "The bytes of file %s are gone.",
-		    f->id);
+	if ((fd = sg_files_open(&fenv, f, err)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return sg_error_server(err, 500, "The bytes of file %s cannot "
+		    "be read.", f->id);
 	}
 	sg_sbx_data_path(f->filename, dest, sizeof(dest));
 	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {

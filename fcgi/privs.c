@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fcgi.h"
+#include "../core/gateway.h"
 #include "../store/store.h"
 
 int
@@ -112,13 +113,13 @@ sg_prepare_store(const struct sg_cfg *cfg, char *err, size_t errsz)
 	if (pid == 0) {
 		if (sg_drop_privileges(cfg) == -1)
 			_exit(1);
-		if (sg_store_open(cfg->store.path, &st, msg, sizeof(msg)) != 0) {
+		if (sg_gw_store_open(cfg, &st, msg, sizeof(msg)) != 0) {
 			fprintf(stderr, "sandgate: %s\n", msg);
 			_exit(1);
 		}
 		if (sg_store_migrate(st) != SG_STORE_OK) {
-			fprintf(stderr, "sandgate: %s: %s\n", cfg->store.path,
-			    sg_store_errmsg(st));
+			fprintf(stderr, "sandgate: %s: %s\n",
+			    sg_gw_store_name(cfg), sg_store_errmsg(st));
 			_exit(1);
 		}
 		sg_store_close(st);
@@ -128,7 +129,7 @@ sg_prepare_store(const struct sg_cfg *cfg, char *err, size_t errsz)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		snprintf(err, errsz, "store %s could not be opened or migrated "
-		    "(reason above)", cfg->store.path);
+		    "(reason above)", sg_gw_store_name(cfg));
 		return -1;
 	}
 	return 0;

@@ -16,6 +16,7 @@
 #include <curl/curl.h>
 
 #include "fcgi.h"
+#include "../core/gateway.h"
 #include "../core/pool.h"
 #include "../core/sandbox.h"
 
@@ -58,13 +59,14 @@ open_store(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 {
 	char err[SG_ERR_MAX];
 
-	if (sg_store_open(cfg->store.path, &env->store, err, sizeof(err)) == 0)
+	if (sg_gw_store_open(cfg, &env->store, err, sizeof(err)) == 0)
 		return 0;
 	fprintf(stderr, "sandgate: reaper: %s\n", err);
 	return -1;
 }
 
 struct pool_turn {
+	char	 lease[96];	/* each box fills its own pool */
 	char	 holder[96];
 	int	 held;		/* the lease, when last asked */
 	int	 tended;	/* ever: then its warm ones are drained */
@@ -79,7 +81,7 @@ static void
 tend_pool(struct sg_sbx_env *env, struct pool_turn *p)
 {
 	if (sg_now_ms() >= p->lease_at) {
-		p->held = sg_store_lease(env->store, "pool", p->holder,
+		p->held = sg_store_lease(env->store, p->lease, p->holder,
 		    3 * SG_POOL_CHECK_S) == SG_STORE_OK;
 		p->lease_at = sg_now_ms() + LEASE_RENEW_MS;
 	}
@@ -111,6 +113,7 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 		snprintf(host, sizeof(host), "localhost");
 	host[sizeof(host) - 1] = '\0';
 	snprintf(p.holder, sizeof(p.holder), "%s:%d", host, (int)getpid());
+	snprintf(p.lease, sizeof(p.lease), "pool:%s", sg_store_box(env->store));
 	while (!stopping) {
 		if (sg_now_ms() >= next_sweep) {
 			sweep(env, NULL);
@@ -122,7 +125,7 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 	}
 	if (p.tended) {
 		sg_pool_drain(env);
-		sg_store_lease_release(env->store, "pool", p.holder);
+		sg_store_lease_release(env->store, p.lease, p.holder);
 	}
 }
 

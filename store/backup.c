@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "internal.h"
 
 static int
@@ -51,6 +53,11 @@ sg_store_backup(struct sg_store *st, const char *path, int *pages,
 	int rc;
 
 	*pages = 0;
+	if (st->kind != SG_ST_SQLITE) {
+		snprintf(err, errsz, "the store is PostgreSQL: back it up "
+		    "with pg_dump");
+		return SG_STORE_ERROR;
+	}
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid()) >=
 	    (int)sizeof(tmp)) {
 		snprintf(err, errsz, "%s: path too long", path);

@@ -3,7 +3,6 @@
  * and the row that reserves its bytes are one transaction, so two uploads
  * racing for the last bytes of a key's quota cannot both have them.
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,18 +12,18 @@
 #define FILE_COLUMNS "id, tenant, coalesce(container_id, ''), filename, " \
 	"coalesce(path, ''), coalesce(purpose, ''), coalesce(source, ''), " \
 	"state, bytes, coalesce(owner_pid, 0), coalesce(owner_start, 0), " \
-	"created_at, expires_at"
+	"created_at, expires_at, coalesce(box, '')"
 
 static void
-text(sqlite3_stmt *stmt, int i, char *out, size_t sz)
+text(struct sg_st_cur *stmt, int i, char *out, size_t sz)
 {
-	const unsigned char *t = sqlite3_column_text(stmt, i);
+	const char *t = sg_st_text(stmt, i);
 
 	snprintf(out, sz, "%s", t != NULL ? (const char *)t : "");
 }
 
 static void
-row(sqlite3_stmt *stmt, struct sg_store_file *f)
+row(struct sg_st_cur *stmt, struct sg_store_file *f)
 {
 	text(stmt, 0, f->id, sizeof(f->id));
 	text(stmt, 1, f->tenant, sizeof(f->tenant));
@@ -34,11 +33,12 @@ row(sqlite3_stmt *stmt, struct sg_store_file *f)
 	text(stmt, 5, f->purpose, sizeof(f->purpose));
 	text(stmt, 6, f->source, sizeof(f->source));
 	text(stmt, 7, f->state, sizeof(f->state));
-	f->bytes = sqlite3_column_int64(stmt, 8);
-	f->owner_pid = sqlite3_column_int64(stmt, 9);
-	f->owner_start = sqlite3_column_int64(stmt, 10);
-	f->created_at = sqlite3_column_int64(stmt, 11);
-	f->expires_at = sqlite3_column_int64(stmt, 12);
+	f->bytes = sg_st_int(stmt, 8);
+	f->owner_pid = sg_st_int(stmt, 9);
+	f->owner_start = sg_st_int(stmt, 10);
+	f->created_at = sg_st_int(stmt, 11);
+	f->expires_at = sg_st_int(stmt, 12);
+	text(stmt, 13, f->box, sizeof(f->box));
 }
 
 /* "" as NULL, for the columns that are NULL when unused. */
@@ -52,7 +52,7 @@ int
 sg_store_file_begin(struct sg_store *st, const struct sg_store_file *f,
     int64_t quota)
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int64_t used;
 	int rc;
 
@@ -62,20 +62,17 @@ sg_store_file_begin(struct sg_store *st, const struct sg_store_file *f,
 	    "WHERE tenant = ?", "s", f->tenant);
 	if (rc < 0)
 		return sg_st_end(st, rc);
-	used = sqlite3_column_int64(stmt, 0);
+	used = sg_st_int(stmt, 0);
 	sg_st_done(st, stmt);
 	if (used + f->bytes > quota)
 		return sg_st_end(st, SG_STORE_FULL);
 	rc = sg_st_exec_args(st, NULL, "INSERT INTO files (id, tenant, "
 	    "container_id, filename, path, purpose, source, state, bytes, "
-	    "owner_pid, owner_start, created_at, expires_at) VALUES (?, ?, ?, "
-	    "?, ?, ?, ?, 'uploading', ?, ?, ?, ?, ?)", "sssssssiiiii", f->id,
-	    f->tenant, opt(f->container_id), f->filename, opt(f->path),
+	    "owner_pid, owner_start, created_at, expires_at, box) VALUES (?, ?, "
+	    "?, ?, ?, ?, ?, 'uploading', ?, ?, ?, ?, ?, ?)", "sssssssiiiiis",
+	    f->id, f->tenant, opt(f->container_id), f->filename, opt(f->path),
 	    opt(f->purpose), opt(f->source), f->bytes, f->owner_pid,
-	    f->owner_start, f->created_at, f->expires_at);
-	if (rc != SG_STORE_OK && sqlite3_extended_errcode(st->db) ==
-	    SQLITE_CONSTRAINT_PRIMARYKEY)
-		rc = SG_STORE_EXISTS;
+	    f->owner_start, f->created_at, f->expires_at, st->box);
 	return sg_st_end(st, rc);
 }
 
@@ -96,7 +93,7 @@ int
 sg_store_file_get(struct sg_store *st, const char *id, const char *tenant,
     const char *container, struct sg_store_file *out)
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -106,10 +103,10 @@ sg_store_file_get(struct sg_store *st, const char *id, const char *tenant,
 	    container != NULL ? container : "");
 	if (rc < 0)
 		return rc;
-	if (rc == SQLITE_ROW)
+	if (rc == SG_ST_ROW)
 		row(stmt, out);
 	sg_st_done(st, stmt);
-	return rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
+	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
 }
 
 int
@@ -119,7 +116,7 @@ sg_store_file_list(struct sg_store *st, const char *tenant,
     int *more)
 {
 	struct sg_store_file f;
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	const char *sql;
 	int rc, n = 0;
 
@@ -140,7 +137,7 @@ sg_store_file_list(struct sg_store *st, const char *tenant,
 	    "created_at DESC, rowid DESC LIMIT ?5";
 	for (rc = sg_st_run(st, &stmt, sql, "ssssi", tenant, container != NULL ?
 	    container : "", purpose, after, (int64_t)limit + 1);
-	    rc == SQLITE_ROW; rc = sqlite3_step(stmt)) {
+	    rc == SG_ST_ROW; rc = sg_st_next(st, stmt)) {
 		if (n++ == limit) {
 			*more = 1;
 			break;
@@ -157,7 +154,7 @@ sg_store_file_at(struct sg_store *st, const char *tenant,
     const char *container, const char *path, const char *except,
     struct sg_store_file *out)
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -167,10 +164,10 @@ sg_store_file_at(struct sg_store *st, const char *tenant,
 	    "LIMIT 1", "ssss", container, path, tenant, except);
 	if (rc < 0)
 		return rc;
-	if (rc == SQLITE_ROW)
+	if (rc == SG_ST_ROW)
 		row(stmt, out);
 	sg_st_done(st, stmt);
-	return rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
+	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
 }
 
 int
@@ -188,13 +185,13 @@ sg_store_file_due(struct sg_store *st, int64_t now, int limit,
     int (*fn)(void *, const struct sg_store_file *), void *arg)
 {
 	struct sg_store_file f;
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	for (rc = sg_st_run(st, &stmt, "SELECT " FILE_COLUMNS " FROM files "
 	    "WHERE expires_at < ? OR state = 'uploading' ORDER BY expires_at "
-	    "LIMIT ?", "ii", now, (int64_t)limit); rc == SQLITE_ROW;
-	    rc = sqlite3_step(stmt)) {
+	    "LIMIT ?", "ii", now, (int64_t)limit); rc == SG_ST_ROW;
+	    rc = sg_st_next(st, stmt)) {
 		row(stmt, &f);
 		if (fn(arg, &f) == -1)
 			break;

@@ -1,32 +1,61 @@
 /*
- * The store's private parts, shared by its files (store.c: the file, the
- * schema, keys and response ids; sandbox.c: sandbox rows; session.c:
- * sessions and leases). Nothing outside store/ includes it.
+ * The store's private parts, shared by its files: db.c (the statement
+ * and row interface every query goes through), sqlite.c and pg.c (its two
+ * backends), schema.c (migrations), store.c (opening, keys, relayed ids),
+ * and one file per kind of row. Nothing outside store/ includes it.
+ *
+ * SQL is written once, in the dialect both backends speak: "?" or "?N"
+ * placeholders (PostgreSQL's "$N" is made from them), ON CONFLICT upserts,
+ * row values, "rowid" (a real column in PostgreSQL's tables), CASE rather
+ * than a bare comparison in a select list (PostgreSQL has booleans).
  */
 #ifndef SG_STORE_INTERNAL_H
 #define SG_STORE_INTERNAL_H
 
 #include <stdint.h>
 
-#include <sqlite3.h>
-
 #include "store.h"
 
-/* Prepared statements kept for the next use: parsing one cost more than
+struct sqlite3;
+struct sqlite3_stmt;
+struct pg_result;
+struct sg_pg;
+
+/* What a statement's run or a row step gave, besides SG_STORE_* errors
+ * (negative): SQLite's own values, so callers read naturally. */
+#define SG_ST_ROW	100
+#define SG_ST_DONE	101
+
+enum sg_st_kind { SG_ST_SQLITE, SG_ST_PG };
+
+/* Prepared statements kept for the next use: parsing one costs more than
  * running it. Keyed by the SQL text; a statement in use is never handed
  * out twice. */
 #define SG_ST_CACHE	48
 
 struct sg_st_cached {
-	char		*sql;
-	uint64_t	 hash;
-	sqlite3_stmt	*stmt;
-	int		 busy;
+	char			*sql;
+	uint64_t		 hash;
+	struct sqlite3_stmt	*stmt;
+	int			 busy;
+};
+
+/* The rows of one statement run: a SQLite statement stepped as it is
+ * read, or a PostgreSQL result holding every row. */
+struct sg_st_cur {
+	struct sqlite3_stmt	*stmt;
+	struct pg_result	*res;
+	int			 row, nrows;
 };
 
 struct sg_store {
-	sqlite3			*db;
+	enum sg_st_kind		 kind;
+	struct sqlite3		*db;		/* SG_ST_SQLITE */
+	struct sg_pg		*pg;		/* SG_ST_PG */
 	char			 err[256];
+	int			 changes;	/* rows the last statement changed */
+	int			 down;		/* the last failure: unreachable */
+	char			 box[SG_STORE_BOX_MAX + 1];	/* rows made here */
 	struct sg_st_cached	 cache[SG_ST_CACHE];
 	int			 ncache;
 };
@@ -34,46 +63,83 @@ struct sg_store {
 /* Fill st->err; SG_STORE_ERROR. */
 int	 sg_st_err(struct sg_store *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
-/* st->err from SQLite's last error, after what; SG_STORE_ERROR. */
-int	 sg_st_dberr(struct sg_store *, const char *what);
-/* A prepared statement for sql: a cached one when it is free, else a new
- * one (cached while there is room). SQLITE_OK or SQLite's error. Give it
- * back with sg_st_done. */
-int	 sg_st_prepare(struct sg_store *, const char *sql, sqlite3_stmt **);
-/* Done with a statement of sg_st_prepare or sg_st_run: a cached one is
- * reset (its bindings cleared) for the next use, another finalized. */
-void	 sg_st_done(struct sg_store *, sqlite3_stmt *);
-/* Statements without arguments ("BEGIN IMMEDIATE", a migration). */
+/* Statements without arguments ("BEGIN", a migration); several may be
+ * separated by ";". */
 int	 sg_st_exec(struct sg_store *, const char *sql);
 /*
  * Prepare sql, bind the arguments described by fmt in order ('s' a
- * string or NULL, 'i' an int64_t), step once. SQLITE_ROW or SQLITE_DONE
- * with *stmt to give back (sg_st_done), or an SG_STORE_* error with *stmt
- * NULL.
+ * string or NULL, 'i' an int64_t), run it: SG_ST_ROW (the first row
+ * readable) or SG_ST_DONE with *cur to give back (sg_st_done), or an
+ * SG_STORE_* error with *cur NULL: EXISTS for a constraint.
  */
-int	 sg_st_run(struct sg_store *, sqlite3_stmt **, const char *sql,
+int	 sg_st_run(struct sg_store *, struct sg_st_cur **, const char *sql,
 	    const char *fmt, ...);
+/* The next row: SG_ST_ROW, SG_ST_DONE, or an error. */
+int	 sg_st_next(struct sg_store *, struct sg_st_cur *);
+/* Column i of the current row: NULL (text) or 0 when it is NULL. The text
+ * is borrowed until the next step or sg_st_done. */
+const char *sg_st_text(struct sg_st_cur *, int i);
+int64_t	 sg_st_int(struct sg_st_cur *, int i);
+/* Done with a run's rows (NULL: nothing). */
+void	 sg_st_done(struct sg_store *, struct sg_st_cur *);
+/* A statement's argument: 's' text (s, NULL: NULL), 'i' an integer (i),
+ * 'n' an integer given as text (s, NULL: NULL). */
+#define SG_ST_MAX_ARGS	32
+struct sg_st_arg {
+	char		 kind;
+	int64_t		 i;
+	const char	*s;
+};
+/* sg_st_run with the arguments in an array, n of them. */
+int	 sg_st_runa(struct sg_store *, struct sg_st_cur **, const char *sql,
+	    const struct sg_st_arg *, int n);
 /* sg_st_run() for statements whose rows do not matter; the count of
  * changed rows in *changes when not NULL. */
 int	 sg_st_exec_args(struct sg_store *, int *changes, const char *sql,
 	    const char *fmt, ...);
-/* A write transaction, so concurrent writers queue (busy timeout) rather
- * than fail. End it with sg_st_end: commit when rc is SG_STORE_OK, else
- * roll back; returns rc (or the commit's failure). */
-/* The end of a loop of sqlite3_step over stmt (rc: its last step, or an
- * error sg_st_run returned, stmt NULL): OK when the rows ran out or the
- * loop stopped early, else the error, with what naming the query. */
-int	 sg_st_finish(struct sg_store *, sqlite3_stmt *, int rc,
+/* The end of a loop over a run's rows (rc: its last step, or an error
+ * sg_st_run returned, cur NULL): OK when the rows ran out or the loop
+ * stopped early, else the error, with what naming the query. */
+int	 sg_st_finish(struct sg_store *, struct sg_st_cur *, int rc,
 	    const char *what);
+/* A write transaction, so concurrent writers queue rather than fail and
+ * a claim (select, then write) is never interleaved with another: SQLite's
+ * BEGIN IMMEDIATE; PostgreSQL's BEGIN and one advisory lock every
+ * gateway's transactions take. End it with sg_st_end: commit when rc is
+ * SG_STORE_OK, else roll back; returns rc (or the commit's failure). */
 int	 sg_st_begin(struct sg_store *);
 int	 sg_st_end(struct sg_store *, int rc);
+
+/* The backends (sqlite.c, pg.c), as db.c calls them. */
+int	 sg_sq_open(struct sg_store *, const char *path, char *err,
+	    size_t errsz);
+void	 sg_sq_close(struct sg_store *);
+int	 sg_sq_exec(struct sg_store *, const char *sql);
+int	 sg_sq_run(struct sg_store *, struct sg_st_cur *, const char *sql,
+	    const struct sg_st_arg *, int n);
+int	 sg_sq_next(struct sg_store *, struct sg_st_cur *);
+void	 sg_sq_done(struct sg_store *, struct sg_st_cur *);
+const char *sg_sq_text(struct sg_st_cur *, int);
+int64_t	 sg_sq_int(struct sg_st_cur *, int);
+int	 sg_pg_open(struct sg_store *, const char *url, char *err,
+	    size_t errsz);
+void	 sg_pg_close(struct sg_store *);
+int	 sg_pg_exec(struct sg_store *, const char *sql);
+int	 sg_pg_run(struct sg_store *, struct sg_st_cur *, const char *sql,
+	    const struct sg_st_arg *, int n);
+void	 sg_pg_done(struct sg_st_cur *);
+const char *sg_pg_text(struct sg_st_cur *, int);
+int64_t	 sg_pg_int(struct sg_st_cur *, int);
+/* Whether a transaction is open (no reconnect may hide its loss). */
+void	 sg_pg_in_tx(struct sg_store *, int);
 
 /* sandbox.c: a row of SG_ST_SBX_COLUMNS into out. */
 #define SG_ST_SBX_COLUMNS "id, tenant, tool, state, handle, " \
 	"coalesce(owner_pid, 0), coalesce(owner_start, 0), created_at, " \
 	"last_used_at, expires_at, kind, coalesce(runner_pid, 0), runner_until, " \
-	"coalesce(runner_start, 0), coalesce(name, ''), coalesce(pool_gen, '')"
-void	 sg_st_sbx_row(sqlite3_stmt *, struct sg_store_sbx *out);
+	"coalesce(runner_start, 0), coalesce(name, ''), coalesce(pool_gen, ''), " \
+	"coalesce(box, '')"
+void	 sg_st_sbx_row(struct sg_st_cur *, struct sg_store_sbx *out);
 /* Inside a transaction, after a kept row went in: sg_store_sbx_begin_kind's
  * eviction. */
 int	 sg_st_evict(struct sg_store *, const char *tenant, int max_kept,

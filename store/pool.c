@@ -3,7 +3,6 @@
  * the reaper. A claim moves one into the claimer's row in one
  * transaction, so two claims never get the same sandbox.
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +20,10 @@ sg_store_pool_begin(struct sg_store *st, const char *id, const char *tool,
 
 	return sg_st_exec_args(st, NULL, "INSERT INTO sandboxes (id, tenant, "
 	    "tool, state, kind, owner_pid, owner_start, created_at, "
-	    "last_used_at, expires_at, pool_gen) VALUES (?, '', ?, 'creating', "
-	    "?, ?, ?, ?, ?, ?, ?)", "ssiiiiiis", id, tool, (int64_t)SG_SBX_WARM,
-	    owner_pid, owner_start, now, now, expires_at, gen);
+	    "last_used_at, expires_at, pool_gen, box) VALUES (?, '', ?, "
+	    "'creating', ?, ?, ?, ?, ?, ?, ?, ?)", "ssiiiiiiss", id, tool,
+	    (int64_t)SG_SBX_WARM, owner_pid, owner_start, now, now, expires_at,
+	    gen, st->box);
 }
 
 int
@@ -43,26 +43,26 @@ static int
 oldest(struct sg_store *st, const char *tool, const char *gen, char id[48],
     char **handle, int64_t *expires_at)
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	const char *h;
 	int rc;
 
 	rc = sg_st_run(st, &stmt, "SELECT id, handle, expires_at FROM sandboxes "
 	    "WHERE tool = ? AND kind = ? AND state = 'warm' AND pool_gen = ? "
-	    "AND handle IS NOT NULL ORDER BY created_at, rowid LIMIT 1", "sis",
-	    tool, (int64_t)SG_SBX_WARM, gen);
+	    "AND box = ? AND handle IS NOT NULL ORDER BY created_at, rowid "
+	    "LIMIT 1", "siss", tool, (int64_t)SG_SBX_WARM, gen, st->box);
 	if (rc < 0)
 		return rc;
-	if (rc == SQLITE_ROW) {
-		snprintf(id, 48, "%s", sqlite3_column_text(stmt, 0));
-		h = (const char *)sqlite3_column_text(stmt, 1);
+	if (rc == SG_ST_ROW) {
+		snprintf(id, 48, "%s", sg_st_text(stmt, 0));
+		h = sg_st_text(stmt, 1);
 		*handle = h != NULL ? strdup(h) : NULL;
-		*expires_at = sqlite3_column_int64(stmt, 2);
+		*expires_at = sg_st_int(stmt, 2);
 	}
 	sg_st_done(st, stmt);
-	if (rc == SQLITE_ROW && *handle == NULL)
+	if (rc == SG_ST_ROW && *handle == NULL)
 		return sg_st_err(st, "out of memory");
-	return rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
+	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
 }
 
 int
@@ -93,17 +93,17 @@ int
 sg_store_pool_count(struct sg_store *st, const char *tool, const char *gen,
     int *n)
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	*n = 0;
 	rc = sg_st_run(st, &stmt, "SELECT count(*) FROM sandboxes WHERE tool = ? "
-	    "AND kind = ? AND state IN ('creating', 'warm') AND pool_gen = ?",
-	    "sis", tool, (int64_t)SG_SBX_WARM, gen);
+	    "AND kind = ? AND state IN ('creating', 'warm') AND pool_gen = ? "
+	    "AND box = ?", "siss", tool, (int64_t)SG_SBX_WARM, gen, st->box);
 	if (rc < 0)
 		return rc;
-	if (rc == SQLITE_ROW)
-		*n = sqlite3_column_int(stmt, 0);
+	if (rc == SG_ST_ROW)
+		*n = (int)sg_st_int(stmt, 0);
 	sg_st_done(st, stmt);
 	return SG_STORE_OK;
 }

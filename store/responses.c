@@ -76,9 +76,9 @@ sg_store_resp_get(struct sg_store *st, const char *id, const char *tenant,
 
 /* New copy of column i, or NULL when it is NULL. */
 static char *
-column(sqlite3_stmt *stmt, int i)
+column(struct sg_st_cur *stmt, int i)
 {
-	const unsigned char *v = sqlite3_column_text(stmt, i);
+	const char *v = sg_st_text(stmt, i);
 
 	return v != NULL ? strdup((const char *)v) : NULL;
 }
@@ -87,7 +87,7 @@ int
 sg_store_resp_load(struct sg_store *st, const char *id, const char *tenant,
     struct sg_store_resp_row *out)
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -96,7 +96,7 @@ sg_store_resp_load(struct sg_store *st, const char *id, const char *tenant,
 	    "tenant = ?", "ss", id, tenant);
 	if (rc < 0)
 		return rc;
-	if (rc != SQLITE_ROW) {
+	if (rc != SG_ST_ROW) {
 		sg_st_done(st, stmt);
 		return SG_STORE_NOTFOUND;
 	}
@@ -107,7 +107,7 @@ sg_store_resp_load(struct sg_store *st, const char *id, const char *tenant,
 	out->prev = column(stmt, 4);
 	out->body = column(stmt, 5);
 	out->pending = column(stmt, 6);
-	out->created_at = sqlite3_column_int64(stmt, 7);
+	out->created_at = sg_st_int(stmt, 7);
 	sg_st_done(st, stmt);
 	if (out->id == NULL) {
 		sg_store_resp_clear(out);
@@ -134,46 +134,42 @@ sg_store_resp_items(struct sg_store *st, const char *id, int output,
     int (*fn)(void *, const struct sg_store_item *), void *arg)
 {
 	struct sg_store_item it;
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	for (rc = sg_st_run(st, &stmt, "SELECT item_id, item, upstream FROM "
 	    "response_items WHERE response_id = ? AND output = ? ORDER BY seq",
-	    "si", id, (int64_t)output); rc == SQLITE_ROW;
-	    rc = sqlite3_step(stmt)) {
-		it.id = (const char *)sqlite3_column_text(stmt, 0);
-		it.item = (const char *)sqlite3_column_text(stmt, 1);
-		it.upstream = (const char *)sqlite3_column_text(stmt, 2);
+	    "si", id, (int64_t)output); rc == SG_ST_ROW;
+	    rc = sg_st_next(st, stmt)) {
+		it.id = sg_st_text(stmt, 0);
+		it.item = sg_st_text(stmt, 1);
+		it.upstream = sg_st_text(stmt, 2);
 		if (fn(arg, &it) == -1) {
-			rc = SQLITE_DONE;
+			rc = SG_ST_DONE;
 			break;
 		}
 	}
-	if (rc < 0)
-		return rc;
-	if (rc != SQLITE_DONE)
-		sg_st_dberr(st, "response items");
-	sg_st_done(st, stmt);
-	return rc == SQLITE_DONE ? SG_STORE_OK : SG_STORE_ERROR;
+	return sg_st_finish(st, stmt, rc, "response items");
 }
 
 int
 sg_store_item_find(struct sg_store *st, const char *item_id,
     const char *tenant, char **item, char **upstream)
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	*item = *upstream = NULL;
 	/* The tenant's own first, then the newest. */
-	rc = sg_st_run(st, &stmt, "SELECT tenant = ?, item, upstream FROM "
+	rc = sg_st_run(st, &stmt, "SELECT CASE WHEN tenant = ? THEN 1 ELSE 0 "
+	    "END, item, upstream FROM "
 	    "response_items WHERE item_id = ? ORDER BY tenant = ? DESC, "
 	    "rowid DESC LIMIT 1", "sss", tenant, item_id, tenant);
 	if (rc < 0)
 		return rc;
-	if (rc != SQLITE_ROW)
+	if (rc != SG_ST_ROW)
 		rc = SG_STORE_NOTFOUND;
-	else if (sqlite3_column_int(stmt, 0) == 0)
+	else if ((int)sg_st_int(stmt, 0) == 0)
 		rc = SG_STORE_THEIRS;
 	else {
 		*item = column(stmt, 1);

@@ -24,9 +24,9 @@ insert_row(struct sg_store *st, const char *id, const char *tenant,
 		return sg_st_err(st, "sandbox id, tenant or tool name too long");
 	return sg_st_exec_args(st, NULL, "INSERT INTO sandboxes (id, tenant, "
 	    "tool, state, kind, owner_pid, owner_start, created_at, "
-	    "last_used_at, expires_at) VALUES (?, ?, ?, 'creating', ?, ?, ?, "
-	    "?, ?, ?)", "sssiiiiii", id, tenant, tool, (int64_t)kind,
-	    owner_pid, owner_start, now, now, expires_at);
+	    "last_used_at, expires_at, box) VALUES (?, ?, ?, 'creating', ?, ?, "
+	    "?, ?, ?, ?, ?)", "sssiiiiiis", id, tenant, tool, (int64_t)kind,
+	    owner_pid, owner_start, now, now, expires_at, st->box);
 }
 
 int
@@ -46,7 +46,7 @@ int
 sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
     char victim[48])
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int64_t n = 0;
 	int rc;
 
@@ -55,7 +55,7 @@ sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
 	    "tenant = ? AND kind != 0 AND state != 'deleting'", "s", tenant);
 	if (rc < 0)
 		return rc;
-	n = sqlite3_column_int64(stmt, 0);
+	n = sg_st_int(stmt, 0);
 	sg_st_done(st, stmt);
 	if (n <= max_kept)
 		return SG_STORE_OK;
@@ -64,11 +64,11 @@ sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
 	    "last_used_at, rowid LIMIT 1", "si", tenant, (int64_t)time(NULL));
 	if (rc < 0)
 		return rc;
-	if (rc != SQLITE_ROW) {
+	if (rc != SG_ST_ROW) {
 		sg_st_done(st, stmt);
 		return SG_STORE_FULL;
 	}
-	snprintf(victim, 48, "%s", sqlite3_column_text(stmt, 0));
+	snprintf(victim, 48, "%s", sg_st_text(stmt, 0));
 	sg_st_done(st, stmt);
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET state = "
 	    "'deleting' WHERE id = ?", "s", victim);
@@ -136,20 +136,16 @@ int
 sg_store_sbx_counts(struct sg_store *st, int (*fn)(void *, const char *,
     int, int64_t), void *arg)
 {
-	sqlite3_stmt *stmt;
-	int rc, stop = 0;
+	struct sg_st_cur *stmt;
+	int rc;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT tool, kind, count(*) FROM "
+	for (rc = sg_st_run(st, &stmt, "SELECT tool, kind, count(*) FROM "
 	    "sandboxes WHERE state != 'deleting' GROUP BY tool, kind ORDER BY "
-	    "tool, kind", -1, &stmt, NULL) != SQLITE_OK)
-		return sg_st_dberr(st, "prepare");
-	while (!stop && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
-		stop = fn(arg, (const char *)sqlite3_column_text(stmt, 0),
-		    sqlite3_column_int(stmt, 1), sqlite3_column_int64(stmt,
-		    2)) == -1;
-	sg_st_done(st, stmt);
-	return stop || rc == SQLITE_DONE ? SG_STORE_OK : sg_st_dberr(st,
-	    "count sandboxes");
+	    "tool, kind", ""); rc == SG_ST_ROW; rc = sg_st_next(st, stmt))
+		if (fn(arg, sg_st_text(stmt, 0), (int)sg_st_int(stmt, 1),
+		    sg_st_int(stmt, 2)) == -1)
+			break;
+	return sg_st_finish(st, stmt, rc, "count sandboxes");
 }
 
 int
@@ -176,8 +172,8 @@ sg_store_sbx_touch(struct sg_store *st, const char *id, int64_t expires_at)
 int
 sg_store_sbx_seen(struct sg_store *st, const char *id, char **seen)
 {
-	const unsigned char *t;
-	sqlite3_stmt *stmt;
+	const char *t;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	*seen = NULL;
@@ -185,13 +181,13 @@ sg_store_sbx_seen(struct sg_store *st, const char *id, char **seen)
 	    "s", id);
 	if (rc < 0)
 		return rc;
-	if (rc == SQLITE_ROW && (t = sqlite3_column_text(stmt, 0)) != NULL &&
+	if (rc == SG_ST_ROW && (t = sg_st_text(stmt, 0)) != NULL &&
 	    (*seen = strdup((const char *)t)) == NULL)
 		rc = sg_st_err(st, "out of memory");
 	sg_st_done(st, stmt);
 	if (rc < 0)
 		return rc;
-	return rc == SQLITE_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
+	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
 }
 
 int
@@ -216,32 +212,33 @@ sg_store_sbx_remove(struct sg_store *st, const char *id)
 }
 
 void
-sg_st_sbx_row(sqlite3_stmt *stmt, struct sg_store_sbx *out)
+sg_st_sbx_row(struct sg_st_cur *stmt, struct sg_store_sbx *out)
 {
-	const char *h = (const char *)sqlite3_column_text(stmt, 4);
+	const char *h = sg_st_text(stmt, 4);
 
 	memset(out, 0, sizeof(*out));
-	snprintf(out->id, sizeof(out->id), "%s", sqlite3_column_text(stmt, 0));
+	snprintf(out->id, sizeof(out->id), "%s", sg_st_text(stmt, 0));
 	snprintf(out->tenant, sizeof(out->tenant), "%s",
-	    sqlite3_column_text(stmt, 1));
+	    sg_st_text(stmt, 1));
 	snprintf(out->tool, sizeof(out->tool), "%s",
-	    sqlite3_column_text(stmt, 2));
+	    sg_st_text(stmt, 2));
 	snprintf(out->state, sizeof(out->state), "%s",
-	    sqlite3_column_text(stmt, 3));
+	    sg_st_text(stmt, 3));
 	out->handle = h != NULL ? strdup(h) : NULL;
-	out->owner_pid = sqlite3_column_int64(stmt, 5);
-	out->owner_start = sqlite3_column_int64(stmt, 6);
-	out->created_at = sqlite3_column_int64(stmt, 7);
-	out->last_used_at = sqlite3_column_int64(stmt, 8);
-	out->expires_at = sqlite3_column_int64(stmt, 9);
-	out->kind = sqlite3_column_int(stmt, 10);
-	out->runner_pid = sqlite3_column_int64(stmt, 11);
-	out->runner_until = sqlite3_column_int64(stmt, 12);
-	out->runner_start = sqlite3_column_int64(stmt, 13);
+	out->owner_pid = sg_st_int(stmt, 5);
+	out->owner_start = sg_st_int(stmt, 6);
+	out->created_at = sg_st_int(stmt, 7);
+	out->last_used_at = sg_st_int(stmt, 8);
+	out->expires_at = sg_st_int(stmt, 9);
+	out->kind = (int)sg_st_int(stmt, 10);
+	out->runner_pid = sg_st_int(stmt, 11);
+	out->runner_until = sg_st_int(stmt, 12);
+	out->runner_start = sg_st_int(stmt, 13);
 	snprintf(out->name, sizeof(out->name), "%s",
-	    sqlite3_column_text(stmt, 14));
+	    sg_st_text(stmt, 14));
 	snprintf(out->pool_gen, sizeof(out->pool_gen), "%s",
-	    sqlite3_column_text(stmt, 15));
+	    sg_st_text(stmt, 15));
+	snprintf(out->box, sizeof(out->box), "%s", sg_st_text(stmt, 16));
 }
 
 int
@@ -256,7 +253,7 @@ int
 sg_store_sbx_get(struct sg_store *st, const char *id, const char *tenant,
     struct sg_store_sbx *out)
 {
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	/* A tenant's own only: another key's sandbox is simply not found. */
@@ -264,7 +261,7 @@ sg_store_sbx_get(struct sg_store *st, const char *id, const char *tenant,
 	    "AND (?2 IS NULL OR tenant = ?2)", "ss", id, tenant);
 	if (rc < 0)
 		return rc;
-	if (rc == SQLITE_ROW) {
+	if (rc == SG_ST_ROW) {
 		sg_st_sbx_row(stmt, out);
 		rc = SG_STORE_OK;
 	} else
@@ -285,25 +282,16 @@ sg_store_sbx_list(struct sg_store *st, const char *tenant,
     int (*fn)(void *, const struct sg_store_sbx *), void *arg)
 {
 	struct sg_store_sbx row;
-	sqlite3_stmt *stmt;
+	struct sg_st_cur *stmt;
 	int rc, stop = 0;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT " SG_ST_SBX_COLUMNS " FROM sandboxes "
-	    "WHERE ?1 IS NULL OR tenant = ?1 ORDER BY created_at, rowid", -1, &stmt,
-	    NULL) != SQLITE_OK)
-		return sg_st_dberr(st, "prepare");
-	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_STATIC);
-	while (!stop && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+	for (rc = sg_st_run(st, &stmt, "SELECT " SG_ST_SBX_COLUMNS " FROM "
+	    "sandboxes WHERE ?1 IS NULL OR tenant = ?1 ORDER BY created_at, "
+	    "rowid", "s", tenant); !stop && rc == SG_ST_ROW;
+	    rc = sg_st_next(st, stmt)) {
 		sg_st_sbx_row(stmt, &row);
 		stop = fn(arg, &row) == -1;
 		sg_store_sbx_clear(&row);
 	}
-	if (!stop && rc != SQLITE_DONE) {
-		sg_st_dberr(st, "list sandboxes");
-		sg_st_done(st, stmt);
-		return SG_STORE_ERROR;
-	}
-	sg_st_done(st, stmt);
-	return SG_STORE_OK;
+	return sg_st_finish(st, stmt, rc, "list sandboxes");
 }
-

@@ -16,8 +16,8 @@ static int
 session_sandbox(struct sg_store *st, const char *tenant,
     const char *session_id, char sbx[48], int *exists)
 {
-	const unsigned char *id;
-	sqlite3_stmt *stmt;
+	const char *id;
+	struct sg_st_cur *stmt;
 	int rc;
 
 	sbx[0] = '\0';
@@ -26,9 +26,9 @@ session_sandbox(struct sg_store *st, const char *tenant,
 	    "tenant = ? AND session_id = ?", "ss", tenant, session_id);
 	if (rc < 0)
 		return rc;
-	if (rc == SQLITE_ROW) {
+	if (rc == SG_ST_ROW) {
 		*exists = 1;
-		if ((id = sqlite3_column_text(stmt, 0)) != NULL)
+		if ((id = sg_st_text(stmt, 0)) != NULL)
 			snprintf(sbx, 48, "%s", (const char *)id);
 	}
 	sg_st_done(st, stmt);
@@ -55,9 +55,10 @@ sg_store_sess_claim(struct sg_store *st, const char *tenant,
 		*lost = exists;
 		rc = sg_st_exec_args(st, NULL, "INSERT INTO sandboxes (id, "
 		    "tenant, tool, state, kind, owner_pid, owner_start, "
-		    "created_at, last_used_at, expires_at) VALUES (?, ?, ?, "
-		    "'creating', 1, ?, ?, ?, ?, ?)", "sssiiiii", new_id, tenant,
-		    tool, owner_pid, owner_start, now, now, expires_at);
+		    "created_at, last_used_at, expires_at, box) VALUES (?, ?, ?, "
+		    "'creating', 1, ?, ?, ?, ?, ?, ?)", "sssiiiiis", new_id,
+		    tenant, tool, owner_pid, owner_start, now, now, expires_at,
+		    st->box);
 		if (rc == SG_STORE_OK)
 			rc = sg_st_exec_args(st, NULL, "INSERT INTO sessions "
 			    "(tenant, session_id, sandbox_id, created_at, "
@@ -95,24 +96,24 @@ sg_store_sess_touch(struct sg_store *st, const char *tenant,
 }
 
 static void
-sess_row(sqlite3_stmt *stmt, struct sg_store_sess *s)
+sess_row(struct sg_st_cur *stmt, struct sg_store_sess *s)
 {
-	const unsigned char *v;
+	const char *v;
 
 	memset(s, 0, sizeof(*s));
-	snprintf(s->tenant, sizeof(s->tenant), "%s", sqlite3_column_text(stmt,
+	snprintf(s->tenant, sizeof(s->tenant), "%s", sg_st_text(stmt,
 	    0));
 	snprintf(s->session_id, sizeof(s->session_id), "%s",
-	    sqlite3_column_text(stmt, 1));
-	if ((v = sqlite3_column_text(stmt, 2)) != NULL)
+	    sg_st_text(stmt, 1));
+	if ((v = sg_st_text(stmt, 2)) != NULL)
 		snprintf(s->sandbox_id, sizeof(s->sandbox_id), "%s", v);
-	if ((v = sqlite3_column_text(stmt, 3)) != NULL)
+	if ((v = sg_st_text(stmt, 3)) != NULL)
 		snprintf(s->tool, sizeof(s->tool), "%s", v);
-	if ((v = sqlite3_column_text(stmt, 4)) != NULL)
+	if ((v = sg_st_text(stmt, 4)) != NULL)
 		snprintf(s->state, sizeof(s->state), "%s", v);
-	s->created_at = sqlite3_column_int64(stmt, 5);
-	s->last_used_at = sqlite3_column_int64(stmt, 6);
-	s->expires_at = sqlite3_column_int64(stmt, 7);
+	s->created_at = sg_st_int(stmt, 5);
+	s->last_used_at = sg_st_int(stmt, 6);
+	s->expires_at = sg_st_int(stmt, 7);
 }
 
 int
@@ -120,23 +121,20 @@ sg_store_sess_list(struct sg_store *st, const char *tenant,
     int (*fn)(void *, const struct sg_store_sess *), void *arg)
 {
 	struct sg_store_sess s;
-	sqlite3_stmt *stmt;
-	int rc, stop = 0;
+	struct sg_st_cur *stmt;
+	int rc;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT s.tenant, s.session_id, "
+	for (rc = sg_st_run(st, &stmt, "SELECT s.tenant, s.session_id, "
 	    "s.sandbox_id, b.tool, b.state, s.created_at, s.last_used_at, "
 	    "coalesce(b.expires_at, 0) FROM sessions s LEFT JOIN sandboxes b "
 	    "ON b.id = s.sandbox_id WHERE ?1 IS NULL OR s.tenant = ?1 ORDER BY "
-	    "s.created_at, s.rowid", -1, &stmt, NULL) != SQLITE_OK)
-		return sg_st_dberr(st, "prepare");
-	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_STATIC);
-	while (!stop && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+	    "s.created_at, s.rowid", "s", tenant); rc == SG_ST_ROW;
+	    rc = sg_st_next(st, stmt)) {
 		sess_row(stmt, &s);
-		stop = fn(arg, &s) == -1;
+		if (fn(arg, &s) == -1)
+			break;
 	}
-	sg_st_done(st, stmt);
-	return stop || rc == SQLITE_DONE ? SG_STORE_OK : sg_st_dberr(st,
-	    "list sessions");
+	return sg_st_finish(st, stmt, rc, "list sessions");
 }
 
 int

@@ -1,8 +1,8 @@
 /*
- * sg_store: the SQLite file shared by every process of sandgate. The only
- * module with SQL. One struct sg_store per process, opened after fork and
- * never carried across one. WAL, a busy timeout and short BEGIN IMMEDIATE
- * transactions let all responders write without SQLITE_BUSY escaping.
+ * sg_store: what every process of sandgate shares, in a SQLite file (one
+ * box) or a PostgreSQL database (one box or several). The only module
+ * with SQL. One struct sg_store per process, opened after fork and never
+ * carried across one.
  */
 #ifndef SG_STORE_H
 #define SG_STORE_H
@@ -19,7 +19,8 @@ enum sg_store_rc {
 	SG_STORE_THEIRS = -5,	/* it exists, but another tenant's */
 };
 
-#define SG_STORE_SCHEMA_VERSION 8
+#define SG_STORE_SCHEMA_VERSION 9
+#define SG_STORE_BOX_MAX 63	/* bytes of a box name */
 
 struct sg_store;
 
@@ -31,16 +32,38 @@ struct sg_store_key {
 	int64_t		 revoked_at;	/* 0 while active */
 };
 
-/* New: *out. Creates the file (mode 0600) when missing. */
-int	 sg_store_open(const char *path, struct sg_store **out, char *err,
+/*
+ * New: *out. where is a PostgreSQL URL ("postgresql://...", see
+ * sg_store_is_url) or a SQLite file's path (created, mode 0600, when
+ * missing). A PostgreSQL server that does not answer yet is not an error
+ * here: every call fails as down (sg_store_down) until it answers.
+ */
+int	 sg_store_open(const char *where, struct sg_store **out, char *err,
 	    size_t errsz);
+int	 sg_store_is_url(const char *where);
 void	 sg_store_close(struct sg_store *);
-/* Borrowed message of the last failure. */
+/* Borrowed message of the last failure: it names no host, socket or
+ * user, so it may reach a client. */
 const char *sg_store_errmsg(const struct sg_store *);
+/* Whether the last failure was the store not answering (the server is
+ * down or restarting), rather than a query's. */
+int	 sg_store_down(const struct sg_store *);
+/* The box the rows this process makes are recorded for (default: the
+ * host's name); borrowed. */
+int	 sg_store_set_box(struct sg_store *, const char *box);
+const char *sg_store_box(const struct sg_store *);
 
 /* Bring the schema to SG_STORE_SCHEMA_VERSION; refuses a newer one. */
 int	 sg_store_migrate(struct sg_store *);
 int	 sg_store_version(struct sg_store *, int *version);
+/*
+ * Copy every row of from into to (`sandgate migrate --to`), both brought
+ * to this schema first; to must hold no rows. Rows from before boxes are
+ * given from's box. One transaction on to: all or nothing. The count of
+ * rows copied into *rows; a failure's message is from's.
+ */
+int	 sg_store_copy(struct sg_store *from, struct sg_store *to,
+	    int64_t *rows);
 /* A cheap query: 0 when the store answers. */
 int	 sg_store_ping(struct sg_store *);
 
@@ -81,6 +104,8 @@ struct sg_store_sbx {
 	int64_t	 runner_pid, runner_start, runner_until; /* a run, else 0 */
 	char	 name[257];		/* a container's name, or "" */
 	char	 pool_gen[24];		/* warm: its tool's settings, hashed */
+	char	 box[SG_STORE_BOX_MAX + 1];	/* whose processes own it; ""
+					 * for rows from before boxes */
 };
 
 /* An ephemeral sandbox's row. */
@@ -121,7 +146,8 @@ int	 sg_store_sbx_mark(struct sg_store *, const char *id, const char *state);
 /*
  * pool.c: warm sandboxes, made ahead of need for a tool by the reaper
  * (kind SG_SBX_WARM, tenant "", state creating then "warm"), gen naming
- * the tool's settings they were made with.
+ * the tool's settings they were made with. Each box keeps its own: they
+ * are counted and claimed on the box (sg_store_set_box) that made them.
  */
 int	 sg_store_pool_begin(struct sg_store *, const char *id,
 	    const char *tool, const char *gen, int64_t owner_pid,
@@ -295,6 +321,8 @@ struct sg_store_file {
 	char	 state[16];		/* uploading, ready */
 	int64_t	 bytes;			/* reserved while uploading */
 	int64_t	 owner_pid, owner_start;	/* the writer, while uploading */
+	char	 box[SG_STORE_BOX_MAX + 1];	/* where its bytes were written
+					 * (sg_store_file_begin sets it) */
 	int64_t	 created_at, expires_at;
 };
 /* Record f (state uploading, f->bytes reserved) unless the tenant's files

@@ -269,5 +269,5 @@ main(void)
 		T(found_by_path_newest_first),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	TU_STORE_MAIN(tests);
 }

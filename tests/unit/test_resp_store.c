@@ -178,5 +178,5 @@ main(void)
 		T(test_duplicate_id_refused),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	TU_STORE_MAIN(tests);
 }

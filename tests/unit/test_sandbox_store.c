@@ -65,18 +65,7 @@ get_ok(struct tu_store_fx *fx, const char *id, const char *tenant,
 static void
 raw_sql(struct tu_store_fx *fx, const char *sql)
 {
-	sqlite3 *db;
-	char *msg = NULL;
-
-	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 10000);
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		print_error("%s: %s\n", sql, msg ? msg : "?");
-		sqlite3_free(msg);
-		sqlite3_close(db);
-		fail();
-	}
-	sqlite3_close(db);
+	assert_int_equal(tu_raw_sql(fx->path, sql, NULL, 0), 0);
 }
 
 /* Rows of a listing: ids, and whether each had a handle. */
@@ -639,5 +628,5 @@ main(void)
 		cmocka_unit_test(proc_start_no_such_pid),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	TU_STORE_MAIN(tests);
 }

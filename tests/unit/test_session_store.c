@@ -52,15 +52,11 @@ ready(struct tu_store_fx *fx, const char *id)
 static void
 used_at(struct tu_store_fx *fx, const char *id, int64_t t)
 {
-	sqlite3 *db;
 	char sql[160];
 
 	snprintf(sql, sizeof(sql), "UPDATE sandboxes SET last_used_at = %lld "
 	    "WHERE id = '%s'", (long long)t, id);
-	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	assert_int_equal(tu_raw_sql(fx->path, sql, NULL, 0), 0);
 }
 
 static void
@@ -265,7 +261,6 @@ static void
 lease_held_by_one(void **state)
 {
 	struct tu_store_fx *fx = *state;
-	sqlite3 *db;
 
 	assert_int_equal(sg_store_lease(fx->st, "reaper", "h1", 60),
 	    SG_STORE_OK);
@@ -281,11 +276,8 @@ lease_held_by_one(void **state)
 	    SG_STORE_OK);
 	assert_int_equal(sg_store_lease(fx->st, "reaper", "h2", 60),
 	    SG_STORE_OK);
-	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	assert_int_equal(sqlite3_exec(db, "UPDATE leases SET until = 1", NULL,
-	    NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	assert_int_equal(tu_raw_sql(fx->path, "UPDATE leases SET until = 1",
+	    NULL, 0), 0);
 	assert_int_equal(sg_store_lease(fx->st, "reaper", "h3", 60),
 	    SG_STORE_OK);
 }
@@ -339,7 +331,7 @@ racing_processes_on_one_store_file(void **state)
 			int created, lost, rc;
 
 			close(pipefd[0]);
-			if (sg_store_open(fx->path, &st, err, sizeof(err)) != 0)
+			if (tu_store_open(fx->path, &st, err, sizeof(err), 0) != 0)
 				_exit(2);
 			snprintf(id, sizeof(id), "cntr_c%d", i);
 			rc = sg_store_sess_claim(st, A, "shared", id, "local",
@@ -412,5 +404,5 @@ main(void)
 		T(racing_processes_on_one_store_file),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	TU_STORE_MAIN(tests);
 }

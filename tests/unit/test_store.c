@@ -34,6 +34,7 @@ struct fx {
 	char		 path[128];	/* dir/sandgate.db */
 	struct sg_store	*st;
 	char		 err[256];
+	int		 opened;	/* PostgreSQL: wiped at the first open */
 };
 
 static int
@@ -64,8 +65,8 @@ teardown(void **state)
 static void
 open_store(struct fx *fx)
 {
-	if (sg_store_open(fx->path, &fx->st, fx->err, sizeof(fx->err)) !=
-	    SG_STORE_OK)
+	if (tu_store_open(fx->path, &fx->st, fx->err, sizeof(fx->err),
+	    !fx->opened++) != SG_STORE_OK)
 		fail_msg("open: %s", fx->err);
 	assert_non_null(fx->st);
 }
@@ -91,24 +92,7 @@ hash_of(const char *name, char out[65])
 static void
 raw_sql(const char *path, const char *sql, char *out, size_t outsz)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *stmt = NULL;
-	int rc;
-
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
-	    NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL),
-	    SQLITE_OK);
-	rc = sqlite3_step(stmt);
-	if (out != NULL) {
-		snprintf(out, outsz, "%s", rc == SQLITE_ROW &&
-		    sqlite3_column_text(stmt, 0) != NULL ?
-		    (const char *)sqlite3_column_text(stmt, 0) : "");
-	}
-	sqlite3_finalize(stmt);
-	sqlite3_close(db);
-	assert_true(rc == SQLITE_ROW || rc == SQLITE_DONE);
+	assert_int_equal(tu_raw_sql(path, sql, out, outsz), 0);
 }
 
 /* Run a whole script on a store file, creating it. */
@@ -161,7 +145,10 @@ open_creates_0600(void **state)
 {
 	struct fx *fx = *state;
 	struct stat sb;
-	mode_t old = umask(0);
+	mode_t old;
+
+	TU_SQLITE_ONLY();
+	old = umask(0);
 
 	/* Even with a permissive umask, the store is private. */
 	open_store(fx);
@@ -178,7 +165,10 @@ wal_and_shm_files_private(void **state)
 	struct fx *fx = *state;
 	char side[192];
 	struct stat sb;
-	mode_t old = umask(0);
+	mode_t old;
+
+	TU_SQLITE_ONLY();
+	old = umask(0);
 
 	open_migrated(fx);
 	umask(old);
@@ -195,6 +185,8 @@ open_missing_dir_fails(void **state)
 {
 	struct fx *fx = *state;
 	char path[192];
+
+	TU_SQLITE_ONLY();
 
 	snprintf(path, sizeof(path), "%s/no/such/dir/x.db", fx->dir);
 	assert_int_equal(sg_store_open(path, &fx->st, fx->err,
@@ -252,14 +244,16 @@ migrate_refuses_newer(void **state)
 	open_migrated(fx);
 	sg_store_close(fx->st);
 	fx->st = NULL;
-	raw_sql(fx->path, "PRAGMA user_version=99", NULL, 0);
+	raw_sql(fx->path, tu_store_url != NULL ? "UPDATE sg_schema SET "
+	    "version = 99" : "PRAGMA user_version=99", NULL, 0);
 	open_store(fx);
 	assert_int_equal(sg_store_migrate(fx->st), SG_STORE_ERROR);
 	assert_contains(sg_store_errmsg(fx->st), "99");
 	/* Refused means untouched. */
 	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
 	assert_int_equal(v, 99);
-	raw_sql(fx->path, "PRAGMA user_version", v99, sizeof(v99));
+	raw_sql(fx->path, tu_store_url != NULL ? "SELECT version FROM "
+	    "sg_schema" : "PRAGMA user_version", v99, sizeof(v99));
 	assert_string_equal(v99, "99");
 }
 
@@ -268,6 +262,8 @@ wal_mode_on(void **state)
 {
 	struct fx *fx = *state;
 	char mode[32];
+
+	TU_SQLITE_ONLY();
 
 	open_migrated(fx);
 	raw_sql(fx->path, "PRAGMA journal_mode", mode, sizeof(mode));
@@ -521,7 +517,7 @@ writer(const char *path, int who, int go_fd)
 	while (read(go_fd, &c, 1) == -1)
 		;
 	close(go_fd);
-	if (sg_store_open(path, &st, err, sizeof(err)) != SG_STORE_OK) {
+	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK) {
 		fprintf(stderr, "writer %d: open: %s\n", who, err);
 		_exit(2);
 	}
@@ -590,7 +586,7 @@ migrator(const char *path, int who, int go_fd)
 	while (read(go_fd, &c, 1) == -1)
 		;
 	close(go_fd);
-	if (sg_store_open(path, &st, err, sizeof(err)) != SG_STORE_OK) {
+	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK) {
 		fprintf(stderr, "migrator %d: open: %s\n", who, err);
 		_exit(2);
 	}
@@ -669,6 +665,7 @@ open_while_locked(struct fx *fx, const char *begin)
 static void
 open_waits_for_a_reader(void **state)
 {
+	TU_SQLITE_ONLY();
 	/* `sandgate keys list` reading the new store as a master starts. */
 	open_while_locked(*state, "BEGIN; SELECT count(*) FROM sqlite_master;");
 }
@@ -676,6 +673,7 @@ open_waits_for_a_reader(void **state)
 static void
 open_waits_for_a_writer(void **state)
 {
+	TU_SQLITE_ONLY();
 	/* Another process in a write transaction on the new store: what a
 	 * second master does for a moment while it switches it to WAL. */
 	open_while_locked(*state, "BEGIN IMMEDIATE;");
@@ -805,9 +803,11 @@ relayed_expire_and_prune(void **state)
 	raw_sql(fx->path, "SELECT count(*) FROM relayed", n, sizeof(n));
 	assert_string_equal(n, "2");
 	/* The prune finds them by an index, not by a scan. */
-	raw_sql(fx->path, "SELECT sql FROM sqlite_master WHERE type = 'index' "
-	    "AND tbl_name = 'relayed' AND sql LIKE '%(created_at)'", sql,
-	    sizeof(sql));
+	raw_sql(fx->path, tu_store_url != NULL ? "SELECT indexdef FROM "
+	    "pg_indexes WHERE tablename = 'relayed' AND indexdef LIKE "
+	    "'%(created_at)'" : "SELECT sql FROM sqlite_master WHERE type = "
+	    "'index' AND tbl_name = 'relayed' AND sql LIKE '%(created_at)'",
+	    sql, sizeof(sql));
 	assert_contains(sql, "created_at");
 }
 
@@ -846,6 +846,8 @@ migrate_from_1(void **state)
 	char up[64], sbx[48];
 	int v = -1;
 
+	TU_SQLITE_ONLY();
+
 	raw_script(fx->path, schema_1);
 	open_migrated(fx);
 	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
@@ -876,6 +878,8 @@ backup_while_writing(void **state)
 	int pages, status, i, n = 0;
 	pid_t pid;
 
+	TU_SQLITE_ONLY();
+
 	open_migrated(fx);
 	assert_int_equal(sg_store_key_add(fx->st, "k0", hash_of("k0", h)),
 	    SG_STORE_OK);
@@ -883,7 +887,7 @@ backup_while_writing(void **state)
 		struct sg_store *w;
 		char err[256];
 
-		if (sg_store_open(fx->path, &w, err, sizeof(err)) != SG_STORE_OK)
+		if (tu_store_open(fx->path, &w, err, sizeof(err), 0) != SG_STORE_OK)
 			_exit(2);
 		for (i = 1; i < 400; i++) {
 			snprintf(name, sizeof(name), "k%d", i);
@@ -916,6 +920,95 @@ backup_while_writing(void **state)
 	    sizeof(fx->err)), SG_STORE_ERROR);
 	assert_non_null(strstr(fx->err, "missing/copy.db"));
 	assert_int_equal(access(bad, F_OK), -1);
+}
+
+/* `sandgate migrate --to`: a SQLite store copied whole into another
+ * store (in the PostgreSQL run: into the PostgreSQL database). */
+static void
+copy_into_an_empty_store(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_store *src;
+	struct sg_store_item in = { "msg_1", "{\"a\":1}", "[]" };
+	struct sg_store_resp r = { .id = "resp_1", .tenant = "alice",
+	    .model = "m", .upstream_id = "up_1", .sandbox_id = "cntr_s",
+	    .body = "{}" };
+	struct sg_store_file f = { .id = "file-1", .tenant = "alice",
+	    .filename = "a.txt", .purpose = "user_data", .bytes = 3,
+	    .created_at = 1, .expires_at = 4102444800 };
+	struct sg_store_resp_row rr;
+	struct sg_store_sbx row;
+	struct keylist l = { .n = 0 };
+	char path[192], h[65], sbx[48], victim[48], *item = NULL, *up = NULL;
+	int64_t rows = 0;
+	int created, lost;
+
+	snprintf(path, sizeof(path), "%s/source.db", fx->dir);
+	assert_int_equal(sg_store_open(path, &src, fx->err, sizeof(fx->err)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_migrate(src), SG_STORE_OK);
+	assert_int_equal(sg_store_set_box(src, "box-a"), SG_STORE_OK);
+	assert_int_equal(sg_store_key_add(src, "k1", hash_of("1", h)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_key_add(src, "k2", hash_of("2", h)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_key_revoke(src, "k1"), SG_STORE_OK);
+	assert_int_equal(sg_store_sess_claim(src, "alice", "s1", "cntr_s",
+	    "local", 1, 2, 4102444800, 10, sbx, victim, &created, &lost),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_ready(src, "cntr_s", "{\"h\":1}",
+	    4102444800), SG_STORE_OK);
+	assert_int_equal(sg_store_resp_save(src, &r, &in, 1, NULL, 0),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_file_begin(src, &f, 100), SG_STORE_OK);
+	assert_int_equal(sg_store_relayed_put(src, "up_2", "alice", UP_A),
+	    SG_STORE_OK);
+	/* A row from before boxes gets the source's box. */
+	assert_int_equal(tu_raw_sql_store(src, "UPDATE files SET box = NULL"),
+	    0);
+
+	open_migrated(fx);
+	if (sg_store_copy(src, fx->st, &rows) != SG_STORE_OK)
+		fail_msg("copy: %s", sg_store_errmsg(src));
+	assert_int_equal(rows, 2 + 1 + 1 + 1 + 1 + 1 + 1);
+	assert_int_equal(sg_store_key_list(fx->st, collect, &l), SG_STORE_OK);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.rows[0].name, "k1");
+	assert_true(l.rows[0].revoked_at > 0);
+	/* New keys number on after the copied ones. */
+	assert_int_equal(sg_store_key_add(fx->st, "k3", hash_of("3", h)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_get(fx->st, "cntr_s", "alice", &row),
+	    SG_STORE_OK);
+	assert_string_equal(row.state, "ready");
+	assert_string_equal(row.handle, "{\"h\":1}");
+	assert_string_equal(row.box, "box-a");
+	assert_int_equal(row.kind, SG_SBX_SESSION);
+	sg_store_sbx_clear(&row);
+	assert_int_equal(sg_store_sess_claim(fx->st, "alice", "s1", "cntr_n",
+	    "local", 1, 2, 4102444800, 10, sbx, victim, &created, &lost),
+	    SG_STORE_OK);
+	assert_string_equal(sbx, "cntr_s");
+	assert_int_equal(created, 0);
+	assert_int_equal(sg_store_resp_load(fx->st, "resp_1", "alice", &rr),
+	    SG_STORE_OK);
+	assert_string_equal(rr.upstream_id, "up_1");
+	sg_store_resp_clear(&rr);
+	assert_int_equal(sg_store_item_find(fx->st, "msg_1", "alice", &item,
+	    &up), SG_STORE_OK);
+	assert_string_equal(item, "{\"a\":1}");
+	free(item);
+	free(up);
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(sg_store_file_get(fx->st, "file-1", "alice", NULL, &f),
+	    SG_STORE_OK);
+	assert_string_equal(f.box, "box-a");
+	assert_int_equal(sg_store_relayed_has(fx->st, "up_2", "alice", UP_A),
+	    SG_STORE_OK);
+	/* Into a store that holds rows: refused, nothing copied. */
+	assert_int_equal(sg_store_copy(src, fx->st, &rows), SG_STORE_ERROR);
+	assert_contains(sg_store_errmsg(src), "not empty");
+	sg_store_close(src);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -952,7 +1045,8 @@ main(void)
 		T(relayed_expire_and_prune),
 		T(migrate_from_1),
 		T(backup_while_writing),
+		T(copy_into_an_empty_store),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	TU_STORE_MAIN(tests);
 }

@@ -41,6 +41,111 @@ tu_rmrf(const char *dir)
 }
 
 #ifdef SG_STORE_H
+#include <sqlite3.h>
+
+#include "../../store/internal.h"
+
+/*
+ * The store tests run twice: on SQLite files, then, when SG_TEST_PG names
+ * a PostgreSQL database they may wipe (make test starts a server), on it:
+ * tu_store_url is that URL during the second run, else NULL.
+ */
+static const char *tu_store_url;
+
+/* Open the store of a test: the file path, or in the PostgreSQL run the
+ * database, emptied when wipe is set. SG_STORE_* as sg_store_open. */
+static inline int
+tu_store_open(const char *path, struct sg_store **st, char *err,
+    size_t errsz, int wipe)
+{
+	int rc;
+
+	rc = sg_store_open(tu_store_url != NULL ? tu_store_url : path, st, err,
+	    errsz);
+	if (rc == SG_STORE_OK && tu_store_url != NULL && wipe &&
+	    (rc = sg_st_exec(*st, "DROP SCHEMA public CASCADE; CREATE SCHEMA "
+	    "public")) != SG_STORE_OK)
+		snprintf(err, errsz, "wipe: %s", sg_store_errmsg(*st));
+	return rc;
+}
+
+/* main() of a store test: tests on SQLite, then on PostgreSQL. */
+#define TU_STORE_MAIN(tests) do {					\
+	int failed_ = cmocka_run_group_tests_name("sqlite", tests, NULL,	\
+	    NULL);							\
+	tu_store_url = getenv("SG_TEST_PG");				\
+	if (tu_store_url != NULL && tu_store_url[0] != '\0')		\
+		failed_ += cmocka_run_group_tests_name("postgresql", tests,	\
+		    NULL, NULL);					\
+	return failed_;							\
+} while (0)
+
+/*
+ * Run one statement on a connection of its own, as another process would
+ * (a SQLite file by path, or the PostgreSQL run's database); its first
+ * column as text into out when out is not NULL. 0, or -1 with the error
+ * printed.
+ */
+static inline int
+tu_raw_sql(const char *path, const char *sql, char *out, size_t outsz)
+{
+	struct sg_store *st = NULL;
+	struct sg_st_cur *cur = NULL;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *stmt = NULL;
+	char err[256];
+	const char *v;
+	int rc;
+
+	if (out != NULL)
+		out[0] = '\0';
+	if (tu_store_url != NULL) {
+		if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK ||
+		    (rc = sg_st_run(st, &cur, sql, "")) < 0) {
+			fprintf(stderr, "%s: %s\n", sql, st != NULL ?
+			    sg_store_errmsg(st) : err);
+			sg_store_close(st);
+			return -1;
+		}
+		if (out != NULL && rc == SG_ST_ROW && (v = sg_st_text(cur, 0)))
+			snprintf(out, outsz, "%s", v);
+		sg_st_done(st, cur);
+		sg_store_close(st);
+		return 0;
+	}
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) !=
+	    SQLITE_OK || sqlite3_busy_timeout(db, 10000) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK ||
+	    ((rc = sqlite3_step(stmt)) != SQLITE_ROW && rc != SQLITE_DONE)) {
+		fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db));
+		sqlite3_finalize(stmt);
+		sqlite3_close(db);
+		return -1;
+	}
+	if (out != NULL && rc == SQLITE_ROW && (v = (const char *)
+	    sqlite3_column_text(stmt, 0)) != NULL)
+		snprintf(out, outsz, "%s", v);
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return 0;
+}
+
+/* A statement on an open store: 0, or -1 with the error printed. */
+static inline int
+tu_raw_sql_store(struct sg_store *st, const char *sql)
+{
+	if (sg_st_exec(st, sql) == SG_STORE_OK)
+		return 0;
+	fprintf(stderr, "%s: %s\n", sql, sg_store_errmsg(st));
+	return -1;
+}
+
+/* A test about SQLite's file itself: skipped in the PostgreSQL run. */
+#define TU_SQLITE_ONLY() do {						\
+	if (tu_store_url != NULL)					\
+		skip();							\
+} while (0)
+
 /* A fresh store at dir/sandgate.db (dir made with tu_mkdtemp), migrated:
  * 0, or -1 with nothing left behind. */
 static inline int
@@ -53,7 +158,7 @@ tu_store_fresh(char *dir, size_t dirsz, char *path, size_t pathsz,
 	if (tu_mkdtemp(dir, dirsz) == -1)
 		return -1;
 	snprintf(path, pathsz, "%s/sandgate.db", dir);
-	if (sg_store_open(path, st, err, sizeof(err)) != SG_STORE_OK ||
+	if (tu_store_open(path, st, err, sizeof(err), 1) != SG_STORE_OK ||
 	    sg_store_migrate(*st) != SG_STORE_OK) {
 		fprintf(stderr, "store: %s\n", *st != NULL ?
 		    sg_store_errmsg(*st) : err);

@@ -1,0 +1,145 @@
+/*
+ * A whole store copied into another (`sandgate migrate --to`): every
+ * table, row by row in the order they were made, in one transaction on
+ * the target, from one snapshot of the source. The target must be
+ * empty; both are brought to this sandgate's schema first.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The tables in the order their references need; each column 's' (text)
+ * or 'n' (an integer, copied as its text). Leases are not copied: they
+ * belong to the processes running now. */
+static const struct table {
+	const char	*name;
+	const char	*cols;
+	const char	*kinds;
+} tables[] = {
+	{ "keys", "id, name, sha256, created_at, revoked_at", "nssnn" },
+	{ "sandboxes", "id, tenant, tool, state, handle, owner_pid, "
+	    "owner_start, created_at, last_used_at, expires_at, kind, "
+	    "runner_pid, runner_start, runner_until, name, seen, pool_gen, box",
+	    "sssssnnnnnnnnnssss" },
+	{ "relayed", "upstream_id, tenant, upstream, created_at", "sssn" },
+	{ "sessions", "tenant, session_id, sandbox_id, created_at, "
+	    "last_used_at", "sssnn" },
+	{ "responses", "id, tenant, upstream_id, model, created_at, "
+	    "sandbox_id, prev, body, pending", "ssssnssss" },
+	{ "response_items", "response_id, tenant, output, seq, item_id, "
+	    "item, upstream", "ssnnsss" },
+	{ "files", "id, tenant, container_id, filename, path, purpose, "
+	    "source, state, bytes, owner_pid, owner_start, created_at, "
+	    "expires_at, box", "ssssssssnnnnns" },
+};
+
+#define NTABLES	(sizeof(tables) / sizeof(tables[0]))
+
+static int
+empty(struct sg_store *to)
+{
+	struct sg_st_cur *cur;
+	char sql[128];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < NTABLES; i++) {
+		snprintf(sql, sizeof(sql), "SELECT 1 FROM %s LIMIT 1",
+		    tables[i].name);
+		if ((rc = sg_st_run(to, &cur, sql, "")) < 0)
+			return rc;
+		sg_st_done(to, cur);
+		if (rc == SG_ST_ROW)
+			return sg_st_err(to, "the target store is not empty "
+			    "(%s has rows): copy only into a new database",
+			    tables[i].name);
+	}
+	return SG_STORE_OK;
+}
+
+/* Copy one table; rows without a box get box (they were made before
+ * boxes, on the source's box). */
+static int
+copy_table(struct sg_store *from, struct sg_store *to,
+    const struct table *t, const char *box, int64_t *rows)
+{
+	struct sg_st_arg args[SG_ST_MAX_ARGS];
+	struct sg_st_cur *src, *dst;
+	char get[512], put[768], marks[3 * SG_ST_MAX_ARGS];
+	const char *c;
+	int i, n = (int)strlen(t->kinds), cols = 1, rc;
+
+	for (c = t->cols; *c != '\0'; c++)
+		cols += *c == ',';
+	if (cols != n || n > SG_ST_MAX_ARGS)
+		return sg_st_err(from, "%s: %d columns, %d kinds", t->name,
+		    cols, n);
+	for (i = 0; i < n; i++)
+		memcpy(marks + 3 * i, i > 0 ? ", ?" : "?  ", 3);
+	marks[3 * n] = '\0';
+	snprintf(get, sizeof(get), "SELECT %s FROM %s ORDER BY rowid", t->cols,
+	    t->name);
+	snprintf(put, sizeof(put), "INSERT INTO %s (%s) VALUES (%s)", t->name,
+	    t->cols, marks);
+	for (rc = sg_st_run(from, &src, get, ""); rc == SG_ST_ROW;
+	    rc = sg_st_next(from, src)) {
+		for (i = 0; i < n; i++) {
+			args[i].kind = t->kinds[i];
+			args[i].s = sg_st_text(src, i);
+		}
+		c = strrchr(t->cols, ' ');
+		if (strcmp(c + 1, "box") == 0 && args[n - 1].s == NULL)
+			args[n - 1].s = box;
+		if ((rc = sg_st_runa(to, &dst, put, args, n)) < 0) {
+			sg_st_err(from, "%s: %.200s", t->name, to->err);
+			break;
+		}
+		sg_st_done(to, dst);
+		(*rows)++;
+	}
+	if (rc < 0 && src != NULL) {
+		sg_st_done(from, src);
+		return rc;
+	}
+	return sg_st_finish(from, src, rc, t->name);
+}
+
+int
+sg_store_copy(struct sg_store *from, struct sg_store *to, int64_t *rows)
+{
+	size_t i;
+	int rc;
+
+	*rows = 0;
+	if ((rc = sg_store_migrate(from)) != SG_STORE_OK)
+		return rc;
+	if ((rc = sg_store_migrate(to)) != SG_STORE_OK) {
+		sg_st_err(from, "target: %.200s", to->err);
+		return rc;
+	}
+	/* One snapshot of the source; one transaction on the target. */
+	if ((rc = sg_st_exec(from, from->kind == SG_ST_PG ? "BEGIN ISOLATION "
+	    "LEVEL REPEATABLE READ READ ONLY" : "BEGIN")) != SG_STORE_OK)
+		return rc;
+	if ((rc = sg_st_begin(to)) != SG_STORE_OK) {
+		sg_st_err(from, "target: %.200s", to->err);
+		sg_st_exec(from, "ROLLBACK");
+		return rc;
+	}
+	if ((rc = empty(to)) != SG_STORE_OK)
+		sg_st_err(from, "%.200s", to->err);
+	for (i = 0; i < NTABLES && rc == SG_STORE_OK; i++)
+		rc = copy_table(from, to, &tables[i], from->box, rows);
+	/* keys.id is copied: the target's own numbering goes on after. */
+	if (rc == SG_STORE_OK && to->kind == SG_ST_PG)
+		rc = sg_st_exec(to, "SELECT setval(pg_get_serial_sequence("
+		    "'keys', 'id'), coalesce((SELECT max(id) FROM keys), 0) + 1, "
+		    "false)");
+	if (rc == SG_STORE_OK && (rc = sg_st_end(to, rc)) != SG_STORE_OK)
+		sg_st_err(from, "target: %.200s", to->err);
+	else if (rc != SG_STORE_OK)
+		sg_st_end(to, rc);
+	sg_st_exec(from, "ROLLBACK");
+	return rc;
+}

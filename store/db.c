@@ -1,0 +1,195 @@
+/*
+ * The statement and row interface every query of the store goes through,
+ * over its two backends (sqlite.c, pg.c).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+int
+sg_st_err(struct sg_store *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(st->err, sizeof(st->err), fmt, ap);
+	va_end(ap);
+	return SG_STORE_ERROR;
+}
+
+const char *
+sg_store_errmsg(const struct sg_store *st)
+{
+	return st->err;
+}
+
+int
+sg_store_down(const struct sg_store *st)
+{
+	return st->down;
+}
+
+int
+sg_st_exec(struct sg_store *st, const char *sql)
+{
+	return st->kind == SG_ST_PG ? sg_pg_exec(st, sql) : sg_sq_exec(st, sql);
+}
+
+int
+sg_st_runa(struct sg_store *st, struct sg_st_cur **cur, const char *sql,
+    const struct sg_st_arg *args, int n)
+{
+	struct sg_st_cur *c;
+	int rc;
+
+	*cur = NULL;
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return sg_st_err(st, "out of memory");
+	st->changes = 0;
+	rc = st->kind == SG_ST_PG ? sg_pg_run(st, c, sql, args, n) :
+	    sg_sq_run(st, c, sql, args, n);
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	*cur = c;
+	return rc;
+}
+
+static int
+run(struct sg_store *st, struct sg_st_cur **cur, const char *sql,
+    const char *fmt, va_list ap)
+{
+	struct sg_st_arg args[SG_ST_MAX_ARGS];
+	int i;
+
+	*cur = NULL;
+	for (i = 0; fmt[i] != '\0'; i++) {
+		if (i == SG_ST_MAX_ARGS)
+			return sg_st_err(st, "too many arguments");
+		args[i].kind = fmt[i];
+		if (fmt[i] == 'i')
+			args[i].i = va_arg(ap, int64_t);
+		else
+			args[i].s = va_arg(ap, const char *);
+	}
+	return sg_st_runa(st, cur, sql, args, i);
+}
+
+int
+sg_st_run(struct sg_store *st, struct sg_st_cur **cur, const char *sql,
+    const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = run(st, cur, sql, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+sg_st_exec_args(struct sg_store *st, int *changes, const char *sql,
+    const char *fmt, ...)
+{
+	struct sg_st_cur *cur;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = run(st, &cur, sql, fmt, ap);
+	va_end(ap);
+	if (rc < 0)
+		return rc;
+	sg_st_done(st, cur);
+	if (changes != NULL)
+		*changes = st->changes;
+	return SG_STORE_OK;
+}
+
+int
+sg_st_next(struct sg_store *st, struct sg_st_cur *c)
+{
+	if (c->res == NULL)
+		return sg_sq_next(st, c);
+	return ++c->row < c->nrows ? SG_ST_ROW : SG_ST_DONE;
+}
+
+void
+sg_st_done(struct sg_store *st, struct sg_st_cur *c)
+{
+	if (c == NULL)
+		return;
+	if (c->res != NULL)
+		sg_pg_done(c);
+	else
+		sg_sq_done(st, c);
+	free(c);
+}
+
+int
+sg_st_finish(struct sg_store *st, struct sg_st_cur *c, int rc,
+    const char *what)
+{
+	if (rc < 0)
+		return rc;
+	sg_st_done(st, c);
+	if (rc == SG_ST_ROW || rc == SG_ST_DONE)
+		return SG_STORE_OK;
+	/* The step's own message is in st->err: name the query too. */
+	return sg_st_err(st, "%s: %.200s", what, st->err);
+}
+
+int
+sg_st_begin(struct sg_store *st)
+{
+	int rc;
+
+	if (st->kind == SG_ST_SQLITE)
+		return sg_st_exec(st, "BEGIN IMMEDIATE");
+	/* One lock for every gateway's transactions: they are few and
+	 * short (claims, evictions, a response and its items), and taking
+	 * one lock keeps SQLite's semantics, so no claim needs its own
+	 * row locks to stay correct. */
+	rc = sg_st_exec(st, "BEGIN; SELECT pg_advisory_xact_lock(5347)");
+	if (rc == SG_STORE_OK)
+		sg_pg_in_tx(st, 1);
+	else
+		sg_st_exec(st, "ROLLBACK");
+	return rc;
+}
+
+int
+sg_st_end(struct sg_store *st, int rc)
+{
+	int ended = SG_STORE_ERROR;
+
+	if (rc == SG_STORE_OK)
+		ended = sg_st_exec(st, "COMMIT");
+	if (ended != SG_STORE_OK) {
+		/* Keep the first failure's message. */
+		char why[sizeof(st->err)];
+
+		snprintf(why, sizeof(why), "%s", st->err);
+		sg_st_exec(st, "ROLLBACK");
+		snprintf(st->err, sizeof(st->err), "%s", why);
+	}
+	if (st->kind == SG_ST_PG)
+		sg_pg_in_tx(st, 0);
+	return rc != SG_STORE_OK ? rc : ended;
+}
+
+const char *
+sg_st_text(struct sg_st_cur *c, int i)
+{
+	return c->res != NULL ? sg_pg_text(c, i) : sg_sq_text(c, i);
+}
+
+int64_t
+sg_st_int(struct sg_st_cur *c, int i)
+{
+	return c->res != NULL ? sg_pg_int(c, i) : sg_sq_int(c, i);
+}

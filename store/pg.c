@@ -1,0 +1,403 @@
+/*
+ * The PostgreSQL backend (libpq): one connection per process, opened
+ * after the fork and never carried across one. Statements are prepared
+ * once per connection. A server that goes away is reconnected with a
+ * backoff: meanwhile every call fails at once as "down" (the gateway
+ * answers 503), and a statement that found the connection lost outside a
+ * transaction is run again once on a new one.
+ */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "../lib/util.h"
+
+#define CONNECT_TIMEOUT	"5"		/* s, unless the URL says */
+#define BACKOFF_MIN_MS	100
+#define BACKOFF_MAX_MS	5000
+#define INT8OID		20
+#define TEXTOID		25
+
+/* Limits of every session: a statement or a lock wait that long is a
+ * fault, and a transaction left open must not hold the claims' lock. */
+static const char session_setup[] =
+	"SET statement_timeout = '10s';"
+	"SET lock_timeout = '10s';"
+	"SET idle_in_transaction_session_timeout = '60s';"
+	"SET client_min_messages = warning";
+
+struct sg_pg_prep {
+	char		*sql;
+	uint64_t	 hash;
+};
+
+struct sg_pg {
+	PGconn			*conn;
+	char			*url;
+	int			 in_tx;
+	int			 backoff_ms;
+	int64_t			 retry_at;	/* ms: no reconnect before */
+	struct sg_pg_prep	 prep[SG_ST_CACHE];
+	int			 nprep;
+};
+
+/* Notices (an index that exists, say) are not the operator's business. */
+static void
+quiet(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
+static void
+forget_prepared(struct sg_pg *pg)
+{
+	int i;
+
+	for (i = 0; i < pg->nprep; i++)
+		free(pg->prep[i].sql);
+	pg->nprep = 0;
+}
+
+/*
+ * The server does not answer: the client sees a message with no host,
+ * socket or user in it; the log gets libpq's own.
+ */
+static int
+down(struct sg_store *st, const char *detail)
+{
+	char line[512];
+	size_t n;
+
+	snprintf(line, sizeof(line), "%s", detail != NULL ? detail : "");
+	n = strlen(line);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
+		line[--n] = '\0';
+	for (n = 0; line[n] != '\0'; n++)
+		if (line[n] == '\n')
+			line[n] = ' ';
+	fprintf(stderr, "sandgate: store: PostgreSQL: %s\n", line);
+	st->down = 1;
+	return sg_st_err(st, "the PostgreSQL store does not answer");
+}
+
+static int
+connect_now(struct sg_store *st)
+{
+	static const char *const keys[] = { "connect_timeout",
+	    "application_name", "dbname", NULL };
+	struct sg_pg *pg = st->pg;
+	const char *vals[] = { CONNECT_TIMEOUT, "sandgate", pg->url, NULL };
+	PGresult *res;
+
+	if (pg->conn != NULL)
+		PQfinish(pg->conn);
+	forget_prepared(pg);
+	pg->conn = PQconnectdbParams(keys, vals, 1);
+	if (pg->conn == NULL)
+		return down(st, "out of memory");
+	if (PQstatus(pg->conn) != CONNECTION_OK)
+		return down(st, PQerrorMessage(pg->conn));
+	PQsetNoticeProcessor(pg->conn, quiet, NULL);
+	res = PQexec(pg->conn, session_setup);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		PQclear(res);
+		return down(st, PQerrorMessage(pg->conn));
+	}
+	PQclear(res);
+	pg->backoff_ms = 0;
+	st->down = 0;
+	return SG_STORE_OK;
+}
+
+/* Forget a lost connection: the next use makes a new one at once. */
+static void
+drop(struct sg_pg *pg)
+{
+	PQfinish(pg->conn);
+	pg->conn = NULL;
+	pg->retry_at = 0;
+}
+
+/* A connection to use: the one we have, or a new one when the backoff
+ * allows. Never inside a transaction: its work went with the old one. */
+static int
+ensure(struct sg_store *st)
+{
+	struct sg_pg *pg = st->pg;
+	int64_t now = sg_now_ms();
+
+	if (pg->conn != NULL && PQstatus(pg->conn) == CONNECTION_OK)
+		return SG_STORE_OK;
+	if (pg->in_tx) {
+		st->down = 1;
+		return sg_st_err(st, "the PostgreSQL store does not answer "
+		    "(connection lost in a transaction)");
+	}
+	if (now < pg->retry_at) {
+		st->down = 1;
+		return sg_st_err(st, "the PostgreSQL store does not answer");
+	}
+	if (connect_now(st) == SG_STORE_OK)
+		return SG_STORE_OK;
+	pg->backoff_ms = pg->backoff_ms == 0 ? BACKOFF_MIN_MS :
+	    pg->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+	    pg->backoff_ms * 2;
+	pg->retry_at = sg_now_ms() + pg->backoff_ms;
+	return SG_STORE_ERROR;
+}
+
+int
+sg_pg_open(struct sg_store *st, const char *url, char *err, size_t errsz)
+{
+	if ((st->pg = calloc(1, sizeof(*st->pg))) == NULL ||
+	    (st->pg->url = strdup(url)) == NULL) {
+		snprintf(err, errsz, "out of memory");
+		return SG_STORE_ERROR;
+	}
+	/* A server that is down now is a store that is down: the caller
+	 * learns it from its first query, and it is retried from there. */
+	(void)ensure(st);
+	return SG_STORE_OK;
+}
+
+void
+sg_pg_close(struct sg_store *st)
+{
+	if (st->pg == NULL)
+		return;
+	if (st->pg->conn != NULL)
+		PQfinish(st->pg->conn);
+	forget_prepared(st->pg);
+	free(st->pg->url);
+	free(st->pg);
+	st->pg = NULL;
+}
+
+void
+sg_pg_in_tx(struct sg_store *st, int in)
+{
+	st->pg->in_tx = in;
+}
+
+/* Whether res failed because the connection did (not the statement). */
+static int
+lost(struct sg_store *st, PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	if (PQstatus(st->pg->conn) != CONNECTION_OK)
+		return 1;
+	/* 08: connection exception; 57P0x: the server shuts down. */
+	return state != NULL && (strncmp(state, "08", 2) == 0 ||
+	    strncmp(state, "57P", 3) == 0);
+}
+
+/* res's failure as an SG_STORE_* code (res is cleared). */
+static int
+failed(struct sg_store *st, PGresult *res, const char *what)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	int rc;
+
+	if (lost(st, res)) {
+		rc = down(st, res != NULL ? PQresultErrorMessage(res) :
+		    PQerrorMessage(st->pg->conn));
+		PQclear(res);
+		return rc;
+	}
+	rc = state != NULL && strncmp(state, "23", 2) == 0 ? SG_STORE_EXISTS :
+	    SG_STORE_ERROR;
+	sg_st_err(st, "%s: %s", what, msg != NULL ? msg :
+	    PQerrorMessage(st->pg->conn));
+	PQclear(res);
+	return rc;
+}
+
+int
+sg_pg_exec(struct sg_store *st, const char *sql)
+{
+	PGresult *res;
+	int try;
+
+	for (try = 0; try < 2; try++) {
+		if (ensure(st) != SG_STORE_OK)
+			return SG_STORE_ERROR;
+		res = PQexec(st->pg->conn, sql);
+		if (PQresultStatus(res) == PGRES_COMMAND_OK ||
+		    PQresultStatus(res) == PGRES_TUPLES_OK)
+			break;
+		if (try == 0 && !st->pg->in_tx && lost(st, res)) {
+			PQclear(res);
+			drop(st->pg);
+			continue;
+		}
+		return failed(st, res, "exec");
+	}
+	/* COMMIT of a transaction a statement broke rolls it back. */
+	if (strcmp(sql, "COMMIT") == 0 && strcmp(PQcmdStatus(res),
+	    "ROLLBACK") == 0) {
+		PQclear(res);
+		return sg_st_err(st, "commit: the transaction was rolled back");
+	}
+	PQclear(res);
+	return SG_STORE_OK;
+}
+
+/*
+ * SQLite's placeholders as PostgreSQL's: "?N" is "$N", and a bare "?" is
+ * one more than the largest number so far (SQLite's rule). Quoted text is
+ * copied as it is. New string, or NULL.
+ */
+static char *
+dollars(const char *sql)
+{
+	size_t len = strlen(sql), o = 0;
+	int q = 0, max = 0, n;
+	const char *p;
+	char *out;
+
+	if ((out = malloc(len * 4 + 1)) == NULL)
+		return NULL;
+	for (p = sql; *p != '\0'; p++) {
+		if (*p == '\'')
+			q = !q;
+		if (q || *p != '?') {
+			out[o++] = *p;
+			continue;
+		}
+		if (p[1] >= '0' && p[1] <= '9') {
+			n = (int)strtol(p + 1, (char **)&p, 10);
+			p--;
+		} else
+			n = max + 1;
+		if (n > max)
+			max = n;
+		o += (size_t)sprintf(out + o, "$%d", n);
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* The prepared statement of sql on this connection ("" when it cannot be
+ * kept: run it unnamed), preparing it when new. */
+static int
+prepared(struct sg_store *st, const char *sql, const struct sg_st_arg *args,
+    int n, char name[16])
+{
+	struct sg_pg *pg = st->pg;
+	Oid types[SG_ST_MAX_ARGS];
+	uint64_t h = sg_fnv1a(sql);
+	PGresult *res;
+	char *text;
+	int i;
+
+	for (i = 0; i < pg->nprep; i++)
+		if (pg->prep[i].hash == h && strcmp(pg->prep[i].sql, sql) == 0) {
+			snprintf(name, 16, "sg%d", i);
+			return SG_STORE_OK;
+		}
+	for (i = 0; i < n; i++)
+		types[i] = args[i].kind == 's' ? TEXTOID : INT8OID;
+	if ((text = dollars(sql)) == NULL)
+		return sg_st_err(st, "out of memory");
+	if (pg->nprep < SG_ST_CACHE && (pg->prep[pg->nprep].sql =
+	    strdup(sql)) != NULL)
+		snprintf(name, 16, "sg%d", pg->nprep);
+	else
+		name[0] = '\0';
+	res = PQprepare(pg->conn, name, text, n, types);
+	free(text);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		if (name[0] != '\0')
+			free(pg->prep[pg->nprep].sql);
+		return failed(st, res, "prepare");
+	}
+	PQclear(res);
+	if (name[0] != '\0')
+		pg->prep[pg->nprep++].hash = h;
+	return SG_STORE_OK;
+}
+
+static PGresult *
+execute(struct sg_store *st, const char *name, const struct sg_st_arg *args,
+    int n)
+{
+	char nums[SG_ST_MAX_ARGS][24];
+	const char *vals[SG_ST_MAX_ARGS];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (args[i].kind == 'i') {
+			snprintf(nums[i], sizeof(nums[i]), "%lld",
+			    (long long)args[i].i);
+			vals[i] = nums[i];
+		} else
+			vals[i] = args[i].s;
+	}
+	return PQexecPrepared(st->pg->conn, name, n, vals, NULL, NULL, 0);
+}
+
+int
+sg_pg_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
+    const struct sg_st_arg *args, int n)
+{
+	char name[16];
+	PGresult *res = NULL;
+	int try, status;
+
+	for (try = 0; try < 2; try++) {
+		if (ensure(st) != SG_STORE_OK)
+			return SG_STORE_ERROR;
+		if (prepared(st, sql, args, n, name) != SG_STORE_OK) {
+			if (try == 0 && st->down && !st->pg->in_tx) {
+				drop(st->pg);
+				continue;
+			}
+			return SG_STORE_ERROR;
+		}
+		res = execute(st, name, args, n);
+		status = PQresultStatus(res);
+		if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+			break;
+		/* Lost before it could run (a restarted server closes idle
+		 * connections): once more on a new connection. */
+		if (try == 0 && !st->pg->in_tx && lost(st, res)) {
+			PQclear(res);
+			drop(st->pg);
+			continue;
+		}
+		return failed(st, res, "query");
+	}
+	c->res = res;
+	c->nrows = PQntuples(res);
+	c->row = 0;
+	st->changes = atoi(PQcmdTuples(res));
+	return c->nrows > 0 ? SG_ST_ROW : SG_ST_DONE;
+}
+
+void
+sg_pg_done(struct sg_st_cur *c)
+{
+	PQclear(c->res);
+}
+
+const char *
+sg_pg_text(struct sg_st_cur *c, int i)
+{
+	if (c->row >= c->nrows || PQgetisnull(c->res, c->row, i))
+		return NULL;
+	return PQgetvalue(c->res, c->row, i);
+}
+
+int64_t
+sg_pg_int(struct sg_st_cur *c, int i)
+{
+	const char *v = sg_pg_text(c, i);
+
+	return v != NULL ? strtoll(v, NULL, 10) : 0;
+}

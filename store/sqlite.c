@@ -1,0 +1,200 @@
+/*
+ * The SQLite backend: one file shared by every process of one box. WAL, a
+ * busy timeout and short BEGIN IMMEDIATE transactions let all responders
+ * write without SQLITE_BUSY escaping.
+ */
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "../lib/util.h"
+
+#define BUSY_TIMEOUT_MS 10000
+
+static int
+dberr(struct sg_store *st, const char *what)
+{
+	return sg_st_err(st, "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+int
+sg_sq_exec(struct sg_store *st, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		sg_st_err(st, "%s", msg != NULL ? msg : sqlite3_errmsg(st->db));
+		sqlite3_free(msg);
+		return SG_STORE_ERROR;
+	}
+	return SG_STORE_OK;
+}
+
+/*
+ * Switching a new file to WAL takes a lock SQLite does not wait for with
+ * the busy handler: a second process opening the store at that moment
+ * would see "database is locked". Retry for as long as the busy timeout.
+ */
+static int
+set_wal(struct sg_store *st)
+{
+	int waited, rc = SQLITE_BUSY;
+
+	for (waited = 0; waited < BUSY_TIMEOUT_MS; waited += 10) {
+		rc = sqlite3_exec(st->db, "PRAGMA journal_mode=WAL", NULL, NULL,
+		    NULL);
+		if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+			break;
+		usleep(10000);
+	}
+	return rc == SQLITE_OK ? SG_STORE_OK : dberr(st, "journal_mode=WAL");
+}
+
+int
+sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
+{
+	int fd;
+
+	/* Create it ourselves: SQLite would take the umask (0644). */
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1) {
+		snprintf(err, errsz, "%s: cannot open: %m", path);
+		return SG_STORE_ERROR;
+	}
+	close(fd);
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(err, errsz, "%s: %s", path, st->db != NULL ?
+		    sqlite3_errmsg(st->db) : "out of memory");
+		return SG_STORE_ERROR;
+	}
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	if (set_wal(st) != SG_STORE_OK || sg_sq_exec(st,
+	    "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;") !=
+	    SG_STORE_OK) {
+		snprintf(err, errsz, "%s: %s", path, st->err);
+		return SG_STORE_ERROR;
+	}
+	return SG_STORE_OK;
+}
+
+void
+sg_sq_close(struct sg_store *st)
+{
+	int i;
+
+	for (i = 0; i < st->ncache; i++) {
+		sqlite3_finalize(st->cache[i].stmt);
+		free(st->cache[i].sql);
+	}
+	sqlite3_close_v2(st->db);
+}
+
+/* A prepared statement for sql: a cached one when it is free, else a new
+ * one (cached while there is room). */
+static int
+prepare(struct sg_store *st, const char *sql, sqlite3_stmt **stmt)
+{
+	uint64_t h = sg_fnv1a(sql);
+	struct sg_st_cached *c;
+	char *copy;
+	int i, rc;
+
+	for (i = 0; i < st->ncache; i++) {
+		c = &st->cache[i];
+		if (c->hash != h || strcmp(c->sql, sql) != 0)
+			continue;
+		if (c->busy)
+			break;	/* in use (a nested query): a fresh one */
+		c->busy = 1;
+		*stmt = c->stmt;
+		return SQLITE_OK;
+	}
+	if (i < st->ncache || st->ncache == SG_ST_CACHE ||
+	    (copy = strdup(sql)) == NULL)
+		return sqlite3_prepare_v2(st->db, sql, -1, stmt, NULL);
+	rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+	    stmt, NULL);
+	if (rc != SQLITE_OK || *stmt == NULL) {
+		free(copy);
+		return rc;
+	}
+	st->cache[st->ncache++] = (struct sg_st_cached){ copy, h, *stmt, 1 };
+	return SQLITE_OK;
+}
+
+void
+sg_sq_done(struct sg_store *st, struct sg_st_cur *c)
+{
+	int i;
+
+	if (c->stmt == NULL)
+		return;
+	for (i = 0; i < st->ncache; i++)
+		if (st->cache[i].stmt == c->stmt) {
+			sqlite3_reset(c->stmt);
+			sqlite3_clear_bindings(c->stmt);
+			st->cache[i].busy = 0;
+			return;
+		}
+	sqlite3_finalize(c->stmt);
+}
+
+/* A step's result: ROW, DONE, or an error with the cursor given back. */
+static int
+stepped(struct sg_store *st, int rc)
+{
+	if (rc == SQLITE_ROW)
+		return SG_ST_ROW;
+	if (rc == SQLITE_DONE) {
+		st->changes = sqlite3_changes(st->db);
+		return SG_ST_DONE;
+	}
+	dberr(st, "step");
+	return (rc & 0xff) == SQLITE_CONSTRAINT ? SG_STORE_EXISTS :
+	    SG_STORE_ERROR;
+}
+
+int
+sg_sq_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
+    const struct sg_st_arg *args, int n)
+{
+	int i, rc;
+
+	if (prepare(st, sql, &c->stmt) != SQLITE_OK)
+		return dberr(st, "prepare");
+	for (i = 0; i < n; i++) {
+		if (args[i].kind == 'i')
+			sqlite3_bind_int64(c->stmt, i + 1, args[i].i);
+		else if (args[i].kind == 'n' && args[i].s != NULL)
+			sqlite3_bind_int64(c->stmt, i + 1, strtoll(args[i].s,
+			    NULL, 10));
+		else
+			sqlite3_bind_text(c->stmt, i + 1, args[i].s, -1,
+			    SQLITE_STATIC);
+	}
+	if ((rc = stepped(st, sqlite3_step(c->stmt))) < 0)
+		sg_sq_done(st, c);
+	return rc;
+}
+
+int
+sg_sq_next(struct sg_store *st, struct sg_st_cur *c)
+{
+	return stepped(st, sqlite3_step(c->stmt));
+}
+
+const char *
+sg_sq_text(struct sg_st_cur *c, int i)
+{
+	return (const char *)sqlite3_column_text(c->stmt, i);
+}
+
+int64_t
+sg_sq_int(struct sg_st_cur *c, int i)
+{
+	return sqlite3_column_int64(c->stmt, i);
+}
