@@ -125,12 +125,14 @@ deps:
 unit: all units
 	@sh tests/run-units.sh $(B)
 
+# The unit runs get a throwaway PostgreSQL cluster with a database sgunit
+# (SG_TEST_PG, see tests/run-units.sh), stopped after them however they
+# end; the integration suite starts its own for its PostgreSQL pass.
 test: deps
 	$(MAKE) all units
 	$(MAKE) asan
-	sh tests/run-units.sh build
-	sh tests/run-units.sh build/asan
-	sh tests/run-units.sh build valgrind
+	sh tests/pg/with-db.sh sgunit sh -c 'sh tests/run-units.sh build && \
+	    sh tests/run-units.sh build/asan && sh tests/run-units.sh build valgrind'
 	sh fuzz/replay.sh build/asan
 	sh tests/integration/run.sh
 

@@ -235,7 +235,7 @@ test("store: false is not kept", async () => {
   assert.equal(r2.output_text, "turn 2: turn 2; seen users=2 outputs=2");
 });
 
-// A command as the gateway's user (the store is its file).
+// A command as the gateway's user (the store's files are its).
 function asGateway(cmd, ...args) {
   return execFileSync(isRoot ? "setpriv" : cmd, isRoot ? [`--reuid=${serviceUser}`, `--regid=${serviceUser}`,
     "--init-groups", cmd, ...args] : args, { env: stack.env }).toString();
@@ -245,8 +245,7 @@ test("responses older than the retention are swept", async () => {
   const old = await alice.responses.create({ model: "convo-gw", input: "old", tools: TOOLS });
   const keep = await alice.responses.create({ model: "echo-gw", input: "new" });
   // Made two minutes ago, as far as the store knows.
-  asGateway("sqlite3", `${stack.dir}/state/store/sandgate.db`,
-    `UPDATE responses SET created_at = created_at - 120 WHERE id = '${old.id}'`);
+  stack.sql(`UPDATE responses SET created_at = created_at - 120 WHERE id = '${old.id}'`);
   const conf = `${stack.dir}/sandgate.conf`;
   fs.writeFileSync(conf, fs.readFileSync(conf, "utf8") + "\nresponses: { retention = 60; };\n");
   let out = "";

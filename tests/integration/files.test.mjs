@@ -164,11 +164,7 @@ test("expires_after is kept, and the reaper deletes an expired file with its byt
     expires_after: { anchor: "created_at", seconds: 3600 } });
   assert.equal(f.expires_at, f.created_at + 3600);
   // Make it expired, then have the reaper (started again by a reload) sweep.
-  const { execFileSync } = await import("node:child_process");
-  const isRoot = process.getuid() === 0;
-  const { serviceUser } = await import("./harness.mjs");
-  const asUser = isRoot ? ["setpriv", `--reuid=${serviceUser}`, `--regid=${serviceUser}`, "--init-groups", "sqlite3"] : ["sqlite3"];
-  execFileSync(asUser[0], [...asUser.slice(1), `${stack.storeDir}/sandgate.db`, `UPDATE files SET expires_at = 1 WHERE id = '${f.id}'`]);
+  stack.sql(`UPDATE files SET expires_at = 1 WHERE id = '${f.id}'`);
   await stack.reload((c) => c);
   await waitFor(async () => {
     try { await alice.files.retrieve(f.id); return false; } catch (e) { return e.status === 404; }

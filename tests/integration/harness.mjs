@@ -6,7 +6,11 @@
 //              responders drop to SG_USER); "listen": sandgate is started
 //              by us with --listen, as SG_USER when we are root
 //   SG_USER    the unprivileged service user (default: sgtest)
-import { spawn, execFileSync } from "node:child_process";
+//   SG_PG      the libpq URL of a PostgreSQL maintenance database
+//              (tests/pg/start.sh prints it): each Stack then keeps its
+//              store in a database of its own made there (store.url), and
+//              drops it when it stops; unset, the store is SQLite
+import { spawn, spawnSync, execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
@@ -20,6 +24,55 @@ const build = path.resolve(root, process.env.SG_BUILD || "build");
 const startMode = process.env.SG_START || "binpath";
 const isRoot = process.getuid() === 0;
 export const serviceUser = isRoot ? (process.env.SG_USER || "sgtest") : os.userInfo().username;
+const pgMaintenance = process.env.SG_PG || "";
+// What the stacks' stores are: "sqlite" or "postgresql" (SG_PG).
+export const storeKind = pgMaintenance ? "postgresql" : "sqlite";
+
+// PostgreSQL's programs: the newest /usr/lib/postgresql/N/bin's, as
+// tests/pg finds them (Debian puts only pg_wrapper in PATH, and that looks
+// for packaged clusters).
+function pgBin(prog) {
+  let dirs = [];
+  try {
+    dirs = fs.readdirSync("/usr/lib/postgresql").filter((v) => fs.existsSync(`/usr/lib/postgresql/${v}/bin/${prog}`));
+  } catch { /* none */ }
+  dirs.sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
+  return process.env.SG_PG_BIN ? `${process.env.SG_PG_BIN}/${prog}` :
+    dirs.length ? `/usr/lib/postgresql/${dirs[dirs.length - 1]}/bin/${prog}` : prog;
+}
+
+// psql on the database at url (as whoever we are: the cluster trusts
+// local connections, and url names the role): its output (-At), or an
+// error with what psql said. libpq's PG* variables are left out: url says
+// it all.
+export function psql(url, sql) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("PG")));
+  const r = spawnSync(pgBin("psql"), ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
+    { encoding: "utf8", env: { ...env, PGCONNECT_TIMEOUT: "10" }, timeout: 60000 });
+  if (r.status !== 0) throw new Error(`psql ${url} -c ${JSON.stringify(sql)}: ${r.error?.message ?? r.stderr.trim()}`);
+  return r.stdout;
+}
+
+// The URL of database name on the cluster of url (a postgresql:// URL
+// whose host, port and role stay).
+export function pgDatabaseUrl(url, name) {
+  const m = /^(postgres(?:ql)?:\/\/[^/?]*)(?:\/[^?]*)?(\?.*)?$/.exec(url);
+  if (!m) throw new Error(`not a postgresql:// URL: ${url}`);
+  return `${m[1]}/${name}${m[2] ?? ""}`;
+}
+
+// The directory of SG_PG's cluster (its socket's, host=), and a restart of
+// it (tests/pg/restart.sh: every session ended, back once it accepts
+// connections), for a test that restarts PostgreSQL under a gateway.
+export const pgDir = pgMaintenance ? decodeURIComponent(/[?&]host=([^&]*)/.exec(pgMaintenance)?.[1] ?? "") : "";
+export function restartPostgres() {
+  if (!pgDir) throw new Error("restartPostgres: SG_PG names no host=DIR");
+  execFileSync("sh", [path.join(root, "tests/pg/restart.sh"), pgDir], { stdio: ["ignore", "inherit", "inherit"] });
+}
+
+// Databases of running stacks: URL → { stacks using it, the one to drop
+// when the last of them stops (made by one of them) }.
+const pgLive = new Map();
 
 export const KEYS = {
   alice: "sk-alice-" + crypto.randomBytes(8).toString("hex"),
@@ -75,7 +128,8 @@ export const localLimits = isRoot ? "" : 'limits = "process";';
 export const storeDirOf = (dir, extra = {}) => `${dir}/state/${extra.storeSub ?? "store"}`;
 
 // The gateway's config; extra is spliced into the server group (extra.server
-// is raw settings for it) and extra.keys into auth.keys.
+// is raw settings for it) and extra.keys into auth.keys; extra.storeUrl
+// and extra.box go into the store group (url, box).
 export function gatewayConfig(dir, fakePort, extra = {}) {
   const up = `http://127.0.0.1:${fakePort}/v1`;
   // The fake keeps state as OpenAI does: these models leave it to it
@@ -94,7 +148,7 @@ server: {
   ${extra.server ?? ""}
   mount_prefix = "${extra.mount_prefix ?? ""}";
 };
-store: { path = "${extra.storePath ?? storeDirOf(dir, extra) + "/sandgate.db"}"; };
+store: { path = "${extra.storePath ?? storeDirOf(dir, extra) + "/sandgate.db"}";${extra.storeUrl ? ` url = "${extra.storeUrl}";` : ""}${extra.box ? ` box = "${extra.box}";` : ""} };
 auth: {
   keys = (
     { name = "alice"; key = "env:SG_TEST_KEY_ALICE"; max_concurrent = 8; },
@@ -134,7 +188,18 @@ export class Stack {
     this.procs = [];
   }
 
+  // Starts it all; a start that fails stops what it started (and drops
+  // its database) before it throws.
   async start() {
+    try {
+      return await this.startAll();
+    } catch (e) {
+      await this.stop().catch(() => {});
+      throw e;
+    }
+  }
+
+  async startAll() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgit-"));
     this.dir = dir;
     this.mode = this.opts.start ?? startMode;
@@ -161,6 +226,23 @@ export class Stack {
     }
     this.storeDir = storeDirOf(dir, this.opts);
     this.makeStoreParents();
+    this.dbPath = this.opts.storePath ?? `${this.storeDir}/sandgate.db`;
+    // PostgreSQL: another stack's database (opts.storeUrl, for gateways
+    // sharing one), or a new one of our own on SG_PG's cluster.
+    if (this.opts.storeUrl) {
+      this.storeUrl = this.opts.storeUrl;
+    } else if (pgMaintenance) {
+      const name = "sgit_" + crypto.randomBytes(6).toString("hex");
+      psql(pgMaintenance, `CREATE DATABASE ${name}`);
+      this.storeUrl = pgDatabaseUrl(pgMaintenance, name);
+      pgLive.set(this.storeUrl, { stacks: 0, drop: name });
+    }
+    this.storeKind = this.storeUrl ? "postgresql" : "sqlite";
+    if (this.storeUrl) {
+      const live = pgLive.get(this.storeUrl) ?? { stacks: 0, drop: null };
+      live.stacks++;
+      pgLive.set(this.storeUrl, live);
+    }
 
     this.fakePort = await this.startFake();
     if (this.opts.sandboxes) {
@@ -174,7 +256,7 @@ export class Stack {
   { name = "osb-badkey"; provider = "opensandbox"; api_key = "nope"; api_base = "${osb}"; }`;
     }
     this.gwPort = await freePort();
-    fs.writeFileSync(`${dir}/sandgate.conf`, gatewayConfig(dir, this.fakePort, this.opts));
+    fs.writeFileSync(`${dir}/sandgate.conf`, gatewayConfig(dir, this.fakePort, { ...this.opts, storeUrl: this.storeUrl }));
     this.env = {
       ...process.env,
       ...(this.opts.env ?? {}),
@@ -187,7 +269,37 @@ export class Stack {
     await this.startGateway();
     this.base = `http://127.0.0.1:${this.httpPort}`;
     await waitFor(async () => (await fetch(this.url("/healthz"))).status === 200, "gateway /healthz");
+    // A run on PostgreSQL that quietly kept a SQLite file would prove
+    // nothing.
+    if (this.storeKind === "postgresql" && fs.existsSync(this.dbPath))
+      throw new Error(`store.url is ${this.storeUrl}, yet the gateway made ${this.dbPath}`);
     return this;
+  }
+
+  // The rows query gives on this stack's store, whichever it is, as an
+  // array of objects ([] for a statement that gives none: UPDATE, DELETE,
+  // an INSERT without RETURNING). SQLite: sqlite3 -json on its file, as the
+  // service user (another process of the gateway's user, waiting up to
+  // 5 s for its locks). PostgreSQL: psql on its database, the rows made
+  // JSON by json_agg, so that numbers are numbers there too; json and jsonb
+  // values come back as JSON text and booleans as 1 and 0, as SQLite keeps
+  // them. Synchronous, as the store's own user would poke at it.
+  sql(query) {
+    const q = query.trim().replace(/;\s*$/, "");
+    if (this.storeKind === "postgresql") {
+      let wrapped = q;
+      if (/^(select|with|values|table)\b/i.test(q)) wrapped = `SELECT coalesce(json_agg(t), '[]'::json) FROM (${q}) t`;
+      else if (/\breturning\b/i.test(q)) wrapped = `WITH t AS (${q}) SELECT coalesce(json_agg(t), '[]'::json) FROM t`;
+      const out = psql(this.storeUrl, wrapped);
+      if (wrapped === q) return [];
+      return JSON.parse(out).map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) =>
+        [k, typeof v === "boolean" ? Number(v) : v !== null && typeof v === "object" ? JSON.stringify(v) : v])));
+    }
+    const argv = ["sqlite3", "-cmd", ".timeout 5000", "-json", this.dbPath, q];
+    const r = isRoot ? spawnSync("setpriv", [`--reuid=${serviceUser}`, `--regid=${serviceUser}`, "--init-groups", ...argv],
+      { encoding: "utf8", timeout: 60000 }) : spawnSync(argv[0], argv.slice(1), { encoding: "utf8", timeout: 60000 });
+    if (r.status !== 0) throw new Error(`sqlite3 ${this.dbPath} ${JSON.stringify(q)}: ${r.error?.message ?? r.stderr.trim()}`);
+    return r.stdout.trim() ? JSON.parse(r.stdout) : [];
   }
 
   // With opts.storeSub, the directories above the store's own (which the
@@ -375,10 +487,23 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
     await waitFor(() => !this.processes().master, "sandgate to stop", 10000).catch(() => {});
     await Promise.all(this.procs.map((p) => p.exitCode !== null || p.signalCode ? null :
       new Promise((r) => p.once("exit", r))));
-    const reports = this.sanitizerReports();
+    const reports = this.dir && fs.existsSync(`${this.dir}/san`) ? this.sanitizerReports() : [];
     for (const d of this.cgroups ?? []) removeCgroup(d);
-    if (!process.env.SG_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
+    if (this.dir && !process.env.SG_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
+    // The database goes with the last stack using it (SG_KEEP keeps it).
+    let dropped = null;
+    const live = this.storeUrl && !this.stopped ? pgLive.get(this.storeUrl) : null;
+    this.stopped = true;
+    if (live && --live.stacks === 0) {
+      pgLive.delete(this.storeUrl);
+      if (live.drop && !process.env.SG_KEEP) {
+        try {
+          psql(pgMaintenance, `DROP DATABASE IF EXISTS ${live.drop} WITH (FORCE)`);
+        } catch (e) { dropped = e; }
+      }
+    }
     if (reports.length) throw new Error("sanitizer reports:\n" + reports.join("\n"));
+    if (dropped) throw dropped;
   }
 }
 

@@ -1,8 +1,11 @@
 #!/bin/sh
-# The integration suite, twice: (1) as root, lighttpd spawning the normal
-# build on fd 0 and the responders dropping to the service user; (2) the
-# ASan+UBSan build started with --listen as that unprivileged user (or as
-# ourselves when we are not root).
+# The integration suite, three times: (1) as root, lighttpd spawning the
+# normal build on fd 0 and the responders dropping to the service user;
+# (2) the ASan+UBSan build started with --listen as that unprivileged user
+# (or as ourselves when we are not root); (3) the store on PostgreSQL: a
+# throwaway cluster (tests/pg/start.sh) whose maintenance URL is SG_PG,
+# each stack in a database of its own, over the tests of what the store
+# keeps. run.sh [root|listen|pg]... runs only those passes.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -10,9 +13,37 @@ user=${SG_USER:-sgtest}
 if [ "$(id -u)" -eq 0 ] && ! id "$user" >/dev/null 2>&1; then
 	useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
 fi
+passes=${*:-root listen pg}
+# run VAR=VALUE...: the test files in $files (every one by default).
+files="./*.test.mjs"
 run() {
 	echo "== integration: $*"
-	env "$@" node --test --test-concurrency=1 ./*.test.mjs
+	# shellcheck disable=SC2086 # a list of test files, globs included
+	env "$@" node --test --test-concurrency=1 $files
 }
-run SG_START=binpath SG_BUILD=build SG_USER="$user"
-run SG_START=listen SG_BUILD=build/asan SG_USER="$user"
+# What the PostgreSQL pass runs: the tests of what the store keeps and
+# shares, and every multibox test (gateways of several boxes on one
+# database).
+pg_tests="sessions conversation upstream-state sandboxes containers files
+code-output-files warm-pool metrics pool lifecycle"
+for p in $passes; do
+	case $p in
+	root) run SG_START=binpath SG_BUILD=build SG_USER="$user" ;;
+	listen) run SG_START=listen SG_BUILD=build/asan SG_USER="$user" ;;
+	pg)
+		pgdir=$(mktemp -d "${TMPDIR:-/tmp}/sgpg-XXXXXX")
+		trap 'sh "$here/../pg/stop.sh" "$pgdir" || true; rm -rf "$pgdir"' EXIT
+		trap 'exit 130' INT
+		trap 'exit 143' TERM
+		url=$(SG_USER="$user" sh "$here/../pg/start.sh" "$pgdir")
+		files=""
+		for t in $pg_tests; do files="$files ./$t.test.mjs"; done
+		for t in ./multibox*.test.mjs; do
+			if [ -e "$t" ]; then files="$files $t"; fi
+		done
+		run SG_START=binpath SG_BUILD=build SG_USER="$user" SG_PG="$url"
+		files="./*.test.mjs"
+		;;
+	*) echo "run.sh: no pass $p (root, listen, pg)" >&2; exit 2 ;;
+	esac
+done

@@ -251,11 +251,7 @@ test("sandboxes whose life has passed are reaped: deleted at the provider, rows 
   const c = await call("POST", "/v1/sandboxes", { tool: "e2b" });
   const kept = await call("POST", "/v1/sandboxes", { tool: "e2b" });
   // Age one row past its life, as the store's own user would.
-  const db = `${stack.dir}/state/store/sandgate.db`;
-  const sql = `UPDATE sandboxes SET expires_at = 1 WHERE id = '${c.json.id}'`;
-  const asUser = process.getuid() === 0 ? ["setpriv", "--reuid=sgtest", "--regid=sgtest", "--init-groups"] : [];
-  const u = spawnSync(asUser[0] ?? "sqlite3", [...asUser.slice(1), ...(asUser.length ? ["sqlite3"] : []), db, sql], { encoding: "utf8" });
-  assert.equal(u.status, 0, u.stderr);
+  stack.sql(`UPDATE sandboxes SET expires_at = 1 WHERE id = '${c.json.id}'`);
   const r = spawnSync(`${stack.dir}/bin/sandgate`, ["--config", `${stack.dir}/sandgate.conf`, "reap"], { encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim(), "deleted 1, failed 0");
@@ -270,14 +266,6 @@ test("sandboxes whose life has passed are reaped: deleted at the provider, rows 
 
 test("a create whose responder died before it had the handle: the reaper finds the sandbox by its label and deletes it", async () => {
   const { spawnSync } = await import("node:child_process");
-  const db = `${stack.dir}/state/store/sandgate.db`;
-  const asUser = process.getuid() === 0 ? ["setpriv", "--reuid=sgtest", "--regid=sgtest", "--init-groups"] : [];
-  const sql = (q) => {
-    const u = spawnSync(asUser[0] ?? "sqlite3", [...asUser.slice(1), ...(asUser.length ? ["sqlite3"] : []), db, q],
-      { encoding: "utf8" });
-    assert.equal(u.status, 0, u.stderr);
-    return u.stdout.trim();
-  };
   // The e2b create answers late; OpenSandbox's sandbox stays Pending a
   // while: either way the responder is killed while its row says creating.
   const slow = { e2b: { create_delay: 2 }, osb: { pending_polls: { value: 30 } } };
@@ -287,7 +275,7 @@ test("a create whose responder died before it had the handle: the reaper finds t
     const pending = call("POST", "/v1/sandboxes", { tool }).catch(() => null);
     let owner = "";
     const until = Date.now() + 10000;
-    while (!(owner = sql("SELECT owner_pid FROM sandboxes WHERE state = 'creating'")) && Date.now() < until)
+    while (!(owner = stack.sql("SELECT owner_pid FROM sandboxes WHERE state = 'creating'")[0]?.owner_pid) && Date.now() < until)
       await new Promise((r) => setTimeout(r, 50));
     assert.ok(owner, `${tool}: a row is being created`);
     process.kill(Number(owner), "SIGKILL");
@@ -298,12 +286,12 @@ test("a create whose responder died before it had the handle: the reaper finds t
     assert.equal((await stack.fakeHook(tool, "stats")).live.length, 1, `${tool}: the provider made it anyway`);
     await stack.fakeHook(tool, "faults", {});
     // Long enough ago that any create would have ended.
-    sql("UPDATE sandboxes SET created_at = created_at - 600 WHERE state = 'creating'");
+    stack.sql("UPDATE sandboxes SET created_at = created_at - 600 WHERE state = 'creating'");
     const r = spawnSync(`${stack.dir}/bin/sandgate`, ["--config", `${stack.dir}/sandgate.conf`, "reap"], { encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), "deleted 1, failed 0", `${tool}: ${r.stderr}`);
     assert.deepEqual((await stack.fakeHook(tool, "stats")).live, [], `${tool}: nothing left at the provider`);
-    assert.equal(sql("SELECT count(*) FROM sandboxes"), "0", `${tool}: no row left`);
+    assert.equal(stack.sql("SELECT count(*) AS n FROM sandboxes")[0].n, 0, `${tool}: no row left`);
   }
 });
 

@@ -86,8 +86,7 @@ async function vanish(stack, id, provider) {
     assert.match(got, /"ok":true/);
     return;
   }
-  const handle = execFileSync("sqlite3", [`${stack.dir}/state/store/sandgate.db`,
-    `SELECT handle FROM sandboxes WHERE id = '${id}'`]).toString().trim();
+  const [{ handle }] = stack.sql(`SELECT handle FROM sandboxes WHERE id = '${id}'`);
   const pid = JSON.parse(handle).id;
   const r = await fetch(`http://127.0.0.1:${stack.e2bPort}/sandboxes/${pid}`, {
     method: "DELETE", headers: { "X-API-Key": E2B_KEY } });
@@ -180,9 +179,7 @@ for (const provider of ["local", "e2b"]) {
       await ask(stack, "k = 1", { session: "slide" });
       const id = containerOf((await ask(stack, "print(k)", { session: "slide" })).response);
       // 70 s left at the provider: less than ttl (900 s), more than a run needs.
-      const sql = `UPDATE sandboxes SET expires_at = strftime('%s', 'now') + 70 WHERE id = '${id}'`;
-      const asUser = isRoot ? ["setpriv", `--reuid=${serviceUser}`, `--regid=${serviceUser}`, "--init-groups", "sqlite3"] : ["sqlite3"];
-      execFileSync(asUser[0], [...asUser.slice(1), `${stack.dir}/state/store/sandgate.db`, sql]);
+      stack.sql(`UPDATE sandboxes SET expires_at = ${Math.floor(Date.now() / 1000) + 70} WHERE id = '${id}'`);
       const before = (await stack.fakeHook("e2b", "stats")).timeouts?.length ?? 0;
       assert.equal(read((await ask(stack, "print(k)", { session: "slide" })).text), "1\n");
       const t = (await stack.fakeHook("e2b", "stats")).timeouts ?? [];

@@ -7,7 +7,6 @@
 // leaves nothing at the provider; /metrics counts hits and misses.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import { Stack, KEYS, E2B_KEY, waitFor, procTable, localLimits } from "./harness.mjs";
 
@@ -31,11 +30,9 @@ before(async () => {
 });
 after(() => stack?.stop());
 
-// The store's rows, as another process sees them (python3's sqlite3).
+// The store's rows, as another process sees them.
 function rows(where) {
-  const py = "import json,sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nc.row_factory=sqlite3.Row\n" +
-    "print(json.dumps([dict(r) for r in c.execute('SELECT id, tenant, tool, state, kind, handle, pool_gen FROM sandboxes WHERE ' + sys.argv[2])]))";
-  return JSON.parse(execFileSync("python3", ["-c", py, `${stack.storeDir}/sandgate.db`, where]).toString());
+  return stack.sql(`SELECT id, tenant, tool, state, kind, handle, pool_gen FROM sandboxes WHERE ${where}`);
 }
 const warm = (tool) => rows(`tool = '${tool}' AND kind = 4 AND state = 'warm'`);
 const live = async () => (await stack.fakeHook("e2b", "stats")).live;
