@@ -131,7 +131,7 @@ describe("two boxes on one PostgreSQL", { skip: storeKind !== "postgresql" && "n
     assert.equal(gone.status, 404, gone.text);
   });
 
-  test("a restart of PostgreSQL under load loses no session; meanwhile 503s, /healthz says so", async () => {
+  test("a restart of PostgreSQL under load loses no session; meanwhile 503s, /healthz says so", async (t) => {
     let r = await ask(a, "survive", "kept = 'still here'");
     assert.equal(r.status, 200, r.text);
     // Load on both boxes, bounded: 4 clients for at most 12 s.
@@ -157,6 +157,7 @@ describe("two boxes on one PostgreSQL", { skip: storeKind !== "postgresql" && "n
     stop = true;
     await Promise.all(load);
     assert.ok(ok > 0, `some requests served: ${JSON.stringify(statuses)}`);
+    t.diagnostic(`answers under load across the restart: ${JSON.stringify(statuses)}`);
     // Both boxes answer again, and the session kept its sandbox.
     await waitFor(async () => (await fetch(a.url("/healthz"))).status === 200 &&
       (await fetch(b.url("/healthz"))).status === 200, "both /healthz 200 again", 20000);
