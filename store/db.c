@@ -26,12 +26,6 @@ sg_store_errmsg(const struct sg_store *st)
 }
 
 int
-sg_store_down(const struct sg_store *st)
-{
-	return st->down;
-}
-
-int
 sg_st_exec(struct sg_store *st, const char *sql)
 {
 	return st->kind == SG_ST_PG ? sg_pg_exec(st, sql) : sg_sq_exec(st, sql);

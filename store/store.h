@@ -45,9 +45,6 @@ void	 sg_store_close(struct sg_store *);
 /* Borrowed message of the last failure: it names no host, socket or
  * user, so it may reach a client. */
 const char *sg_store_errmsg(const struct sg_store *);
-/* Whether the last failure was the store not answering (the server is
- * down or restarting), rather than a query's. */
-int	 sg_store_down(const struct sg_store *);
 /* The box the rows this process makes are recorded for (default: the
  * host's name); borrowed. */
 int	 sg_store_set_box(struct sg_store *, const char *box);
