@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "files.h"
+#include "sandbox.h"
 #include "upload.h"
 #include "../lib/util.h"
 
@@ -424,6 +425,14 @@ disposition(const char *name, char *out, size_t sz)
 	    "filename*=UTF-8''%s\r\nContent-Length: ", ascii, enc);
 }
 
+/* Whether f's bytes were written on another box of a shared store. */
+static int
+foreign(const struct sg_files_env *env, const struct sg_store_file *f)
+{
+	return sg_store_shared(env->store) && f->box[0] != '\0' &&
+	    strcmp(f->box, sg_store_box(env->store)) != 0;
+}
+
 int
 sg_files_open(const struct sg_files_env *env, const struct sg_store_file *f,
     struct sg_error *err)
@@ -435,7 +444,7 @@ sg_files_open(const struct sg_files_env *env, const struct sg_store_file *f,
 	if (sg_files_path(env->cfg, f->id, path, sizeof(path)) == 0 &&
 	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1)
 		return fd;
-	if (f->box[0] != '\0' && strcmp(f->box, box) != 0)
+	if (foreign(env, f))
 		return sg_error_set(err, 421, "invalid_request_error",
 		    "file_on_another_box", NULL, "The bytes of file %s are kept "
 		    "on box '%s', and this request reached box '%s'. Share "
@@ -500,8 +509,8 @@ sg_files_prune(const struct sg_files_env *env)
 	int removed = 0;
 
 	/* Collect first: nothing is removed under a running read. */
-	if (sg_store_file_due(env->store, now, 256, collect, &d) !=
-	    SG_STORE_OK) {
+	if (sg_store_file_due(env->store, now, now - SG_BOX_GONE_AFTER, 256,
+	    collect, &d) != SG_STORE_OK) {
 		free(d.rows);
 		return 0;
 	}
@@ -509,14 +518,14 @@ sg_files_prune(const struct sg_files_env *env)
 		const struct sg_store_file *f = &d.rows[i];
 		char path[4096];
 
-		/* Another box's bytes are in its files.dir: its reaper
-		 * removes them. An upload still being written by a live
-		 * process stays. */
-		if (f->box[0] != '\0' && strcmp(f->box,
-		    sg_store_box(env->store)) != 0)
+		/* Another box's file is its reaper's to remove; one found
+		 * here expired long ago (that box sweeps no more). An upload
+		 * still being written by a live process of this box stays. */
+		if (!foreign(env, f) && strcmp(f->state, "uploading") == 0 &&
+		    f->owner_pid > 0 && sg_proc_start((int)f->owner_pid) ==
+		    f->owner_start)
 			continue;
-		if (strcmp(f->state, "uploading") == 0 && f->owner_pid > 0 &&
-		    sg_proc_start((int)f->owner_pid) == f->owner_start)
+		if (foreign(env, f) && f->expires_at >= now - SG_BOX_GONE_AFTER)
 			continue;
 		if (sg_store_file_remove(env->store, f->id, NULL) != SG_STORE_OK)
 			continue;

@@ -40,6 +40,16 @@ reachable(const struct sweep *w, const struct sg_store_sbx *row)
 	    t->provider != SG_PROVIDER_LOCAL;
 }
 
+/* A row this box cannot delete at its provider, whose life passed long
+ * ago: its box sweeps no more (gone, and its local sandboxes with it).
+ * The row is forgotten; no provider is asked. */
+static int
+forgotten(const struct sweep *w, const struct sg_store_sbx *row)
+{
+	return w->only_tool == NULL && !reachable(w, row) &&
+	    row->expires_at < w->now - SG_BOX_GONE_AFTER;
+}
+
 /* Whether row is to go now. */
 static int
 due(const struct sweep *w, const struct sg_store_sbx *row)
@@ -84,7 +94,7 @@ collect(void *arg, const struct sg_store_sbx *row)
 	struct sweep *w = arg;
 	char (*grown)[48];
 
-	if (!due(w, row))
+	if (!due(w, row) && !forgotten(w, row))
 		return 0;
 	if (w->n == w->cap) {
 		w->cap = w->cap ? w->cap * 2 : 16;
@@ -156,7 +166,12 @@ sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
 		if (sg_store_sbx_get(env->store, w.ids[i], NULL, &row) != 0)
 			continue;
 		w.now = (int64_t)time(NULL);
-		if (!due(&w, &row))
+		if (forgotten(&w, &row)) {
+			snprintf(why, sizeof(why), "box=%s", row.box);
+			if (sg_store_sbx_remove(env->store, row.id) == SG_STORE_OK)
+				sg_sbx_log("sandbox_forget", row.id, row.tool,
+				    why);
+		} else if (!due(&w, &row))
 			;
 		else if (sg_sbx_destroy_row(env, &row, why, sizeof(why)) == 0)
 			(*deleted)++;

@@ -11,8 +11,8 @@
 int
 sg_sbx_ours(const struct sg_sbx_env *env, const struct sg_store_sbx *row)
 {
-	return row->box[0] == '\0' || strcmp(row->box,
-	    sg_store_box(env->store)) == 0;
+	return !sg_store_shared(env->store) || row->box[0] == '\0' ||
+	    strcmp(row->box, sg_store_box(env->store)) == 0;
 }
 
 /* Whether the process that recorded a row is gone. Another box's

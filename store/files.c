@@ -181,16 +181,20 @@ sg_store_file_remove(struct sg_store *st, const char *id, const char *tenant)
 }
 
 int
-sg_store_file_due(struct sg_store *st, int64_t now, int limit,
-    int (*fn)(void *, const struct sg_store_file *), void *arg)
+sg_store_file_due(struct sg_store *st, int64_t now, int64_t forget,
+    int limit, int (*fn)(void *, const struct sg_store_file *), void *arg)
 {
 	struct sg_store_file f;
 	struct sg_st_cur *stmt;
 	int rc;
 
+	/* Another box's files are left out in the query, not after it: a
+	 * batch of them must not hide this box's. */
 	for (rc = sg_st_run(st, &stmt, "SELECT " FILE_COLUMNS " FROM files "
-	    "WHERE expires_at < ? OR state = 'uploading' ORDER BY expires_at "
-	    "LIMIT ?", "ii", now, (int64_t)limit); rc == SG_ST_ROW;
+	    "WHERE (expires_at < ?1 OR state = 'uploading') AND (?2 IS NULL OR "
+	    "box IS NULL OR box = ?2 OR expires_at < ?3) ORDER BY expires_at "
+	    "LIMIT ?4", "isii", now, sg_store_shared(st) ? st->box : NULL,
+	    forget, (int64_t)limit); rc == SG_ST_ROW;
 	    rc = sg_st_next(st, stmt)) {
 		row(stmt, &f);
 		if (fn(arg, &f) == -1)

@@ -49,8 +49,9 @@ oldest(struct sg_store *st, const char *tool, const char *gen, char id[48],
 
 	rc = sg_st_run(st, &stmt, "SELECT id, handle, expires_at FROM sandboxes "
 	    "WHERE tool = ? AND kind = ? AND state = 'warm' AND pool_gen = ? "
-	    "AND box = ? AND handle IS NOT NULL ORDER BY created_at, rowid "
-	    "LIMIT 1", "siss", tool, (int64_t)SG_SBX_WARM, gen, st->box);
+	    "AND (?4 IS NULL OR box = ?4) AND handle IS NOT NULL ORDER BY "
+	    "created_at, rowid LIMIT 1", "siss", tool, (int64_t)SG_SBX_WARM,
+	    gen, sg_store_shared(st) ? st->box : NULL);
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW) {
@@ -99,7 +100,8 @@ sg_store_pool_count(struct sg_store *st, const char *tool, const char *gen,
 	*n = 0;
 	rc = sg_st_run(st, &stmt, "SELECT count(*) FROM sandboxes WHERE tool = ? "
 	    "AND kind = ? AND state IN ('creating', 'warm') AND pool_gen = ? "
-	    "AND box = ?", "siss", tool, (int64_t)SG_SBX_WARM, gen, st->box);
+	    "AND (?4 IS NULL OR box = ?4)", "siss", tool, (int64_t)SG_SBX_WARM,
+	    gen, sg_store_shared(st) ? st->box : NULL);
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW)

@@ -77,6 +77,12 @@ sg_store_box(const struct sg_store *st)
 }
 
 int
+sg_store_shared(const struct sg_store *st)
+{
+	return st->kind == SG_ST_PG;
+}
+
+int
 sg_store_ping(struct sg_store *st)
 {
 	struct sg_st_cur *cur;

@@ -49,6 +49,10 @@ const char *sg_store_errmsg(const struct sg_store *);
  * host's name); borrowed. */
 int	 sg_store_set_box(struct sg_store *, const char *box);
 const char *sg_store_box(const struct sg_store *);
+/* Whether several boxes may share this store (PostgreSQL). A SQLite
+ * file lives on one box: every row is that box's, whatever the host was
+ * called when it was made. */
+int	 sg_store_shared(const struct sg_store *);
 
 /* Bring the schema to SG_STORE_SCHEMA_VERSION; refuses a newer one. */
 int	 sg_store_migrate(struct sg_store *);
@@ -353,8 +357,11 @@ int	 sg_store_file_at(struct sg_store *, const char *tenant,
 int	 sg_store_file_remove(struct sg_store *, const char *id,
 	    const char *tenant);
 /* fn for at most limit files expired before now or still uploading for a
- * writer fn may find dead (the caller decides; it removes what it took). */
-int	 sg_store_file_due(struct sg_store *, int64_t now, int limit,
+ * writer fn may find dead (the caller decides; it removes what it took).
+ * On a shared store, only this box's files, and another box's expired
+ * before forget (that box sweeps no more). */
+int	 sg_store_file_due(struct sg_store *, int64_t now, int64_t forget,
+	    int limit,
 	    int (*fn)(void *, const struct sg_store_file *), void *arg);
 
 /* backup.c: a consistent copy of the store, taken while it serves, at

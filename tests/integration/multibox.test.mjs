@@ -131,6 +131,25 @@ describe("two boxes on one PostgreSQL", { skip: storeKind !== "postgresql" && "n
     assert.equal(gone.status, 404, gone.text);
   });
 
+  test("another box's rows long past their life are forgotten; recent ones are left to that box", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const row = (id, box, tool, expires) => a.sql("INSERT INTO sandboxes (id, tenant, tool, state, handle, kind, " +
+      "owner_pid, owner_start, created_at, last_used_at, expires_at, box) VALUES " +
+      `('${id}', 'gone-tenant', '${tool}', 'ready', '{}', 1, 1, 1, ${now - 9000}, ${now - 9000}, ${expires}, '${box}')`);
+    row("cntr_gonebox_old", "box-gone", "local", now - 7200);
+    row("cntr_gonebox_new", "box-gone", "local", now - 120);
+    a.sql(`INSERT INTO files (id, tenant, filename, state, bytes, created_at, expires_at, box) VALUES ` +
+      `('file-gonebox', 'gone-tenant', 'x', 'ready', 1, ${now - 9000}, ${now - 7200}, 'box-gone')`);
+    a.sql(`INSERT INTO files (id, tenant, filename, state, bytes, created_at, expires_at, box) VALUES ` +
+      `('file-gonebox-new', 'gone-tenant', 'x', 'ready', 1, ${now - 9000}, ${now - 120}, 'box-gone')`);
+    await reap(b);
+    const left = a.sql("SELECT id FROM sandboxes WHERE id LIKE 'cntr_gonebox%' UNION ALL " +
+      "SELECT id FROM files WHERE id LIKE 'file-gonebox%' ORDER BY id").map((r) => r.id);
+    assert.deepEqual(left, ["cntr_gonebox_new", "file-gonebox-new"]);
+    a.sql("DELETE FROM sandboxes WHERE id = 'cntr_gonebox_new'");
+    a.sql("DELETE FROM files WHERE id = 'file-gonebox-new'");
+  });
+
   test("a restart of PostgreSQL under load loses no session; meanwhile 503s, /healthz says so", async (t) => {
     let r = await ask(a, "survive", "kept = 'still here'");
     assert.equal(r.status, 200, r.text);

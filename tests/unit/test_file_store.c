@@ -206,7 +206,7 @@ due_are_expired_or_uploading(void **state)
 	assert_int_equal(ready(fx->st, "file-new", 1),
 	    SG_STORE_OK);
 	/* file-old expired at 100. */
-	assert_int_equal(sg_store_file_due(fx->st, 500, 10, note, &s),
+	assert_int_equal(sg_store_file_due(fx->st, 500, 0, 10, note, &s),
 	    SG_STORE_OK);
 	assert_string_equal(s.text, "file-old,file-up");
 }
