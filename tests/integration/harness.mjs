@@ -62,12 +62,20 @@ export function pgDatabaseUrl(url, name) {
 }
 
 // The directory of SG_PG's cluster (its socket's, host=), and a restart of
-// it (tests/pg/restart.sh: every session ended, back once it accepts
-// connections), for a test that restarts PostgreSQL under a gateway.
+// it (tests/pg/restart.sh: every session ended), for a test that restarts
+// PostgreSQL under a gateway: resolves once it accepts connections again.
+// Asynchronous, so that a test's load goes on while it restarts.
 export const pgDir = pgMaintenance ? decodeURIComponent(/[?&]host=([^&]*)/.exec(pgMaintenance)?.[1] ?? "") : "";
 export function restartPostgres() {
-  if (!pgDir) throw new Error("restartPostgres: SG_PG names no host=DIR");
-  execFileSync("sh", [path.join(root, "tests/pg/restart.sh"), pgDir], { stdio: ["ignore", "inherit", "inherit"] });
+  if (!pgDir) return Promise.reject(new Error("restartPostgres: SG_PG names no host=DIR"));
+  return new Promise((resolve, reject) => {
+    const p = spawn("sh", [path.join(root, "tests/pg/restart.sh"), pgDir], { stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    p.stderr.on("data", (d) => { err += d; });
+    p.on("error", reject);
+    p.on("close", (code, sig) => code === 0 ? resolve() :
+      reject(new Error(`tests/pg/restart.sh ${pgDir}: ${sig ?? `exit ${code}`}\n${err}`)));
+  });
 }
 
 // Databases of running stacks: URL → { stacks using it, the one to drop
