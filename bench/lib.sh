@@ -18,6 +18,8 @@ bench_cleanup() {
 	# A gateway restarted inside a pipeline's subshell (run.sh's parts)
 	# left its pid there: the file has the last one.
 	[ -f "$dir/lpid" ] && kill "$(cat "$dir/lpid")" 2>/dev/null || true
+	# The store part's PostgreSQL, when a failure left it running.
+	[ -d "$dir/pg/data" ] && sh "$root/tests/pg/stop.sh" "$dir/pg" >/dev/null 2>&1 || true
 	[ -n "${upid:-}" ] && kill "$upid" 2>/dev/null || true
 	sleep 1
 	rm -rf "$dir"
