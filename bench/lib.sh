@@ -15,6 +15,11 @@ bench_setup() {
 
 bench_cleanup() {
 	[ -n "${lpid:-}" ] && kill "$lpid" 2>/dev/null || true
+	# A gateway restarted inside a pipeline's subshell (run.sh's parts)
+	# left its pid there: the file has the last one.
+	[ -f "$dir/lpid" ] && kill "$(cat "$dir/lpid")" 2>/dev/null || true
+	# The store part's PostgreSQL, when a failure left it running.
+	[ -d "$dir/pg/data" ] && sh "$root/tests/pg/stop.sh" "$dir/pg" >/dev/null 2>&1 || true
 	[ -n "${upid:-}" ] && kill "$upid" 2>/dev/null || true
 	sleep 1
 	rm -rf "$dir"
@@ -35,6 +40,7 @@ server.stream-response-body = 2
 ${2:-}
 CONF
 	/usr/sbin/lighttpd -D -f "$dir/lighttpd.conf" 2>"$dir/log" & lpid=$!
+	echo "$lpid" > "$dir/lpid"
 	for i in $(seq 100); do
 		curl -sf "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return 0
 		sleep 0.1
