@@ -22,10 +22,11 @@ run() {
 	env "$@" node --test --test-concurrency=1 $files
 }
 # What the PostgreSQL pass runs: the tests of what the store keeps and
-# shares, and every multibox test (gateways of several boxes on one
+# shares, migrate (SQLite into PostgreSQL: it needs SG_PG, so only this
+# pass runs it), and every multibox test (gateways of several boxes on one
 # database).
 pg_tests="sessions conversation upstream-state sandboxes containers files
-code-output-files warm-pool metrics pool lifecycle"
+code-output-files warm-pool metrics pool lifecycle migrate"
 for p in $passes; do
 	case $p in
 	root) run SG_START=binpath SG_BUILD=build SG_USER="$user" ;;
