@@ -300,7 +300,7 @@ part_store() {
 	pgd="$dir/pg"
 	pg=$(sh "$root/tests/pg/start.sh" "$pgd")
 	as=""; [ "$(id -u)" -eq 0 ] && as="runuser -u ${SG_USER:-sgtest} --"
-	$as psql -X -q -d "$pg" -c "ALTER SYSTEM SET fsync = on" -c "ALTER SYSTEM SET synchronous_commit = on" \
+	$as "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/psql" -X -q -d "$pg" -c "ALTER SYSTEM SET fsync = on" -c "ALTER SYSTEM SET synchronous_commit = on" \
 	    -c "ALTER SYSTEM SET full_page_writes = on" -c "SELECT pg_reload_conf()" -c "CREATE DATABASE sgbench" >/dev/null
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
 	store_url=$(printf %s "$pg" | sed 's|/postgres?|/sgbench?|')

@@ -9,6 +9,9 @@
 #include "sandbox.h"
 #include "../lib/util.h"
 
+#define UNLOCK_TRY_MS	8000	/* longer than a database's restart */
+#define UNLOCK_PAUSE_US	100000
+
 const char *
 sg_sbx_kind_name(int kind)
 {
@@ -401,10 +404,26 @@ sg_sbx_lock(struct sg_sbx_env *env, const char *id, int secs,
 	return 0;
 }
 
+/*
+ * A run's lock left in the store holds the sandbox from every other run
+ * until its deadline (a minute past the run's), though this process lives
+ * on: when the store does not answer (a database restarting), the release
+ * is tried again for a while.
+ */
 void
 sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
 {
-	sg_store_sbx_run_end(env->store, id, getpid());
+	int64_t until = sg_now_ms() + UNLOCK_TRY_MS;
+
+	while (sg_store_sbx_run_end(env->store, id, getpid()) != SG_STORE_OK) {
+		if (sg_now_ms() >= until) {
+			fprintf(stderr, "sandgate: sandbox %s: its run's lock could "
+			    "not be released (%s): it holds until its deadline\n",
+			    id, sg_store_errmsg(env->store));
+			return;
+		}
+		usleep(UNLOCK_PAUSE_US);
+	}
 }
 
 int

@@ -150,7 +150,7 @@ describe("two boxes on one PostgreSQL", { skip: storeKind !== "postgresql" && "n
     a.sql("DELETE FROM files WHERE id = 'file-gonebox-new'");
   });
 
-  test("a restart of PostgreSQL under load loses no session; meanwhile 503s, /healthz says so", async (t) => {
+  test("a restart of PostgreSQL under load loses no session, and leaves no run locked; what fails meanwhile is a clean 503", async (t) => {
     let r = await ask(a, "survive", "kept = 'still here'");
     assert.equal(r.status, 200, r.text);
     // Load on both boxes, bounded: 4 clients for at most 12 s.

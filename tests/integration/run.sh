@@ -25,7 +25,7 @@ run() {
 # shares, migrate (SQLite into PostgreSQL: it needs SG_PG, so only this
 # pass runs it), and every multibox test (gateways of several boxes on one
 # database).
-pg_tests="sessions conversation upstream-state sandboxes containers files
+pg_tests="sessions conversation sandboxes containers files
 code-output-files warm-pool metrics pool lifecycle migrate"
 for p in $passes; do
 	case $p in
