@@ -584,6 +584,25 @@ export function procOf(pid) {
 // Every live process on the host, as procOf gives them.
 export const procTable = () => fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(procOf).filter(Boolean);
 
+// The sandgate command on stack's config, as the gateway's user (root
+// runs drop to it): its standard output.
+export function sandgateCli(stack, ...args) {
+  const cmd = [`${stack.dir}/bin/sandgate`, "--config", `${stack.dir}/sandgate.conf`, ...args];
+  return execFileSync(isRoot ? "setpriv" : cmd.shift(), isRoot ? [`--reuid=${serviceUser}`,
+    `--regid=${serviceUser}`, "--init-groups", ...cmd] : cmd, { env: stack.env }).toString();
+}
+
+// A sweep by hand (sandgate reap) as stack's box, retried while a reaper
+// child holds the lease (they sweep every 30 s): its output.
+export async function reapNow(stack) {
+  for (let i = 0; i < 50; i++) {
+    const out = sandgateCli(stack, "reap");
+    if (!out.startsWith("skipped")) return out;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error("the reaper lease was never free");
+}
+
 export async function startStack(opts) {
   return new Stack(opts).start();
 }

@@ -11,30 +11,15 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
-import { startStack, waitFor, storeKind, restartPostgres, serviceUser, pgDir, root } from "./harness.mjs";
+import { startStack, waitFor, storeKind, restartPostgres, pgDir, root, sandgateCli, reapNow } from "./harness.mjs";
 
-const isRoot = process.getuid() === 0;
 // A key allowed 32 requests at once on each box (alice's 8 would refuse
 // the race's requests with 429 before they meet in the store).
 const RACER = "sk-racer-" + crypto.randomBytes(8).toString("hex");
 const racerKey = `{ name = "racer"; key_sha256 = "${crypto.createHash("sha256").update(RACER).digest("hex")}"; max_concurrent = 32; }`;
 
-function sandgate(stack, ...args) {
-  const cmd = [`${stack.dir}/bin/sandgate`, "--config", `${stack.dir}/sandgate.conf`, ...args];
-  return execFileSync(isRoot ? "setpriv" : cmd.shift(), isRoot ? [`--reuid=${serviceUser}`,
-    `--regid=${serviceUser}`, "--init-groups", ...cmd] : cmd, { env: stack.env }).toString();
-}
-
-// A sweep by hand as stack's box, retried while a reaper child holds the
-// lease (they sweep every 30 s).
-async function reap(stack) {
-  for (let i = 0; i < 50; i++) {
-    const out = sandgate(stack, "reap");
-    if (!out.startsWith("skipped")) return out;
-    await sleep(200);
-  }
-  throw new Error("the reaper lease was never free");
-}
+const sandgate = sandgateCli;
+const reap = reapNow;
 
 // A Responses request whose model runs code in the session's sandbox: the
 // answer's text (it holds the run's output).

@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { startStack, waitFor as until, KEYS, E2B_KEY, serviceUser, sseEvents } from "./harness.mjs";
+import { startStack, waitFor as until, KEYS, E2B_KEY, serviceUser, sseEvents, sandgateCli, reapNow } from "./harness.mjs";
 
 const isRoot = process.getuid() === 0;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -56,21 +56,8 @@ async function sandboxes(stack, key = KEYS.alice) {
   return r.json.data;
 }
 
-function sandgate(stack, ...args) {
-  const cmd = [`${stack.dir}/bin/sandgate`, "--config", `${stack.dir}/sandgate.conf`, ...args];
-  return execFileSync(isRoot ? "setpriv" : cmd.shift(), isRoot ? [`--reuid=${serviceUser}`,
-    `--regid=${serviceUser}`, "--init-groups", ...cmd] : cmd, { env: stack.env }).toString();
-}
-
-// A sweep by hand, retried while the reaper child holds the lease.
-async function reap(stack) {
-  for (let i = 0; i < 50; i++) {
-    const out = sandgate(stack, "reap");
-    if (!out.startsWith("skipped")) return out;
-    await sleep(200);
-  }
-  assert.fail("the reaper lease was never free");
-}
+const sandgate = sandgateCli;
+const reap = reapNow;
 
 // Delete a sandbox behind sandgate's back, at its provider.
 async function vanish(stack, id, provider) {
