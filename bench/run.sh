@@ -7,6 +7,7 @@
 #   BENCH_PARTS   which parts (default "floor cpu loop memory local pool
 #                 store")
 #   BENCH_NO_WRITE=1  print only, leave RESULTS.md alone
+#   BENCH_PG_SYNC PostgreSQL's synchronous_commit in the store part (on)
 # BENCH_PARTS=hold keeps the stack up for BENCH_HOLD seconds (default 600),
 # its ports and directory on stderr: for profiling by hand.
 set -eu
@@ -284,15 +285,19 @@ console.log(`| session: one code round a request | ${process.argv[2]} | ${r.conc
 	done
 }
 part_store() {
+	pgv=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 |
+	    sed 's|/usr/lib/postgresql/||; s|/bin||')
 	echo "### The store: SQLite and PostgreSQL"
 	echo
-	echo "The gateway above on its SQLite file, then on PostgreSQL $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null |"
-	echo "sort -V | tail -n 1 | sed 's|.*/postgresql/||; s|/bin||') (\`tests/pg/start.sh\`: a cluster of its own on a Unix"
-	echo "socket, \`fsync = on\` as a server keeps it). Passthrough rows: wrk -d${secs}s with a key"
-	echo "made by \`sandgate keys create\` (looked up in the store on every request);"
-	echo "session rows: \`bench/loop_client.mjs\` sticky \`ci-1\` for ${secs}s (each request"
-	echo "claims its session, takes the sandbox's run lock, runs one round on the e2b"
-	echo "fake and stores its response)."
+	echo "The gateway above on its SQLite file, then on PostgreSQL $pgv (\`tests/pg/start.sh\`:"
+	echo "a cluster of its own on a Unix socket, with \`fsync\`, \`synchronous_commit\` and"
+	echo "\`full_page_writes\` on, as a server keeps them). Passthrough rows: wrk -d${secs}s with a"
+	echo "key made by \`sandgate keys create\` (looked up in the store on every request;"
+	echo "at c=64 a few requests, under 0.1 %, get 429: the key's \`max_concurrent\` is 64"
+	echo "and a slot is freed just after its answer is sent). Session rows:"
+	echo "\`bench/loop_client.mjs\` sticky \`ci-1\` for ${secs}s (each request claims its"
+	echo "session, takes the sandbox's run lock, runs one round on the e2b fake and"
+	echo "stores its response)."
 	echo
 	echo "| what | store | c | req/s | p50 | p99 |"
 	echo "| --- | --- | --- | --- | --- | --- |"
@@ -300,7 +305,7 @@ part_store() {
 	pgd="$dir/pg"
 	pg=$(sh "$root/tests/pg/start.sh" "$pgd")
 	as=""; [ "$(id -u)" -eq 0 ] && as="runuser -u ${SG_USER:-sgtest} --"
-	$as "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/psql" -X -q -d "$pg" -c "ALTER SYSTEM SET fsync = on" -c "ALTER SYSTEM SET synchronous_commit = on" \
+	$as "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/psql" -X -q -d "$pg" -c "ALTER SYSTEM SET fsync = on" -c "ALTER SYSTEM SET synchronous_commit = ${BENCH_PG_SYNC:-on}" \
 	    -c "ALTER SYSTEM SET full_page_writes = on" -c "SELECT pg_reload_conf()" -c "CREATE DATABASE sgbench" >/dev/null
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
 	store_url=$(printf %s "$pg" | sed 's|/postgres?|/sgbench?|')
