@@ -218,26 +218,42 @@ failed(struct sg_store *st, PGresult *res, const char *what)
 	return rc;
 }
 
+/*
+ * What a statement's result res means on its try: 1 done; 0 run it again
+ * (the connection was lost before it could run, a restarted server
+ * closing idle ones: once, on a new connection, outside a transaction);
+ * else an SG_STORE_* error (res cleared).
+ */
+static int
+outcome(struct sg_store *st, PGresult *res, int try, const char *what)
+{
+	int status = PQresultStatus(res);
+
+	if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+		return 1;
+	if (try == 0 && !st->pg->in_tx && lost(st, res)) {
+		PQclear(res);
+		drop(st->pg);
+		return 0;
+	}
+	return failed(st, res, what);
+}
+
 int
 sg_pg_exec(struct sg_store *st, const char *sql)
 {
-	PGresult *res;
-	int try;
+	PGresult *res = NULL;
+	int try, rc = 0;
 
-	for (try = 0; try < 2; try++) {
+	for (try = 0; try < 2 && rc == 0; try++) {
 		if (ensure(st) != SG_STORE_OK)
 			return SG_STORE_ERROR;
 		res = PQexec(st->pg->conn, sql);
-		if (PQresultStatus(res) == PGRES_COMMAND_OK ||
-		    PQresultStatus(res) == PGRES_TUPLES_OK)
-			break;
-		if (try == 0 && !st->pg->in_tx && lost(st, res)) {
-			PQclear(res);
-			drop(st->pg);
-			continue;
-		}
-		return failed(st, res, "exec");
+		if ((rc = outcome(st, res, try, "exec")) < 0)
+			return rc;
 	}
+	if (rc == 0)
+		return sg_st_err(st, "exec: the connection was lost twice");
 	/* COMMIT of a transaction a statement broke rolls it back. */
 	if (strcmp(sql, "COMMIT") == 0 && strcmp(PQcmdStatus(res),
 	    "ROLLBACK") == 0) {
@@ -348,9 +364,9 @@ sg_pg_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
 {
 	char name[16];
 	PGresult *res = NULL;
-	int try, status;
+	int try, rc = 0;
 
-	for (try = 0; try < 2; try++) {
+	for (try = 0; try < 2 && rc == 0; try++) {
 		if (ensure(st) != SG_STORE_OK)
 			return SG_STORE_ERROR;
 		if (prepared(st, sql, args, n, name) != SG_STORE_OK) {
@@ -361,18 +377,11 @@ sg_pg_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
 			return SG_STORE_ERROR;
 		}
 		res = execute(st, name, args, n);
-		status = PQresultStatus(res);
-		if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
-			break;
-		/* Lost before it could run (a restarted server closes idle
-		 * connections): once more on a new connection. */
-		if (try == 0 && !st->pg->in_tx && lost(st, res)) {
-			PQclear(res);
-			drop(st->pg);
-			continue;
-		}
-		return failed(st, res, "query");
+		if ((rc = outcome(st, res, try, "query")) < 0)
+			return rc;
 	}
+	if (rc == 0)
+		return sg_st_err(st, "query: the connection was lost twice");
 	c->res = res;
 	c->nrows = PQntuples(res);
 	c->row = 0;

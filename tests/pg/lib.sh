@@ -54,3 +54,18 @@ pg_dir() {
 	# The programs run as the user from a directory it can enter.
 	cd /
 }
+
+# ctl WHAT ARG...: pg_ctl ARG... on the cluster, logging to its log, as
+# the user; when it fails, what pg_ctl and the server said, and exit 1
+# (WHAT names the action: "start", "restart").
+ctl() {
+	what=$1
+	shift
+	as_user "$pgbin/pg_ctl" -D "$data" -l "$log" "$@" >"$dir/pg_ctl.log" 2>&1 &&
+		return 0
+	echo "tests/pg: PostgreSQL did not $what in $dir; pg_ctl said:" >&2
+	cat "$dir/pg_ctl.log" >&2
+	echo "tests/pg: and its log, $log:" >&2
+	cat "$log" >&2 2>/dev/null || true
+	exit 1
+}

@@ -53,14 +53,7 @@ CONF
 fi
 
 if ! as_user "$pgbin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
-	if ! as_user "$pgbin/pg_ctl" -D "$data" -l "$log" -w -t 60 start \
-	    >"$dir/pg_ctl.log" 2>&1; then
-		echo "tests/pg: PostgreSQL did not start in $dir; pg_ctl said:" >&2
-		cat "$dir/pg_ctl.log" >&2
-		echo "tests/pg: and its log, $log:" >&2
-		cat "$log" >&2 2>/dev/null || true
-		exit 1
-	fi
+	ctl start -w -t 60 start
 fi
 
 url="postgresql://$user@/postgres?host=$dir&port=$port"
