@@ -2,7 +2,9 @@
  * The store's private parts, shared by its files: db.c (the statement
  * and row interface every query goes through), sqlite.c and pg.c (its two
  * backends), schema.c (migrations), store.c (opening, keys, relayed ids),
- * and one file per kind of row. Nothing outside store/ includes it.
+ * copy.c (`sandgate migrate --to`), backup.c (SQLite's online backup),
+ * and one file per kind of row. Nothing outside store/ includes it but
+ * the store's unit tests.
  *
  * SQL is written once, in the dialect both backends speak: "?" or "?N"
  * placeholders (PostgreSQL's "$N" is made from them), ON CONFLICT upserts,
