@@ -36,6 +36,16 @@ static const struct table {
 
 #define NTABLES	(sizeof(tables) / sizeof(tables[0]))
 
+/* rc of a call on the target; its failure's message becomes from's (the
+ * copy's messages are the source's). */
+static int
+blame(struct sg_store *from, struct sg_store *to, int rc)
+{
+	if (rc != SG_STORE_OK)
+		sg_st_err(from, "target: %.200s", to->err);
+	return rc;
+}
+
 static int
 empty(struct sg_store *to)
 {
@@ -51,9 +61,8 @@ empty(struct sg_store *to)
 			return rc;
 		sg_st_done(to, cur);
 		if (rc == SG_ST_ROW)
-			return sg_st_err(to, "the target store is not empty "
-			    "(%s has rows): copy only into a new database",
-			    tables[i].name);
+			return sg_st_err(to, "it is not empty (%s has rows): "
+			    "copy only into a new database", tables[i].name);
 	}
 	return SG_STORE_OK;
 }
@@ -68,13 +77,14 @@ copy_table(struct sg_store *from, struct sg_store *to,
 	struct sg_st_cur *src, *dst;
 	char get[512], put[768], marks[3 * SG_ST_MAX_ARGS];
 	const char *c;
-	int i, n = (int)strlen(t->kinds), cols = 1, rc;
+	int i, n = (int)strlen(t->kinds), cols = 1, boxed, rc;
 
 	for (c = t->cols; *c != '\0'; c++)
 		cols += *c == ',';
 	if (cols != n || n > SG_ST_MAX_ARGS)
 		return sg_st_err(from, "%s: %d columns, %d kinds", t->name,
 		    cols, n);
+	boxed = strcmp(strrchr(t->cols, ' ') + 1, "box") == 0;
 	for (i = 0; i < n; i++)
 		memcpy(marks + 3 * i, i > 0 ? ", ?" : "?  ", 3);
 	marks[3 * n] = '\0';
@@ -88,19 +98,13 @@ copy_table(struct sg_store *from, struct sg_store *to,
 			args[i].kind = t->kinds[i];
 			args[i].s = sg_st_text(src, i);
 		}
-		c = strrchr(t->cols, ' ');
-		if (strcmp(c + 1, "box") == 0 && args[n - 1].s == NULL)
+		if (boxed && args[n - 1].s == NULL)
 			args[n - 1].s = box;
-		if ((rc = sg_st_runa(to, &dst, put, args, n)) < 0) {
-			sg_st_err(from, "%s: %.200s", t->name, to->err);
+		if ((rc = blame(from, to, sg_st_runa(to, &dst, put, args, n))) <
+		    0)
 			break;
-		}
 		sg_st_done(to, dst);
 		(*rows)++;
-	}
-	if (rc < 0 && src != NULL) {
-		sg_st_done(from, src);
-		return rc;
 	}
 	return sg_st_finish(from, src, rc, t->name);
 }
@@ -114,31 +118,29 @@ sg_store_copy(struct sg_store *from, struct sg_store *to, int64_t *rows)
 	*rows = 0;
 	if ((rc = sg_store_migrate(from)) != SG_STORE_OK)
 		return rc;
-	if ((rc = sg_store_migrate(to)) != SG_STORE_OK) {
-		sg_st_err(from, "target: %.200s", to->err);
+	if ((rc = blame(from, to, sg_store_migrate(to))) != SG_STORE_OK)
 		return rc;
-	}
 	/* One snapshot of the source; one transaction on the target. */
 	if ((rc = sg_st_exec(from, from->kind == SG_ST_PG ? "BEGIN ISOLATION "
 	    "LEVEL REPEATABLE READ READ ONLY" : "BEGIN")) != SG_STORE_OK)
 		return rc;
-	if ((rc = sg_st_begin(to)) != SG_STORE_OK) {
-		sg_st_err(from, "target: %.200s", to->err);
+	if ((rc = blame(from, to, sg_st_begin(to))) != SG_STORE_OK) {
 		sg_st_exec(from, "ROLLBACK");
 		return rc;
 	}
-	if ((rc = empty(to)) != SG_STORE_OK)
-		sg_st_err(from, "%.200s", to->err);
+	rc = blame(from, to, empty(to));
 	for (i = 0; i < NTABLES && rc == SG_STORE_OK; i++)
 		rc = copy_table(from, to, &tables[i], from->box, rows);
 	/* keys.id is copied: the target's own numbering goes on after. */
 	if (rc == SG_STORE_OK && to->kind == SG_ST_PG)
-		rc = sg_st_exec(to, "SELECT setval(pg_get_serial_sequence("
-		    "'keys', 'id'), coalesce((SELECT max(id) FROM keys), 0) + 1, "
-		    "false)");
-	if (rc == SG_STORE_OK && (rc = sg_st_end(to, rc)) != SG_STORE_OK)
-		sg_st_err(from, "target: %.200s", to->err);
-	else if (rc != SG_STORE_OK)
+		rc = blame(from, to, sg_st_exec(to, "SELECT setval("
+		    "pg_get_serial_sequence('keys', 'id'), coalesce((SELECT "
+		    "max(id) FROM keys), 0) + 1, false)"));
+	/* Committed only when all went in; else rolled back, from's
+	 * message kept. */
+	if (rc == SG_STORE_OK)
+		rc = blame(from, to, sg_st_end(to, rc));
+	else
 		sg_st_end(to, rc);
 	sg_st_exec(from, "ROLLBACK");
 	return rc;

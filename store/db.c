@@ -128,13 +128,16 @@ int
 sg_st_finish(struct sg_store *st, struct sg_st_cur *c, int rc,
     const char *what)
 {
-	if (rc < 0)
-		return rc;
+	char why[sizeof(st->err)];
+
+	/* A step that failed mid-loop still holds its cursor. */
 	sg_st_done(st, c);
-	if (rc == SG_ST_ROW || rc == SG_ST_DONE)
+	if (rc >= 0)
 		return SG_STORE_OK;
-	/* The step's own message is in st->err: name the query too. */
-	return sg_st_err(st, "%s: %.200s", what, st->err);
+	/* The failure's own message is in st->err: name the query too. */
+	snprintf(why, sizeof(why), "%s", st->err);
+	sg_st_err(st, "%s: %.200s", what, why);
+	return rc;
 }
 
 int

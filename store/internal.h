@@ -100,8 +100,9 @@ int	 sg_st_runa(struct sg_store *, struct sg_st_cur **, const char *sql,
 int	 sg_st_exec_args(struct sg_store *, int *changes, const char *sql,
 	    const char *fmt, ...);
 /* The end of a loop over a run's rows (rc: its last step, or an error
- * sg_st_run returned, cur NULL): OK when the rows ran out or the loop
- * stopped early, else the error, with what naming the query. */
+ * sg_st_run returned, cur NULL): the cursor given back; OK when the rows
+ * ran out or the loop stopped early, else the error, with what naming the
+ * query. */
 int	 sg_st_finish(struct sg_store *, struct sg_st_cur *, int rc,
 	    const char *what);
 /* A write transaction, so concurrent writers queue rather than fail and

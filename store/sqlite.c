@@ -143,7 +143,7 @@ sg_sq_done(struct sg_store *st, struct sg_st_cur *c)
 	sqlite3_finalize(c->stmt);
 }
 
-/* A step's result: ROW, DONE, or an error with the cursor given back. */
+/* A step's result: ROW, DONE, or an SG_STORE_* error (st->err said). */
 static int
 stepped(struct sg_store *st, int rc)
 {
