@@ -518,14 +518,12 @@ sg_files_prune(const struct sg_files_env *env)
 		const struct sg_store_file *f = &d.rows[i];
 		char path[4096];
 
-		/* Another box's file is its reaper's to remove; one found
-		 * here expired long ago (that box sweeps no more). An upload
+		/* Another box's file comes here only long expired (that box
+		 * sweeps no more: the query leaves the others out). An upload
 		 * still being written by a live process of this box stays. */
 		if (!foreign(env, f) && strcmp(f->state, "uploading") == 0 &&
 		    f->owner_pid > 0 && sg_proc_start((int)f->owner_pid) ==
 		    f->owner_start)
-			continue;
-		if (foreign(env, f) && f->expires_at >= now - SG_BOX_GONE_AFTER)
 			continue;
 		if (sg_store_file_remove(env->store, f->id, NULL) != SG_STORE_OK)
 			continue;
