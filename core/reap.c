@@ -136,15 +136,13 @@ sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
 	struct sweep w = { env, env->cfg, only_tool, (int64_t)time(NULL), NULL,
 	    0, 0 };
 	struct sg_store_sbx row;
-	char holder[96], host[64], why[512];
+	char holder[96], why[512];
 	size_t i;
 	int rc, pruned = 0;
 
 	*deleted = *failed = *skipped = 0;
-	if (gethostname(host, sizeof(host)) == -1)
-		snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = '\0';
-	snprintf(holder, sizeof(holder), "%s:%d", host, (int)getpid());
+	snprintf(holder, sizeof(holder), "%s:%d", sg_store_box(env->store),
+	    (int)getpid());
 	/* A tool's own sweep (on reload) deletes only what nobody else may
 	 * use any more: it needs no lease. */
 	rc = only_tool != NULL ? SG_STORE_OK : sg_store_lease(env->store,

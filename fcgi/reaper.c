@@ -107,12 +107,9 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 	struct pool_turn p = { .held = 0 };
 	int pooled = sg_pool_wanted(cfg);
 	int64_t next_sweep = 0;
-	char host[64];
 
-	if (gethostname(host, sizeof(host)) == -1)
-		snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = '\0';
-	snprintf(p.holder, sizeof(p.holder), "%s:%d", host, (int)getpid());
+	snprintf(p.holder, sizeof(p.holder), "%s:%d", sg_store_box(env->store),
+	    (int)getpid());
 	snprintf(p.lease, sizeof(p.lease), "pool:%s", sg_store_box(env->store));
 	while (!stopping) {
 		if (sg_now_ms() >= next_sweep) {
