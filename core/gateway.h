@@ -26,15 +26,15 @@ typedef size_t (*sg_metrics_fn)(void *arg, char *buf, size_t bufsz);
 typedef int (*sg_admit_fn)(void *arg, const char *tenant,
     const struct sg_cfg_key *key, int heavy, struct sg_error *err);
 
-/* New: *out. cfg is borrowed and must outlive the gateway. Opens the
- * store: call after fork, never before. */
 /* The config's store (store.url, else store.path) for this box
  * (store.box): 0, or -1 with err. */
 int	 sg_gw_store_open(const struct sg_cfg *, struct sg_store **out,
 	    char *err, size_t errsz);
-/* Where the config's store is, for messages: its path, or "PostgreSQL"
- * (a URL may hold a password). */
+/* Where the config's store is, for messages: its path, or "PostgreSQL
+ * store" (a URL may hold a password). */
 const char *sg_gw_store_name(const struct sg_cfg *);
+/* New: *out. cfg is borrowed and must outlive the gateway. Opens the
+ * store: call after fork, never before. */
 int	 sg_gw_new(const struct sg_cfg *, struct sg_gw **out, char *err,
 	    size_t errsz);
 void	 sg_gw_free(struct sg_gw *);

@@ -95,12 +95,12 @@ int	 sg_sbx_running(const struct sg_sbx_env *, const struct sg_store_sbx *);
  * boxes, or the store is one box's (SQLite); and the 421 for a local
  * sandbox asked for on another box. */
 int	 sg_sbx_ours(const struct sg_sbx_env *, const struct sg_store_sbx *);
+int	 sg_sbx_other_box(struct sg_sbx_env *, const struct sg_store_sbx *,
+	    struct sg_error *);
 /* Seconds after its life passed that another box's row (a local
  * sandbox, a file) is forgotten here: that box's own sweep would have
  * removed it long since, so the box is gone. */
 #define SG_BOX_GONE_AFTER	3600
-int	 sg_sbx_other_box(struct sg_sbx_env *, const struct sg_store_sbx *,
-	    struct sg_error *);
 
 /*
  * One sweep of the reaper (core/reap.c), under the store's "reaper"
