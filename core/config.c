@@ -37,6 +37,7 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->server.socket_mode = -1;
 	cfg->server.read_timeout = 30;
 	cfg->server.recycle_mb = 512;
+	cfg->server.queue_timeout = 30;
 	cfg->interception.enabled = 1;
 	cfg->interception.max_agentic_loops = 4;
 	cfg->interception.exec_timeout = 120;
@@ -45,6 +46,7 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->responses.retention = 30 * 86400;
 	cfg->files.max_bytes = 512LL << 20;
 	cfg->files.max_bytes_per_key = 2LL << 30;
+	cfg->files.max_files_per_key = 10000;
 	cfg->files.retention = 30 * 86400;
 	cfg->server.mount_prefix = strdup("");
 	cfg->store.path = strdup("/var/lib/sandgate/sandgate.db");

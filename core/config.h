@@ -64,6 +64,9 @@ struct sg_cfg {
 					 * and body from the web server */
 		int	 recycle_mb;	/* a responder past this RSS after a
 					 * request is replaced; 0: never */
+		int	 queue_timeout;	/* seconds a request may wait for a
+					 * responder or its key's turn; 0:
+					 * refused at once */
 	} server;
 	struct {
 		char	*path;		/* SQLite's file; with url, its
@@ -102,6 +105,7 @@ struct sg_cfg {
 					 * "files" beside the store */
 		long long max_bytes;	/* per file */
 		long long max_bytes_per_key;	/* every file of a key */
+		int	 max_files_per_key;	/* how many files a key may hold */
 		int	 retention;	/* seconds a file is kept */
 	} files;
 	/* "file:line: ..." for unknown keys and unresolved secrets: warnings

@@ -12,7 +12,8 @@
 
 static const char *const server_keys[] = { "workers", "user", "mount_prefix",
 	"max_body_bytes", "request_timeout", "idle_retire", "grace",
-	"socket_mode", "socket_owner", "read_timeout", "recycle_mb", NULL };
+	"socket_mode", "socket_owner", "read_timeout", "recycle_mb",
+	"queue_timeout", NULL };
 static const char *const store_keys[] = { "path", "url", "box", NULL };
 static const char *const auth_keys[] = { "keys", "allow_anonymous",
 	"max_concurrent", NULL };
@@ -30,7 +31,7 @@ static const char *const icpt_keys[] = { "enabled", "sandbox_tool",
 static const char *const sess_keys[] = { "max_per_key", "ttl", NULL };
 static const char *const resp_keys[] = { "retention", NULL };
 static const char *const file_keys[] = { "dir", "max_bytes",
-	"max_bytes_per_key", "retention", NULL };
+	"max_bytes_per_key", "max_files_per_key", "retention", NULL };
 
 static int
 load_workers(struct sg_cfgld *ld, const config_setting_t *g)
@@ -107,6 +108,8 @@ sg_cfgld_server(struct sg_cfgld *ld, const config_setting_t *g)
 	    3600) == -1 ||
 	    sg_cfgld_int(ld, g, "recycle_mb", &cfg->server.recycle_mb, 0,
 	    1 << 20) == -1 ||
+	    sg_cfgld_int(ld, g, "queue_timeout", &cfg->server.queue_timeout, 0,
+	    3600) == -1 ||
 	    sg_cfgld_str(ld, g, "socket_owner", &cfg->server.socket_owner,
 	    0) == -1)
 		return -1;
@@ -434,6 +437,8 @@ sg_cfgld_files(struct sg_cfgld *ld, const config_setting_t *g)
 	    sg_cfgld_llong(ld, g, "max_bytes", &cfg->files.max_bytes, 1,
 	    1LL << 40) == -1 || sg_cfgld_llong(ld, g, "max_bytes_per_key",
 	    &cfg->files.max_bytes_per_key, 1, 1LL << 50) == -1 ||
+	    sg_cfgld_int(ld, g, "max_files_per_key",
+	    &cfg->files.max_files_per_key, 1, 100000000) == -1 ||
 	    sg_cfgld_int(ld, g, "retention", &cfg->files.retention, 60,
 	    86400 * 3650) == -1)
 		return -1;
