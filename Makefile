@@ -18,7 +18,7 @@ CORE_SRC  = lib/multipart.c lib/util.c core/answer.c core/auth.c core/bridge.c c
 	    providers/sbxd_files.c providers/sbxd_net.c providers/sbxd_seccomp.c \
 	    providers/sbxd_sock.c
 FCGI_SRC  = fcgi/board.c fcgi/listen.c fcgi/log.c fcgi/main.c fcgi/master.c fcgi/privs.c \
-	    fcgi/reaper.c fcgi/responder.c
+	    fcgi/queue.c fcgi/reaper.c fcgi/responder.c
 CLI_SRC   = cli/sandgate.c cli/sessions.c
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
 FUZZ_SRC  = $(wildcard fuzz/fuzz_*.c)

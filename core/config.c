@@ -384,10 +384,9 @@ sg_cfg_key_limit(const struct sg_cfg *cfg, const struct sg_cfg_key *k)
 {
 	if (k != NULL && k->max_concurrent > 0)
 		return k->max_concurrent;
-	if (cfg->auth.max_concurrent > 0)
-		return cfg->auth.max_concurrent;
-	/* Half the pool: one key alone never holds every responder. */
-	return cfg->server.workers_max > 1 ? cfg->server.workers_max / 2 : 1;
+	/* None set: no cap of its own; the queue shares the responders
+	 * fairly between the keys that wait. */
+	return cfg->auth.max_concurrent;
 }
 
 int

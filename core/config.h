@@ -79,7 +79,7 @@ struct sg_cfg {
 		struct sg_cfg_key *keys;
 		size_t	 nkeys;
 		int	 allow_anonymous;
-		int	 max_concurrent; /* per key; 0: workers_max / 2 */
+		int	 max_concurrent; /* per key; 0: none (fair share) */
 	} auth;
 	struct sg_cfg_model *models;
 	size_t	 nmodels;
@@ -123,8 +123,9 @@ const char *sg_cfg_default_path(const char *arg);
 /* Borrowed: the model entry clients address as name, or NULL. */
 const struct sg_cfg_model *sg_cfg_model(const struct sg_cfg *, const char *name);
 const struct sg_tool *sg_cfg_tool(const struct sg_cfg *, const char *name);
-/* How many requests key (NULL: a store key, or anonymous) may have under
- * way at once. */
+/* How many heavy requests key (NULL: a store key, or anonymous) may have
+ * under way at once: its max_concurrent, else auth.max_concurrent; 0 when
+ * neither is set (no cap but the fair share). */
 int	 sg_cfg_key_limit(const struct sg_cfg *, const struct sg_cfg_key *);
 /* Whether key (NULL: any key of the store) may use the tool named tool. */
 int	 sg_cfg_key_may_use(const struct sg_cfg_key *, const char *tool);

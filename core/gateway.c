@@ -480,9 +480,8 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		memcpy(req->tenant, who.tenant, sizeof(req->tenant));
 		req->key = who.key;
 	}
-	if (gw->admit != NULL && gw->admit(gw->admit_arg, req->tenant[0] !=
-	    '\0' ? req->tenant : NULL, req->key, route_heavy(route),
-	    &err) == -1) {
+	if (gw->admit != NULL && gw->admit(gw->admit_arg, req,
+	    route_heavy(route), out, &err) == -1) {
 		sg_http_error_head(out, req, &err, ADMIT_RETRY);
 		return;
 	}

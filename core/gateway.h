@@ -18,13 +18,15 @@ struct sg_store;
 typedef size_t (*sg_metrics_fn)(void *arg, char *buf, size_t bufsz);
 
 /*
- * Admission, asked once the route and the caller are known: 0 to go on,
- * or -1 with err filled (429, 503; the reply carries retry-after). tenant
- * and key are the caller's (NULL on routes without a key); heavy is 1 for
- * model and sandbox routes, 0 for /healthz, /metrics and GET /v1/models.
+ * Admission, asked once the route and the caller are known (req's tenant
+ * and key are set; NULL key: a store key or anonymous): 0 to go on, after
+ * waiting for its turn if need be, or -1 with err filled (429, 503; the
+ * reply carries retry-after). heavy is 1 for model and sandbox routes, 0
+ * for the routes that answer at once. out tells whether the client is
+ * still there while the request waits.
  */
-typedef int (*sg_admit_fn)(void *arg, const char *tenant,
-    const struct sg_cfg_key *key, int heavy, struct sg_error *err);
+typedef int (*sg_admit_fn)(void *arg, const struct sg_req *req, int heavy,
+    struct sg_out *out, struct sg_error *err);
 
 /* The config's store (store.url, else store.path) for this box
  * (store.box): 0, or -1 with err. */

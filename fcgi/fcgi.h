@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "../core/config.h"
@@ -15,10 +16,15 @@
  * long): a truncated line loses the part that says why. */
 #define SG_ERR_MAX	8192
 
-#define SG_RESERVE	2	/* responders beyond workers_max, for light
-				 * routes while workers_max are busy */
-#define SG_SLOTS	(2 * (256 + SG_RESERVE))	/* workers_max <= 256,
-				 * plus room for a retiring generation */
+#define SG_RESERVE	2	/* responders beyond the pool's most, for
+				 * light routes while every one is taken */
+/* Responders the pool may hold: workers_max serving heavy requests and
+ * as many again (at least 64) holding the requests that wait their turn,
+ * so that the queue sees every key that waits, not only the first ones
+ * in the listen backlog. */
+#define SG_POOL_MAX(wmax)	((wmax) + ((wmax) < 64 ? 64 : (wmax)))
+#define SG_SLOTS	(2 * (SG_POOL_MAX(256) + SG_RESERVE))	/* plus room
+				 * for a retiring generation */
 
 enum sg_slot_state {
 	SG_SLOT_FREE = 0,
@@ -46,6 +52,16 @@ struct sg_slot {
 	int		 cls;		/* enum sg_slot_class while busy */
 	uint64_t	 tenant;	/* whom it serves while busy; 0: none */
 	int64_t		 since_ms;	/* when state last changed */
+	int		 q;		/* enum sg_q_state; a futex word */
+	int		 cap;		/* its key's max_concurrent; 0: none */
+	uint64_t	 ticket;	/* its place in the queue */
+};
+
+/* Where a heavy request stands in the queue (queue.c). */
+enum sg_q_state {
+	SG_Q_NONE = 0,		/* no heavy request */
+	SG_Q_WAITING,		/* read, waiting for its turn */
+	SG_Q_RUNNING,		/* admitted: counts against workers_max */
 };
 
 /* Shared memory made by the master before the first fork. */
@@ -56,11 +72,17 @@ struct sg_board {
 	uint64_t	 requests[6];	/* by status class: 1xx..5xx, other */
 	uint64_t	 duration_ms;	/* summed over all requests */
 	uint64_t	 refused[2];	/* enum sg_refusal */
+	/* The queue (queue.c): one lock, robust (a responder may die
+	 * holding it), taken by responders only, never by the master. */
+	pthread_mutex_t	 qlock;
+	uint64_t	 qticket;	/* the next arrival's place */
+	uint64_t	 waited;	/* requests that had to wait */
+	uint64_t	 waited_ms;	/* and how long, summed */
 };
 
 enum sg_refusal {
-	SG_REFUSED_KEY = 0,	/* the key's max_concurrent */
-	SG_REFUSED_CAPACITY,	/* workers_max heavy requests under way */
+	SG_REFUSED_KEY = 0,	/* the key's max_concurrent, past the wait */
+	SG_REFUSED_CAPACITY,	/* workers_max heavy requests, past the wait */
 };
 
 /* Everything a responder inherits from the master. */
@@ -77,21 +99,32 @@ struct sg_seat {
 	struct sg_board		*board;
 	int			 slot;
 	const struct sg_cfg	*cfg;
+	int			 reserve;	/* a reserve responder */
 };
 
-struct sg_cfg_key;
 struct sg_error;
+struct sg_out;
 struct sg_req;
 
-/* board.c: set a slot's state (clearing its tenant and route class). */
+/* board.c: set a slot's state (clearing its tenant, route class and
+ * place in the queue). */
 void	 sg_board_set(struct sg_board *, int slot, int state);
+/* board.c: how many slots to scan: the master's count, bounded (every
+ * responder can write the board). */
+int	 sg_board_used(const struct sg_board *);
 /* board.c: 1 when fewer than n slots are idle or starting. */
 int	 sg_board_short(const struct sg_board *, int n);
-/* board.c: sg_admit_fn and sg_metrics_fn over the scoreboard; arg is a
- * struct sg_seat. */
-int	 sg_board_admit(void *arg, const char *tenant,
-	    const struct sg_cfg_key *, int heavy, struct sg_error *);
+/* board.c: sg_metrics_fn over the scoreboard; arg is a struct sg_seat. */
 size_t	 sg_board_metrics(void *arg, char *buf, size_t bufsz);
+
+/* queue.c: the queue's lock in the board, before the first fork: 0, or
+ * -1 with errno. */
+int	 sg_queue_init(struct sg_board *);
+/* queue.c: sg_admit_fn over the board; arg is a struct sg_seat. */
+int	 sg_queue_admit(void *arg, const struct sg_req *, int heavy,
+	    struct sg_out *, struct sg_error *);
+/* queue.c: the slot's request is answered: its turn passes on. */
+void	 sg_queue_release(struct sg_board *, int slot, int workers_max);
 /* board.c: count an answered request for /metrics. */
 void	 sg_board_count(struct sg_board *, int status, int64_t ms);
 

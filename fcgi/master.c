@@ -44,7 +44,7 @@ struct kid {
 	pid_t		 pid;		/* 0: none */
 	int64_t		 started_ms;
 	int		 retiring;	/* told to exit; no longer counts */
-	int		 reserve;	/* beyond workers_max, one connection */
+	int		 reserve;	/* beyond the pool's most, one connection */
 };
 
 struct master {
@@ -297,12 +297,13 @@ spare_state(int st)
 }
 
 /*
- * Grow when no responder is free, shrink spare ones idle too long. At
- * workers_max with none free, the pool is full: the master then watches
- * the backlog, and a connection waiting there gets a reserve responder
- * (up to SG_RESERVE at once) that serves it and exits. Admission lets a
- * reserve do heavy work only below workers_max heavy requests, so light
- * routes still answer when heavy work fills the pool.
+ * Grow when no responder is free, shrink spare ones idle too long. The
+ * pool grows past workers_max (to SG_POOL_MAX), for the requests that
+ * wait their turn (queue.c): at most workers_max heavy ones run. At its
+ * most with none free, the pool is full: the master then watches the
+ * backlog, and a connection waiting there gets a reserve responder (up to
+ * SG_RESERVE at once) that serves it and exits. A reserve never waits for
+ * a turn, so light routes still answer when the queue fills the pool.
  */
 static void
 balance_responders(struct master *m, int64_t now)
@@ -333,7 +334,7 @@ balance_responders(struct master *m, int64_t now)
 	if (now < m->spawn_after)
 		return;
 	while (live < cfg->server.workers_min ||
-	    (spare == 0 && live < cfg->server.workers_max)) {
+	    (spare == 0 && live < SG_POOL_MAX(cfg->server.workers_max))) {
 		spawn(m, 0);
 		live++;
 		spare++;
@@ -507,6 +508,11 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}
+	if (sg_queue_init(m.board) == -1) {
+		fprintf(stderr, "sandgate: the queue's lock: %s\n",
+		    strerror(errno));
+		return 1;
+	}
 	if (sg_mx_map() == -1) {
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
@@ -517,8 +523,10 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		return 1;
 	}
 	fprintf(stderr, "sandgate: serving %s on %s with %d..%d responders "
-	    "(and %d in reserve for light routes)\n", cfg->path, listen_spec,
-	    cfg->server.workers_min, cfg->server.workers_max, SG_RESERVE);
+	    "at work (up to %d holding requests that wait their turn, and %d "
+	    "in reserve for light routes)\n", cfg->path, listen_spec,
+	    cfg->server.workers_min, cfg->server.workers_max,
+	    SG_POOL_MAX(cfg->server.workers_max), SG_RESERVE);
 	while (!got_term) {
 		balance(&m);
 		pfd[0] = (struct pollfd){ .fd = self_pipe[0], .events = POLLIN };

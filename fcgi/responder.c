@@ -286,6 +286,11 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 			sg_http_error(&out.base, &req, &err);
 		else
 			sg_gw_handle(gw, &req, &out.base);
+		/* Answered: the client may send its next request this
+		 * instant (the answer's last bytes are on their way), so this
+		 * one no longer counts against its key nor holds a place. */
+		sg_queue_release(env->board, slot,
+		    env->cfg->server.workers_max);
 		if (req.in != NULL) {
 			/* What an upload's handler left unread (it refused
 			 * it): a little, for a second, not the whole of a
@@ -307,11 +312,6 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 		FCGX_FClose(r->err);
 		if (!out.gone && FCGX_FClose(r->out) == -1)
 			out.gone = 1;
-		/* Answered: the client may send its next request this
-		 * instant. Still busy (finishing, libfcgi waits for the web
-		 * server to close the connection), but no longer counted
-		 * against the key or the heavy work. */
-		sg_board_set(env->board, slot, SG_SLOT_BUSY);
 		status = out.gone && !out.base.started ? 499 : out.base.status;
 	}
 	ms = sg_now_ms() - req.start_ms;
@@ -542,7 +542,7 @@ sg_child_follow(void)
 void
 sg_responder_run(const struct sg_env *env, int slot)
 {
-	struct sg_seat seat = { env->board, slot, env->cfg };
+	struct sg_seat seat = { env->board, slot, env->cfg, env->reserve };
 	struct sigaction sa;
 	FCGX_Request r;
 	struct sg_gw *gw;
@@ -563,7 +563,7 @@ sg_responder_run(const struct sg_env *env, int slot)
 		_exit(3);
 	}
 	sg_gw_set_metrics(gw, sg_board_metrics, &seat);
-	sg_gw_set_admit(gw, sg_board_admit, &seat);
+	sg_gw_set_admit(gw, sg_queue_admit, &seat);
 	/* No listen socket for libfcgi: take() accepts. */
 	if (FCGX_Init() != 0 || FCGX_InitRequest(&r, -1, 0) != 0) {
 		fprintf(stderr, "sandgate: responder: libfcgi init failed\n");

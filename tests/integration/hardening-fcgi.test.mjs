@@ -14,6 +14,7 @@ import { fcgiRequest, fcgiConn as connTo } from "./fcgi-client.mjs";
 const fcgiConn = (opts) => connTo(stack.fcgiAddr, opts);
 
 const DAVE = "sk-dave-" + crypto.randomBytes(8).toString("hex");
+const ERIN = "sk-erin-" + crypto.randomBytes(8).toString("hex");
 const MAX_BODY = 8 << 20;
 const READ_TIMEOUT = 3;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -22,8 +23,9 @@ let stack;
 before(async () => {
   stack = await startStack({
     max_body_bytes: MAX_BODY,
-    server: `read_timeout = ${READ_TIMEOUT};`,
-    keys: `{ name = "dave"; key = "${DAVE}"; tools = [ "local2" ]; }`,
+    server: `read_timeout = ${READ_TIMEOUT}; queue_timeout = 2;`,
+    keys: `{ name = "dave"; key = "${DAVE}"; tools = [ "local2" ]; },
+      { name = "erin"; key = "${ERIN}"; max_concurrent = 4; }`,
   });
 });
 after(async () => { await stack?.stop(); });
@@ -139,15 +141,15 @@ test("a body that would build a huge tree is refused before parsing, memory boun
     "50 000 values are not too many");
 });
 
-test("one key cannot take more than its max_concurrent responders: 429 with retry-after", async () => {
-  // bob has no max_concurrent: the default, workers_max / 2 = 4.
+test("one key cannot take more than its max_concurrent responders: 429 with retry-after, past its wait", async () => {
+  // erin's max_concurrent is 4: a hard cap, even with places free.
   const holds = [];
   try {
-    for (let i = 0; i < 4; i++) holds.push(await hold(KEYS.bob));
-    const r = await call("POST", "/v1/chat/completions", { key: KEYS.bob, body: chat("fifth") });
+    for (let i = 0; i < 4; i++) holds.push(await hold(ERIN));
+    const r = await call("POST", "/v1/chat/completions", { key: ERIN, body: chat("fifth") });
     assert.equal(r.status, 429, r.text);
-    assert.deepEqual(r.json, { error: { message: "Too many concurrent requests for this key (limit 4); retry shortly.",
-      type: "requests", param: null, code: "rate_limit_exceeded" } });
+    assert.deepEqual(r.json, { error: { message: "Too many concurrent requests for this key (limit 4), waited its " +
+      "turn for server.queue_timeout; retry shortly.", type: "requests", param: null, code: "rate_limit_exceeded" } });
     assert.equal(r.headers.get("retry-after"), "1");
     const other = await call("POST", "/v1/chat/completions", { body: chat("alice meanwhile") });
     assert.equal(other.status, 200, "another key is still served");
@@ -158,14 +160,14 @@ test("one key cannot take more than its max_concurrent responders: 429 with retr
   }
 });
 
-test("heavy work at workers_max gets 503 while /healthz, /metrics and /v1/models answer", async () => {
+test("heavy work past workers_max waits, then 503, while /healthz, /metrics and /v1/models answer", async () => {
   const holds = [];
   try {
     for (const key of [KEYS.bob, KEYS.carol]) for (let i = 0; i < 4; i++) holds.push(await hold(key));
     const r = await call("POST", "/v1/chat/completions", { body: chat("ninth"), ms: 8000 });
     assert.equal(r.status, 503, r.text);
-    assert.deepEqual(r.json, { error: { message: "The gateway is at capacity (8 requests under way); retry shortly.",
-      type: "server_error", param: null, code: null } });
+    assert.deepEqual(r.json, { error: { message: "The gateway is at capacity (8 requests under way), and this one " +
+      "waited its turn for server.queue_timeout; retry shortly.", type: "server_error", param: null, code: null } });
     assert.equal(r.headers.get("retry-after"), "1");
     assert.equal((await call("GET", "/healthz", { key: null, ms: 8000 })).status, 200);
     const m = await call("GET", "/metrics", { key: null, ms: 8000 });
@@ -211,14 +213,14 @@ test("an answered request no longer counts against its key while the web server 
   // A responder that has sent its whole answer must not count against
   // the key meanwhile: else a client that sends its next request at once
   // gets a 429 it did not earn (seen with max_concurrent clients under
-  // load). bob's limit is 4: four answered, unclosed, and a fifth.
+  // load). erin's limit is 4: four answered, unclosed, and a fifth.
   const conns = Array.from({ length: 4 }, () => fcgiConn({ halfOpen: true }));
   try {
     const outs = await Promise.all(conns.map((c, i) =>
-      c.send(fcgiRequest("POST", "/v1/chat/completions", { key: KEYS.bob, body: chat(`answered ${i}`) }))));
+      c.send(fcgiRequest("POST", "/v1/chat/completions", { key: ERIN, body: chat(`answered ${i}`) }))));
     for (const out of outs) assert.match(out, /^Status: 200 /);
     assert.ok(conns.every((c) => !c.closed), "the four connections are still open");
-    const r = await call("POST", "/v1/chat/completions", { key: KEYS.bob, body: chat("fifth") });
+    const r = await call("POST", "/v1/chat/completions", { key: ERIN, body: chat("fifth") });
     assert.equal(r.status, 200, r.text);
   } finally {
     for (const c of conns) c.s.destroy();

@@ -73,7 +73,9 @@ test("8 slow streams at once with --workers 2:8 are all served; /healthz still a
   // stream had finished (arrival order, not wall time).
   assert.equal(firsts.length, 8);
   for (const f of firsts) assert.equal(f.finishedBefore, 0, `stream ${f.i} waited for another to end`);
-  assert.ok(stack.processes().responders.length <= 8, "never above MAX");
+  // Past MAX the pool only holds requests that wait their turn and the
+  // light routes (at most MAX + max(MAX, 64)); 8 streams never waited.
+  assert.ok(stack.processes().responders.length <= 8 + 64, "never above MAX + 64");
 });
 
 test("spare responders above MIN retire after idle_retire", async () => {
