@@ -16,6 +16,8 @@
 //                              Model "slow": a chat stream that sends one
 //                              delta every 200 ms for SLOW_S seconds (the
 //                              held-open streams of the memory benchmark).
+//                              Model "delay": the JSON answer after
+//                              DELAY_MS (100 ms; the queue's bursts).
 // e2b, on E2B_PORT: POST /sandboxes, DELETE /sandboxes/ID,
 //   POST /sandboxes/ID/timeout, POST /execute, POST /contexts, envd's
 //   MakeDir and ListDir (an empty /mnt/data), routed by E2b-Sandbox-Id.
@@ -30,6 +32,7 @@ import crypto from "node:crypto";
 
 const [upPort, e2bPort] = process.argv.slice(2).map(Number);
 const SLOW_S = Number(process.env.SLOW_S || 10);
+const DELAY_MS = Number(process.env.DELAY_MS || 100);
 const now = () => Number(process.hrtime.bigint() / 1000n);
 const times = new Map();
 const sandboxTag = new Map();	// sandboxID -> tag
@@ -136,6 +139,12 @@ http.createServer(async (req, res) => {
   const text = await body(req);
   if (req.url.endsWith("/chat/completions")) {
     if (text.includes('"model":"slow"')) return slowStream(res);
+    if (text.includes('"model":"delay"')) {
+      return setTimeout(() => {
+        res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(CHAT) });
+        res.end(CHAT);
+      }, DELAY_MS);
+    }
     if (text.includes('"stream":true')) {
       res.writeHead(200, { "content-type": "text/event-stream" });
       return res.end(CHAT_STREAM);

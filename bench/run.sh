@@ -5,7 +5,7 @@
 # the "make bench" markers (the rest of that file is kept).
 #   BENCH_SECS    seconds per wrk row (default 5)
 #   BENCH_PARTS   which parts (default "floor cpu loop memory local pool
-#                 store")
+#                 store queue")
 #   BENCH_NO_WRITE=1  print only, leave RESULTS.md alone
 #   BENCH_PG_SYNC PostgreSQL's synchronous_commit in the store part (on)
 # BENCH_PARTS=hold keeps the stack up for BENCH_HOLD seconds (default 600),
@@ -14,28 +14,31 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 secs=${BENCH_SECS:-5}
-parts=${BENCH_PARTS:-floor cpu loop memory local pool store}
+parts=${BENCH_PARTS:-floor cpu loop memory local pool store queue}
 bench_setup
 make -s -C "$root" build/bench/floor
 out="$dir/results.md"
 base=$((20000 + $$ % 9000))
 up=$base e2b=$((base + 1)) gw=$((base + 2))
 key=bench-key
+key2=bench-key-2
 SLOW_S=15 node "$here/fakes.mjs" "$up" "$e2b" & upid=$!
 printf '{"status":"ok"}\n' > "$dir/www/static.json"
 
-# The gateway: WORKERS, keys with MAXC concurrent requests, the fakes, the
-# store at $store_url when set.
+# The gateway: WORKERS, keys with MAXC concurrent requests (0: no cap of
+# their own, the default), the fakes, the store at $store_url when set.
 store_url=
 gateway_conf() {
+	maxc=""; [ "$2" -gt 0 ] && maxc="max_concurrent = $2;"
 	cat > "$dir/sandgate.conf" <<CONF
 server: { workers = $1; user = "nobody"; };
 store: { path = "$dir/store/sandgate.db"; ${store_url:+url = \"$store_url\";} };
-auth: { keys = ( { name = "bench"; key_sha256 = "$(printf %s "$key" | sha256sum | cut -d' ' -f1)";
-  max_concurrent = $2; } ); max_concurrent = $2; };
+auth: { keys = ( { name = "bench"; key_sha256 = "$(printf %s "$key" | sha256sum | cut -d' ' -f1)"; $maxc },
+  { name = "bench2"; key_sha256 = "$(printf %s "$key2" | sha256sum | cut -d' ' -f1)"; $maxc } ); $maxc };
 models = (
   { name = "bench"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "echo"; },
   { name = "slow"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "slow"; },
+  { name = "delay"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "delay"; },
   { name = "ci-1"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; state = "gateway"; },
   { name = "ci-3"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; state = "gateway"; }
 );
@@ -47,7 +50,7 @@ interception: { sandbox_tool = "e2b"; };
 sessions: { max_per_key = 256; };
 CONF
 }
-gateway_conf "[4, 64]" 64
+gateway_conf "[4, 64]" 0
 bench_gateway "$gw" "$(cat <<CONF
 \$HTTP["url"] =~ "^/floor" {
   fastcgi.server = ( "/floor" => (( "socket" => "$dir/floor.sock",
@@ -239,7 +242,7 @@ part_memory() {
 	mem_line "responders after the load above" $(responders "$master")
 	# Fresh responders: restart, let it settle, before any load.
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
-	gateway_conf "[4, 256]" 256
+	gateway_conf "[4, 256]" 0
 	bench_gateway "$gw"
 	sleep 1
 	master=$(pgrep -f "^$root/build/sandgate-fcgi --config $dir" -o)
@@ -257,7 +260,7 @@ console.log(`every 200 ms for 15 s; \`workers = [4, 256]\`): all ${r.open} open 
 console.log(`${r.done} finished whole, ${r.bad} failed.`);' "$dir/streams.json"
 	echo
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
-	gateway_conf "[4, 64]" 64
+	gateway_conf "[4, 64]" 0
 	bench_gateway "$gw"
 }
 
@@ -292,9 +295,8 @@ part_store() {
 	echo "The gateway above on its SQLite file, then on PostgreSQL $pgv (\`tests/pg/start.sh\`:"
 	echo "a cluster of its own on a Unix socket, with \`fsync\`, \`synchronous_commit\` and"
 	echo "\`full_page_writes\` on, as a server keeps them). Passthrough rows: wrk -d${secs}s with a"
-	echo "key made by \`sandgate keys create\` (looked up in the store on every request;"
-	echo "at c=64 a few requests, under 0.1 %, get 429: the key's \`max_concurrent\` is 64"
-	echo "and a slot is freed just after its answer is sent). Session rows:"
+	echo "key made by \`sandgate keys create\` (looked up in the store on every request)."
+	echo "Session rows:"
 	echo "\`bench/loop_client.mjs\` sticky \`ci-1\` for ${secs}s (each request claims its"
 	echo "session, takes the sandbox's run lock, runs one round on the e2b fake and"
 	echo "stores its response)."
@@ -309,15 +311,37 @@ part_store() {
 	    -c "ALTER SYSTEM SET full_page_writes = on" -c "SELECT pg_reload_conf()" -c "CREATE DATABASE sgbench" >/dev/null
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
 	store_url=$(printf %s "$pg" | sed 's|/postgres?|/sgbench?|')
-	gateway_conf "[4, 64]" 64
+	gateway_conf "[4, 64]" 0
 	bench_gateway "$gw"
 	store_rows postgresql
 	echo
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
 	sh "$root/tests/pg/stop.sh" "$pgd" >/dev/null 2>&1 || true
 	store_url=
-	gateway_conf "[4, 64]" 64
+	gateway_conf "[4, 64]" 0
 	bench_gateway "$gw"
+}
+
+# ---------------------------------------------------------------- the queue
+# Bursts wait their turn: N requests of one key with workers = 4, another
+# key's request sent during them; then wrk at c=64 on the default pool,
+# counting what was not 2xx.
+part_queue() {
+	echo "### Bursts: the queue"
+	echo
+	kill "$lpid"; wait "$lpid" 2>/dev/null || true
+	gateway_conf "4" 0
+	bench_gateway "$gw"
+	node "$here/queue_client.mjs" "http://127.0.0.1:$gw/v1/chat/completions" "$key" "$key2" 40
+	kill "$lpid"; wait "$lpid" 2>/dev/null || true
+	gateway_conf "[4, 64]" 0
+	bench_gateway "$gw"
+	BODY_FILE="$dir/json.body" wrk -t2 -c64 -d"${secs}s" -s "$here/post.lua" \
+	    "http://127.0.0.1:$gw/v1/chat/completions" > "$dir/wrk.out"
+	awk '/requests in/ { n = $1 } /Non-2xx/ { bad = $NF } /Socket errors/ { sock = $0 }
+	END { printf "| wrk -t2 -c64 -d'"$secs"'s, passthrough chat JSON, `workers = [4, 64]` | %d | %d non-2xx%s | |\n",
+	    n - bad, bad, (sock == "" ? "" : "; " sock) }' "$dir/wrk.out"
+	echo
 }
 
 part_hold() {
@@ -369,8 +393,8 @@ part_pool() {
 	    "node $(node -v), sandgate $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')," \
 	    "libfcgi $(dpkg-query -W -f='${Version}' libfcgi-dev 2>/dev/null || echo '?')."
 	echo "Command: \`make bench\` (\`BENCH_SECS=$secs sh bench/run.sh\`). sandgate \`workers = [4, 64]\`"
-	echo "(with at most 8, requests past 8 in flight get the gateway's 503 by design:"
-	echo "load shed, not throughput), a key checked on every request, \`bench/fakes.mjs\`"
+	echo "(heavy requests past 64 at once wait their turn: \`server.queue_timeout\`), keys"
+	echo "without a \`max_concurrent\` of their own, checked on every request, \`bench/fakes.mjs\`"
 	echo "as upstream and e2b; the bare responder runs 4 processes."
 	echo
 	for p in $parts; do "part_$p"; done
