@@ -16,10 +16,14 @@ fi
 passes=${*:-root listen pg}
 # run VAR=VALUE...: the test files in $files (every one by default).
 files="./*.test.mjs"
+# Every test is a failure past TEST_TIMEOUT_MS (5 minutes) instead of a
+# hang, and a whole pass past PASS_TIMEOUT_S (an hour) is stopped: a test
+# whose loop never yields to the event loop outlives any timer of node's.
 run() {
 	echo "== integration: $*"
 	# shellcheck disable=SC2086 # a list of test files, globs included
-	env "$@" node --test --test-concurrency=1 $files
+	timeout -k 30 "${PASS_TIMEOUT_S:-3600}" env "$@" node --test --test-concurrency=1 \
+	    --test-timeout="${TEST_TIMEOUT_MS:-300000}" $files
 }
 # What the PostgreSQL pass runs: the tests of what the store keeps and
 # shares, migrate (SQLite into PostgreSQL: it needs SG_PG, so only this

@@ -146,8 +146,15 @@ test("a client that disconnects mid-stream stops the loop and leaves no sandbox"
     body: JSON.stringify({ model: "ci-endless", input: "go", tools: CI, stream: true }),
   });
   const reader = r.body.getReader();
+  const dec = new TextDecoder();
   let text = "";
-  while (!text.includes("code_interpreter_call.interpreting")) text += new TextDecoder().decode((await reader.read()).value);
+  // A stream that ends first (a sandbox that failed) is a failure, not a
+  // wait: read() keeps answering done, and a loop on it never yields.
+  while (!text.includes("code_interpreter_call.interpreting")) {
+    const { done, value } = await reader.read();
+    assert.ok(!done, `the stream ended before the code ran: ${text.slice(-2000)}`);
+    text += dec.decode(value, { stream: true });
+  }
   ac.abort();
   for (let i = 0; i < 100; i++) {
     const l = await stack.call("GET", "/v1/sandboxes");
