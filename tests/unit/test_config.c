@@ -1209,11 +1209,12 @@ key_limits_and_tools(void **state)
 	assert_true(sg_cfg_key_may_use(NULL, "local"));
 	assert_true(sg_cfg_tool(fx->cfg, "local")->limits_process);
 	assert_false(sg_cfg_tool(fx->cfg, "e")->limits_process);
-	/* Without auth.max_concurrent: half the pool, at least one. */
+	/* Without auth.max_concurrent: no cap (the queue's fair share). */
 	load_ok(fx, "server: { workers = [2, 10]; };\n");
-	assert_int_equal(sg_cfg_key_limit(fx->cfg, NULL), 5);
-	load_ok(fx, "server: { workers = 1; };\n");
-	assert_int_equal(sg_cfg_key_limit(fx->cfg, NULL), 1);
+	assert_int_equal(sg_cfg_key_limit(fx->cfg, NULL), 0);
+	assert_int_equal(fx->cfg->server.queue_timeout, 30);
+	load_ok(fx, "server: { queue_timeout = 0; };\n");
+	assert_int_equal(fx->cfg->server.queue_timeout, 0);
 	/* A key may not name a tool that does not exist. */
 	load_fails_at(fx, "sandbox_tools = ( { name = \"e\"; provider = \"e2b\"; "
 	    "api_key = \"k\"; } );\nauth: { keys = ( { name = \"a\"; key = \"k\";\n"

@@ -64,7 +64,7 @@ cap_alive(struct sg_out *o)
 
 /* What the admission hook was told, and whether it refuses. */
 struct seen {
-	int			 calls, heavy, refuse;
+	int			 calls, heavy, refuse, alive;
 	char			 tenant[80];
 	const struct sg_cfg_key	*key;
 };
@@ -78,16 +78,17 @@ struct fx {
 };
 
 static int
-record_admit(void *arg, const char *tenant, const struct sg_cfg_key *key,
-    int heavy, struct sg_error *err)
+record_admit(void *arg, const struct sg_req *req, int heavy,
+    struct sg_out *out, struct sg_error *err)
 {
 	struct seen *s = arg;
 
 	s->calls++;
 	s->heavy = heavy;
-	s->key = key;
-	snprintf(s->tenant, sizeof(s->tenant), "%s", tenant != NULL ? tenant :
-	    "(none)");
+	s->key = req->key;
+	s->alive = out->alive(out);
+	snprintf(s->tenant, sizeof(s->tenant), "%s", req->tenant[0] != '\0' ?
+	    req->tenant : "(none)");
 	if (s->refuse)
 		return sg_error_set(err, 429, "requests", "rate_limit_exceeded",
 		    NULL, "Too many concurrent requests for this key (limit "
@@ -270,6 +271,8 @@ admission_told_route_and_caller(void **state)
 	assert_string_equal(fx->seen.key->name, "dave");
 	handle(fx, "POST", "/v1/chat/completions", "sk-dave", "{}");
 	assert_int_equal(fx->seen.heavy, 1);
+	/* The client's connection, for a wait to watch. */
+	assert_int_equal(fx->seen.alive, 1);
 	handle(fx, "GET", "/v1/sandboxes", "sk-dave", NULL);
 	assert_int_equal(fx->seen.heavy, 1);
 	/* Unknown routes and bad keys are answered before admission. */
