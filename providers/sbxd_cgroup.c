@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 
 #include <dirent.h>
-#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,10 +371,10 @@ setup_v1(struct sg_cg *cg, const char *name, uid_t owner, gid_t group)
 static void
 group_name(const char *home, uid_t owner, char *out, size_t outsz)
 {
-	char abs[PATH_MAX + 600], hash[65];
+	char cwd[PATH_MAX], abs[2 * PATH_MAX], hash[65];
 
-	if (home[0] == '/' || getcwd(abs, PATH_MAX) == NULL ||
-	    join(abs + strlen(abs), sizeof(abs) - strlen(abs), "", home) == -1)
+	if (home[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL ||
+	    join(abs, sizeof(abs), cwd, home) == -1)
 		snprintf(abs, sizeof(abs), "%s", home);
 	sg_sha256_hex(abs, strlen(abs), hash);
 	snprintf(out, outsz, "sandgate-%u-%.12s", (unsigned)owner, hash);

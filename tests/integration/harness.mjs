@@ -538,15 +538,16 @@ function ownCgroups(ctls) {
 
 // Stacks running on each store (its local/ directory): the gateways of
 // one store share the cgroup v1 group a root-started one makes in its
-// own cgroups (sandgate-UID-HASH, named in its log), and the last of
-// them to stop removes it, as it would outlive the test's directory.
+// own cgroups (sandgate-UID-HASH, HASH of that directory), and the last
+// of them to stop removes it, as it would outlive the test's directory.
 const storeStacks = new Map();
 function dropGatewayGroups(stack) {
   const left = storeStacks.get(stack.localHome) - 1;
   if (left > 0) return void storeStacks.set(stack.localHome, left);
   storeStacks.delete(stack.localHome);
-  const m = /sandboxd: limits: cgroup v1 .* under \S*\/(sandgate-\d+-[0-9a-f]+)$/m.exec(stack.log());
-  if (isRoot && m) for (const own of ownCgroups(["memory", "pids", "cpu"])) removeCgroup(path.join(own, m[1]));
+  const name = new RegExp(`^sandgate-\\d+-${sha256(stack.localHome).slice(0, 12)}$`);
+  for (const own of isRoot ? ownCgroups(["memory", "pids", "cpu"]) : [])
+    for (const g of fs.readdirSync(own).filter((f) => name.test(f))) removeCgroup(path.join(own, g));
 }
 
 // A cgroup per v1 controller, given to user: what systemd's Delegate=yes

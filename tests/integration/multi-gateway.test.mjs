@@ -63,8 +63,7 @@ class UserStack extends Stack {
   async startGateway() {
     const cfg = `${this.dir}/sandgate.conf`;
     fs.writeFileSync(cfg, fs.readFileSync(cfg, "utf8").replace(/^(\s*user = )"[^"]*";/m, `$1"${this.user}";`));
-    const uid = uidOf(this.user);
-    fs.chownSync(`${this.dir}/carol.key`, uid, uid);
+    fs.chownSync(`${this.dir}/carol.key`, uidOf(this.user), Number(execFileSync("id", ["-g", this.user]).toString()));
     return super.startGateway();
   }
 
@@ -111,11 +110,13 @@ before(async () => {
     execFileSync("useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", otherUser], { timeout: 30000 });
   }
   // One after the other, as the second took the first's group over.
-  for (const user of [serviceUser, otherUser]) {
+  const start = async (user) => {
     const s = await new UserStack(user, { localTools: small }).start();
-    if (a) b = s; else a = s;
     await waitFor(() => s.starts().length > 0, "sandboxd's limits line");
-  }
+    return s;
+  };
+  a = await start(serviceUser);
+  b = await start(otherUser);
 });
 
 after(async () => {
