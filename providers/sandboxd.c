@@ -428,7 +428,7 @@ static void
 root_steps(void)
 {
 	cg.mountinfo = cg.self_cgroup = NULL;
-	sg_cg_setup(&cg, conf->owner, conf->owner_gid);
+	sg_cg_setup(&cg, conf->dir, conf->owner, conf->owner_gid);
 	if (!conf->wants_net)
 		snprintf(net_why, sizeof(net_why), "no tool asked for it");
 	else if (!conf->per_sandbox_uids)

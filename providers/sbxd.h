@@ -116,13 +116,17 @@ struct sg_cg {
 	const char *mountinfo, *self_cgroup;
 };
 /*
- * Find a usable cgroup hierarchy and make sandgate's group in it (kept
- * across restarts; what a dead sandboxd left in it is removed): as root,
- * created and given to owner (only inside directories root owns, never
- * following a link); as a user, inside its own cgroup when that is
- * delegated (writable). Leaves mode NONE with why when nothing works.
+ * Find a usable cgroup hierarchy and make this gateway's group in it
+ * (kept across restarts; what a dead sandboxd left in it is removed): as
+ * root, created and given to owner (only inside directories root owns,
+ * never following a link); as a user, inside its own cgroup when that is
+ * delegated (writable). On v1 the group is named after owner and home
+ * (the local sandboxes' directory), so gateways of other users or stores
+ * on the host have their own. Leaves mode NONE with why when nothing
+ * works.
  */
-void	 sg_cg_setup(struct sg_cg *, uid_t owner, gid_t group);
+void	 sg_cg_setup(struct sg_cg *, const char *home, uid_t owner,
+	    gid_t group);
 /* The sandbox's group with its limits. 0, or -1 with why. */
 int	 sg_cg_create(const struct sg_cg *, const char *id, int memory_mb,
 	    int max_procs, int cpus, char *why, size_t whysz);

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #define PERIOD_US	100000
 #define KILL_ROUNDS	300	/* of 10 ms: how long a kill may take */
+#define GW		"/sandgate.gw"	/* v2: where the gateway moves */
 
 static const char *const ctl_name[SG_CG_NCTL] = { "memory", "pids", "cpu" };
 
@@ -254,10 +256,10 @@ move_all(const char *from, const char *to)
 }
 
 /* Per-sandbox groups a sandboxd that died left behind (its kernels died
- * with it, so they are empty). Another gateway's sandboxd may share the
- * group: one of its groups is busy (rmdir fails) but for the moment
- * between its mkdir and its kernel entering it, so only groups a minute
- * old go. */
+ * with it, so they are empty). Another master's sandboxd on the same
+ * store shares the group: one of its groups is busy (rmdir fails) but
+ * for the moment between its mkdir and its kernel entering it, so only
+ * groups a minute old go. */
 static void
 clean_stale(const char *dir)
 {
@@ -304,7 +306,7 @@ setup_v2(struct sg_cg *cg, const char *own, uid_t owner, gid_t group)
 		    "its own with Delegate=yes)", own);
 		return -1;
 	}
-	if (make_group(own, "sandgate.gw", owner, group, gw, sizeof(gw)) == -1 ||
+	if (make_group(own, GW + 1, owner, group, gw, sizeof(gw)) == -1 ||
 	    move_all(own, gw) == -1 || put(own, "cgroup.subtree_control",
 	    enable) == -1 || make_group(own, "sandgate.sbx", owner, group, sbx,
 	    sizeof(sbx)) == -1 || put(sbx, "cgroup.subtree_control",
@@ -325,11 +327,15 @@ setup_v2(struct sg_cg *cg, const char *own, uid_t owner, gid_t group)
 	return 0;
 }
 
-/* v1: the group "sandgate" in each controller's hierarchy, kept across
+/*
+ * v1: this gateway's group in each controller's hierarchy, kept across
  * restarts (as root it sits in a directory only root may change, so the
- * gateway's user could not remove it); cpu when it can be had. */
+ * gateway's user could not remove it); cpu when it can be had. Gateways
+ * of other users or other stores get groups of their own there (see
+ * group_name), so none takes another's over, or cleans it.
+ */
 static int
-setup_v1(struct sg_cg *cg, uid_t owner, gid_t group)
+setup_v1(struct sg_cg *cg, const char *name, uid_t owner, gid_t group)
 {
 	char own[sizeof(cg->dir[0])];
 	int i;
@@ -337,7 +343,7 @@ setup_v1(struct sg_cg *cg, uid_t owner, gid_t group)
 	for (i = 0; i < SG_CG_NCTL; i++) {
 		own[0] = '\0';
 		if (own_dir(cg, ctl_name[i], own, sizeof(own)) == 0 &&
-		    make_group(own, "sandgate", owner, group, cg->dir[i],
+		    make_group(own, name, owner, group, cg->dir[i],
 		    sizeof(cg->dir[i])) == 0) {
 			clean_stale(cg->dir[i]);
 			continue;
@@ -354,10 +360,30 @@ setup_v1(struct sg_cg *cg, uid_t owner, gid_t group)
 	return 0;
 }
 
-void
-sg_cg_setup(struct sg_cg *cg, uid_t owner, gid_t group)
+/*
+ * The name of this gateway's v1 group: "sandgate-UID-HASH", UID the
+ * gateway's user, HASH the first 12 hex digits of the SHA-256 of home
+ * (the local sandboxes' directory, one per store) made absolute. The
+ * same after a restart; another user's or another store's gateway on
+ * this host never has it. (Before, all shared "sandgate", and each one
+ * started as root gave it to its own user, locking the others out.)
+ */
+static void
+group_name(const char *home, uid_t owner, char *out, size_t outsz)
 {
-	char own[sizeof(cg->dir[0])], v2[sizeof(cg->why)] = "";
+	char cwd[PATH_MAX], abs[2 * PATH_MAX], hash[65];
+
+	if (home[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL ||
+	    join(abs, sizeof(abs), cwd, home) == -1)
+		snprintf(abs, sizeof(abs), "%s", home);
+	sg_sha256_hex(abs, strlen(abs), hash);
+	snprintf(out, outsz, "sandgate-%u-%.12s", (unsigned)owner, hash);
+}
+
+void
+sg_cg_setup(struct sg_cg *cg, const char *home, uid_t owner, gid_t group)
+{
+	char own[sizeof(cg->dir[0])], v2[sizeof(cg->why)] = "", name[64];
 	size_t n;
 	int i;
 
@@ -369,11 +395,18 @@ sg_cg_setup(struct sg_cg *cg, uid_t owner, gid_t group)
 	if (cg->self_cgroup == NULL)
 		cg->self_cgroup = "/proc/self/cgroup";
 	if (own_dir(cg, NULL, own, sizeof(own)) == 0) {
+		/* A sandboxd the master starts again is born where the
+		 * first one moved the gateway: the service's cgroup is the
+		 * parent of that. */
+		n = strlen(own);
+		if (n > strlen(GW) && strcmp(own + n - strlen(GW), GW) == 0)
+			own[n - strlen(GW)] = '\0';
 		if (setup_v2(cg, own, owner, group) == 0)
 			return;
 		memcpy(v2, cg->why, sizeof(v2));
 	}
-	if (setup_v1(cg, owner, group) == 0 || v2[0] == '\0')
+	group_name(home, owner, name, sizeof(name));
+	if (setup_v1(cg, name, owner, group) == 0 || v2[0] == '\0')
 		return;
 	n = strlen(cg->why);
 	snprintf(cg->why + n, sizeof(cg->why) - n, "; %.300s", v2);

@@ -235,6 +235,8 @@ export class Stack {
     this.storeDir = storeDirOf(dir, this.opts);
     this.makeStoreParents();
     this.dbPath = this.opts.storePath ?? `${this.storeDir}/sandgate.db`;
+    this.localHome = `${path.dirname(this.dbPath)}/local`;
+    storeStacks.set(this.localHome, (storeStacks.get(this.localHome) ?? 0) + 1);
     // PostgreSQL: another stack's database (opts.storeUrl, for gateways
     // sharing one), or a new one of our own on SG_PG's cluster.
     if (this.opts.storeUrl) {
@@ -497,6 +499,7 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|healthz$|metrics$)" {
       new Promise((r) => p.once("exit", r))));
     const reports = this.dir && fs.existsSync(`${this.dir}/san`) ? this.sanitizerReports() : [];
     for (const d of this.cgroups ?? []) removeCgroup(d);
+    if (this.localHome && !this.stopped) dropGatewayGroups(this);
     if (this.dir && !process.env.SG_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
     // The database goes with the last stack using it (SG_KEEP keeps it).
     let dropped = null;
@@ -531,6 +534,20 @@ function ownCgroups(ctls) {
     out.push(path.join(mnt, own));
   }
   return out;
+}
+
+// Stacks running on each store (its local/ directory): the gateways of
+// one store share the cgroup v1 group a root-started one makes in its
+// own cgroups (sandgate-UID-HASH, HASH of that directory), and the last
+// of them to stop removes it, as it would outlive the test's directory.
+const storeStacks = new Map();
+function dropGatewayGroups(stack) {
+  const left = storeStacks.get(stack.localHome) - 1;
+  if (left > 0) return void storeStacks.set(stack.localHome, left);
+  storeStacks.delete(stack.localHome);
+  const name = new RegExp(`^sandgate-\\d+-${sha256(stack.localHome).slice(0, 12)}$`);
+  for (const own of isRoot ? ownCgroups(["memory", "pids", "cpu"]) : [])
+    for (const g of fs.readdirSync(own).filter((f) => name.test(f))) removeCgroup(path.join(own, g));
 }
 
 // A cgroup per v1 controller, given to user: what systemd's Delegate=yes

@@ -27,6 +27,7 @@
 struct fx {
 	char	dir[64];
 	char	mountinfo[128], self[128];
+	char	home[128];	/* a gateway's local sandboxes' directory */
 	struct sg_cg cg;
 };
 
@@ -39,6 +40,7 @@ setup(void **state)
 		return -1;
 	snprintf(fx->mountinfo, sizeof(fx->mountinfo), "%s/mountinfo", fx->dir);
 	snprintf(fx->self, sizeof(fx->self), "%s/cgroup", fx->dir);
+	snprintf(fx->home, sizeof(fx->home), "%s/store/local", fx->dir);
 	fx->cg.mountinfo = fx->mountinfo;
 	fx->cg.self_cgroup = fx->self;
 	*state = fx;
@@ -79,6 +81,16 @@ put_file(const char *dir, const char *rel, const char *text)
 	assert_int_equal(tu_write_file(path, text, -1), 0);
 }
 
+/* The name a gateway's v1 group has (of its home, absolute). */
+static void
+group_of(const char *home, uid_t owner, char name[64])
+{
+	char hash[65];
+
+	sg_sha256_hex(home, strlen(home), hash);
+	snprintf(name, 64, "sandgate-%u-%.12s", (unsigned)owner, hash);
+}
+
 /* v1 as this machine kind has it: memory under a container path, pids
  * and cpu (with cpuacct) at the root; sandgate's group in each. */
 static void
@@ -86,7 +98,7 @@ v1_found_per_controller(void **state)
 {
 	struct fx *fx = *state;
 	struct timespec old[2] = { { .tv_sec = 1 }, { .tv_sec = 1 } };
-	char mi[2048], want[512];
+	char mi[2048], want[600], name[64];
 
 	snprintf(mi, sizeof(mi),
 	    "30 25 0:26 / %s/unified rw - cgroup2 cgroup2 rw\n"
@@ -102,26 +114,108 @@ v1_found_per_controller(void **state)
 	mkdirs(fx->dir, "memory/box/x1");
 	mkdirs(fx->dir, "pids");
 	mkdirs(fx->dir, "cpu,cpuacct");
-	sg_cg_setup(&fx->cg, getuid(), getgid());
+	sg_cg_setup(&fx->cg, fx->home, getuid(), getgid());
 	assert_int_equal(fx->cg.mode, SG_CG_V1);
-	snprintf(want, sizeof(want), "%s/memory/box/x1/sandgate", fx->dir);
+	group_of(fx->home, getuid(), name);
+	snprintf(want, sizeof(want), "%s/memory/box/x1/%s", fx->dir, name);
 	assert_string_equal(fx->cg.dir[SG_CG_MEMORY], want);
-	snprintf(want, sizeof(want), "%s/pids/sandgate", fx->dir);
+	snprintf(want, sizeof(want), "%s/pids/%s", fx->dir, name);
 	assert_string_equal(fx->cg.dir[SG_CG_PIDS], want);
-	snprintf(want, sizeof(want), "%s/cpu,cpuacct/sandgate", fx->dir);
+	snprintf(want, sizeof(want), "%s/cpu,cpuacct/%s", fx->dir, name);
 	assert_string_equal(fx->cg.dir[SG_CG_CPU], want);
 	assert_contains(sg_cg_describe(&fx->cg), "cgroup v1 (memory, pids, cpu)");
 	/* A group a dead sandboxd left is removed at the next start; one
-	 * just made (another gateway's sandboxd, its kernel not in yet) is
-	 * not. */
-	mkdirs(fx->dir, "pids/sandgate/cntr_0123");
-	mkdirs(fx->dir, "pids/sandgate/cntr_4567");
-	snprintf(want, sizeof(want), "%s/pids/sandgate/cntr_0123", fx->dir);
+	 * just made (another master's sandboxd on this store, its kernel
+	 * not in yet) is not. */
+	snprintf(want, sizeof(want), "%s/cntr_0123", fx->cg.dir[SG_CG_PIDS]);
+	assert_int_equal(mkdir(want, 0755), 0);
 	assert_int_equal(utimensat(AT_FDCWD, want, old, 0), 0);
-	sg_cg_setup(&fx->cg, getuid(), getgid());
-	assert_int_equal(access(want, F_OK), -1);
-	snprintf(want, sizeof(want), "%s/pids/sandgate/cntr_4567", fx->dir);
+	snprintf(want, sizeof(want), "%s/cntr_4567", fx->cg.dir[SG_CG_PIDS]);
+	assert_int_equal(mkdir(want, 0755), 0);
+	sg_cg_setup(&fx->cg, fx->home, getuid(), getgid());
 	assert_int_equal(access(want, F_OK), 0);
+	snprintf(want, sizeof(want), "%s/cntr_0123", fx->cg.dir[SG_CG_PIDS]);
+	assert_int_equal(access(want, F_OK), -1);
+}
+
+/* mountinfo and cgroup files for v1 memory and pids at the fake root. */
+static void
+v1_at_root(struct fx *fx)
+{
+	char mi[1024];
+
+	snprintf(mi, sizeof(mi),
+	    "31 25 0:27 / %s/memory rw - cgroup cgroup rw,memory\n"
+	    "32 25 0:28 / %s/pids rw - cgroup cgroup rw,pids\n", fx->dir, fx->dir);
+	put_file(fx->dir, "mountinfo", mi);
+	put_file(fx->dir, "cgroup", "4:memory:/\n9:pids:/\n");
+	mkdirs(fx->dir, "memory");
+	mkdirs(fx->dir, "pids");
+}
+
+/*
+ * Several gateways on one host, in one cgroup: each user's and each
+ * store's gateway has a group of its own, given to its own user (one
+ * started as root never takes another's over), found again after a
+ * restart, and cleaned of its own stale groups only. The group older
+ * versions shared is left as it is.
+ */
+static void
+v1_one_group_per_user_and_store(void **state)
+{
+	struct fx *fx = *state;
+	struct timespec old[2] = { { .tv_sec = 1 }, { .tv_sec = 1 } };
+	uid_t other = geteuid() == 0 ? 12345 : getuid();
+	gid_t ogid = geteuid() == 0 ? 12345 : getgid();
+	char a[512], b[512], c[512], path[600], home2[160], cwd[512];
+	struct stat st;
+
+	v1_at_root(fx);
+	mkdirs(fx->dir, "pids/sandgate/cntr_0000");
+	snprintf(path, sizeof(path), "%s/pids/sandgate/cntr_0000", fx->dir);
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	sg_cg_setup(&fx->cg, fx->home, getuid(), getgid());
+	assert_int_equal(fx->cg.mode, SG_CG_V1);
+	snprintf(a, sizeof(a), "%s", fx->cg.dir[SG_CG_PIDS]);
+	/* Another user's gateway on another store, then a gateway of
+	 * ours on another store. */
+	snprintf(home2, sizeof(home2), "%s/site2/local", fx->dir);
+	sg_cg_setup(&fx->cg, home2, other, ogid);
+	assert_int_equal(fx->cg.mode, SG_CG_V1);
+	snprintf(b, sizeof(b), "%s", fx->cg.dir[SG_CG_PIDS]);
+	sg_cg_setup(&fx->cg, home2, getuid(), getgid());
+	snprintf(c, sizeof(c), "%s", fx->cg.dir[SG_CG_PIDS]);
+	assert_string_not_equal(a, c);
+	if (other != getuid()) {
+		assert_string_not_equal(a, b);
+		assert_string_not_equal(b, c);
+	}
+	assert_int_equal(stat(a, &st), 0);
+	assert_int_equal(st.st_uid, getuid());
+	assert_int_equal(stat(b, &st), 0);
+	assert_int_equal(st.st_uid, other);
+	/* Each one's stale group, and one of the old shared group. */
+	snprintf(path, sizeof(path), "%s/cntr_1111", a);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	snprintf(path, sizeof(path), "%s/cntr_2222", b);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	/* The first restarted, its home named relative to where it runs:
+	 * the same group, its own stale group gone, no other touched. */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(fx->dir), 0);
+	sg_cg_setup(&fx->cg, "store/local", getuid(), getgid());
+	assert_int_equal(chdir(cwd), 0);
+	assert_string_equal(fx->cg.dir[SG_CG_PIDS], a);
+	snprintf(path, sizeof(path), "%s/cntr_1111", a);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/cntr_2222", b);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(stat(b, &st), 0);
+	assert_int_equal(st.st_uid, other);
+	snprintf(path, sizeof(path), "%s/pids/sandgate/cntr_0000", fx->dir);
+	assert_int_equal(access(path, F_OK), 0);
 }
 
 /* Without pids there are no per-sandbox limits: NONE, and why. */
@@ -136,7 +230,7 @@ v1_without_pids_is_none(void **state)
 	put_file(fx->dir, "mountinfo", mi);
 	put_file(fx->dir, "cgroup", "4:memory:/\n");
 	mkdirs(fx->dir, "memory");
-	sg_cg_setup(&fx->cg, getuid(), getgid());
+	sg_cg_setup(&fx->cg, fx->home, getuid(), getgid());
 	assert_int_equal(fx->cg.mode, SG_CG_NONE);
 	assert_contains(fx->cg.why, "pids");
 	assert_contains(sg_cg_describe(&fx->cg), "no cgroup");
@@ -160,17 +254,15 @@ v1_refuses_a_link_and_a_foreign_dir(void **state)
 	snprintf(link, sizeof(link), "%s/memory/a", fx->dir);
 	snprintf(target, sizeof(target), "%s/memory/elsewhere", fx->dir);
 	assert_int_equal(symlink(target, link), 0);
-	sg_cg_setup(&fx->cg, getuid(), getgid());
+	sg_cg_setup(&fx->cg, fx->home, getuid(), getgid());
 	assert_int_equal(fx->cg.mode, SG_CG_NONE);
-	snprintf(target, sizeof(target), "%s/memory/elsewhere/sandgate",
-	    fx->dir);
-	assert_int_equal(access(target, F_OK), -1);
+	assert_int_equal(rmdir(target), 0);	/* nothing was made in it */
 	if (geteuid() == 0) {
 		/* A directory of another user's, even a real one. */
 		unlink(link);
 		mkdirs(fx->dir, "memory/a");
 		assert_int_equal(chown(link, 12345, 12345), 0);
-		sg_cg_setup(&fx->cg, getuid(), getgid());
+		sg_cg_setup(&fx->cg, fx->home, getuid(), getgid());
 		assert_int_equal(fx->cg.mode, SG_CG_NONE);
 	}
 }
@@ -190,7 +282,7 @@ v2_needs_controllers_and_no_strangers(void **state)
 	mkdirs(fx->dir, "unified/user.slice/session-1.scope");
 	put_file(fx->dir, "unified/user.slice/session-1.scope/cgroup.controllers",
 	    "cpuset io\n");
-	sg_cg_setup(&fx->cg, getuid(), getgid());
+	sg_cg_setup(&fx->cg, fx->home, getuid(), getgid());
 	assert_int_equal(fx->cg.mode, SG_CG_NONE);
 	assert_contains(fx->cg.why, "no memory and pids");
 	put_file(fx->dir, "unified/user.slice/session-1.scope/cgroup.controllers",
@@ -198,12 +290,57 @@ v2_needs_controllers_and_no_strangers(void **state)
 	/* pid 1 is nobody's child: a stranger. */
 	snprintf(procs, sizeof(procs), "1\n%d\n", (int)getpid());
 	put_file(fx->dir, "unified/user.slice/session-1.scope/cgroup.procs", procs);
-	sg_cg_setup(&fx->cg, getuid(), getgid());
+	sg_cg_setup(&fx->cg, fx->home, getuid(), getgid());
 	assert_int_equal(fx->cg.mode, SG_CG_NONE);
 	assert_contains(fx->cg.why, "not sandgate's");
 	snprintf(mi, sizeof(mi), "%s/unified/user.slice/session-1.scope/"
 	    "sandgate.gw", fx->dir);
 	assert_int_equal(access(mi, F_OK), -1);
+}
+
+/*
+ * v2, sandboxd started again by its master (after a crash): it is born
+ * in sandgate.gw, where the first one moved the gateway, and given to
+ * the gateway's user. It takes the service's cgroup up again rather than
+ * refusing that directory (root) or nesting a new pair inside it.
+ */
+static void
+v2_sandboxd_again_finds_the_service_group(void **state)
+{
+	struct fx *fx = *state;
+	static const char *const files[] = { "cgroup.procs",
+	    "cgroup.subtree_control", "sandgate.gw/cgroup.procs",
+	    "sandgate.sbx/cgroup.procs", "sandgate.sbx/cgroup.subtree_control" };
+	char mi[1024], want[512], procs[32];
+	uid_t other = geteuid() == 0 ? 12345 : getuid();
+	gid_t ogid = geteuid() == 0 ? 12345 : getgid();
+	size_t i;
+
+	snprintf(mi, sizeof(mi), "30 25 0:26 / %s/unified rw - cgroup2 cgroup2 "
+	    "rw\n", fx->dir);
+	put_file(fx->dir, "mountinfo", mi);
+	put_file(fx->dir, "cgroup", "0::/svc/sandgate.gw\n");
+	mkdirs(fx->dir, "unified/svc/sandgate.gw");
+	mkdirs(fx->dir, "unified/svc/sandgate.sbx");
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(want, sizeof(want), "unified/svc/%s", files[i]);
+		put_file(fx->dir, want, "");
+	}
+	put_file(fx->dir, "unified/svc/cgroup.controllers", "cpu memory pids\n");
+	put_file(fx->dir, "unified/svc/sandgate.gw/cgroup.controllers",
+	    "cpu memory pids\n");
+	snprintf(procs, sizeof(procs), "%d\n", (int)getpid());
+	put_file(fx->dir, "unified/svc/sandgate.gw/cgroup.procs", procs);
+	snprintf(want, sizeof(want), "%s/unified/svc/sandgate.gw", fx->dir);
+	assert_int_equal(chown(want, other, ogid), 0);
+	sg_cg_setup(&fx->cg, fx->home, other, ogid);
+	assert_int_equal(fx->cg.mode, SG_CG_V2);
+	snprintf(want, sizeof(want), "%s/unified/svc/sandgate.sbx", fx->dir);
+	assert_string_equal(fx->cg.dir[SG_CG_MEMORY], want);
+	assert_string_equal(fx->cg.dir[SG_CG_PIDS], want);
+	snprintf(want, sizeof(want), "%s/unified/svc/sandgate.gw/sandgate.gw",
+	    fx->dir);
+	assert_int_equal(access(want, F_OK), -1);
 }
 
 /* A BPF program: whole sock_filter entries, ending in a return. */
@@ -432,8 +569,10 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		T(v1_found_per_controller),
 		T(v1_without_pids_is_none),
+		T(v1_one_group_per_user_and_store),
 		T(v1_refuses_a_link_and_a_foreign_dir),
 		T(v2_needs_controllers_and_no_strangers),
+		T(v2_sandboxd_again_finds_the_service_group),
 		cmocka_unit_test(seccomp_filter_builds),
 		cmocka_unit_test(memfd_holds_the_data_from_the_start),
 		cmocka_unit_test(sun_names_the_socket_through_its_directory),
