@@ -578,6 +578,12 @@ sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 	json_t *handle;
 	int rc = SG_PROV_OK;
 
+	/* Claimed (a warm one handed out, a run begun) or gone since it was
+	 * read: not this reading's to delete. */
+	if ((rc = sg_store_sbx_claim_delete(env->store, row)) != SG_STORE_OK) {
+		snprintf(why, whysz, "%s", sg_store_errmsg(env->store));
+		return rc == SG_STORE_NOTFOUND ? 1 : -1;
+	}
 	handle = row->handle != NULL ? json_loads(row->handle, 0, NULL) : NULL;
 	if (handle == NULL && strcmp(row->state, "creating") == 0 &&
 	    (rc = find_orphan(env, row, &handle, why, whysz)) != SG_PROV_OK)
