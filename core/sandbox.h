@@ -110,10 +110,12 @@ int	 sg_sbx_other_box(struct sg_sbx_env *, const struct sg_store_sbx *,
  * their provider, rows removed: sandboxes whose life there passed; kept
  * ones (sessions, conversations, explicit) idle past sessions.ttl and
  * running nothing; a request's own whose responder is gone; evictions
- * whose delete failed; this box's local ones whose sandboxd is gone. Sessions left without a sandbox for a day go.
- * With only_tool, every sandbox of that tool instead (a tool removed
- * from the config: env->cfg is the old one, with its settings). Counts in
- * *deleted and *failed. 0, or -1 when the store failed.
+ * whose delete failed; this box's local ones whose sandboxd is gone.
+ * Sessions left without a sandbox for a day go. With only_tool, every
+ * sandbox of that tool instead (a tool removed from the config: env->cfg
+ * is the old one, with its settings). Counts in *deleted and *failed (a
+ * row claimed by another meanwhile is neither). 0, or -1 when the store
+ * failed.
  */
 int	 sg_sbx_reap(struct sg_sbx_env *, const char *only_tool, int *deleted,
 	    int *failed, int *skipped);

@@ -146,9 +146,9 @@ RESULT_KEYS = (("text/plain", "text"), ("text/html", "html"), ("text/markdown", 
                ("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpeg"),
                ("application/pdf", "pdf"), ("text/latex", "latex"), ("application/json", "json"),
                ("application/javascript", "javascript"), ("e2b/data", "data"), ("e2b/chart", "chart"))
-FAULT_KINDS = ("create_status", "create_delay", "delete_delay", "execute_drop", "execute_hang", "execute_status",
-               "delete_status", "timeout_status", "files_status", "download_status", "download_drop",
-               "listdir_status")
+FAULT_KINDS = ("create_status", "create_delay", "execute_drop", "execute_hang", "execute_status",
+               "delete_status", "delete_delay", "timeout_status", "files_status", "download_status",
+               "download_drop", "listdir_status")
 FAULT_PARAMS = ("count", "message", "error_code", "retry_after", "lines")
 ID_RE = re.compile(r"[a-z0-9]+")
 HOME_DIR = "/home/user"           # the template's user "user" (uid 1000), its home and the kernels' cwd
