@@ -241,9 +241,11 @@ sg_pool_tend(struct sg_sbx_env *env)
 		return;
 	}
 	for (i = 0; i < m.n; i++) {
+		/* One claimed meanwhile is gone, or is by the time a
+		 * destroy claims it: destroy_row leaves it then. */
 		if (sg_store_sbx_get(env->store, m.id[i], NULL, &row) !=
 		    SG_STORE_OK)
-			continue;	/* claimed meanwhile */
+			continue;
 		t = wanted(env, &row);
 		k = t != NULL ? (size_t)(t - env->cfg->tools) : 0;
 		if (t == NULL || k >= TOOLS_MAX)
@@ -274,6 +276,8 @@ drain_pass(struct sg_sbx_env *env, int last)
 		free(m.id);
 		return 0;
 	}
+	/* A warm one handed out meanwhile is its claimer's: destroy_row
+	 * leaves it. */
 	for (i = 0; i < m.n; i++)
 		if (sg_store_sbx_get(env->store, m.id[i], NULL, &row) ==
 		    SG_STORE_OK) {

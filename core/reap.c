@@ -50,6 +50,25 @@ forgotten(const struct sweep *w, const struct sg_store_sbx *row)
 	    row->expires_at < w->now - SG_BOX_GONE_AFTER;
 }
 
+/* A local sandbox of this box whose sandboxd died (the gateway stopped
+ * or restarted, or sandboxd crashed) went with it, though its row still
+ * says it lives: told from its files, no provider call. */
+static int
+lost_local(const struct sweep *w, const struct sg_store_sbx *row)
+{
+	const struct sg_tool *t = sg_cfg_tool(w->cfg, row->tool);
+	json_t *handle;
+	int gone;
+
+	if (t == NULL || t->provider != SG_PROVIDER_LOCAL ||
+	    row->handle == NULL || !sg_sbx_ours(w->env, row) ||
+	    (handle = json_loads(row->handle, 0, NULL)) == NULL)
+		return 0;
+	gone = sg_local_gone(handle);
+	json_decref(handle);
+	return gone;
+}
+
 /* Whether row is to go now. */
 static int
 due(const struct sweep *w, const struct sg_store_sbx *row)
@@ -74,8 +93,9 @@ due(const struct sweep *w, const struct sg_store_sbx *row)
 	/* Running code holds it, whatever its kind. */
 	if (sg_sbx_running(env, row))
 		return 0;
-	/* An eviction whose delete failed, tried again. */
-	if (strcmp(row->state, "deleting") == 0)
+	/* An eviction whose delete failed, tried again; a local one that
+	 * is no more. */
+	if (strcmp(row->state, "deleting") == 0 || lost_local(w, row))
 		return 1;
 	/* A warm one is its reaper's to keep, check and drain, until that
 	 * reaper died without draining (killed). */
@@ -160,7 +180,8 @@ sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
 		return -1;
 	}
 	for (i = 0; i < w.n; i++) {
-		/* Read again: it may have been used, or deleted, meanwhile. */
+		/* Read again: it may have been used, or deleted, meanwhile
+		 * (and until its delete claims it: sg_sbx_destroy_row). */
 		if (sg_store_sbx_get(env->store, w.ids[i], NULL, &row) != 0)
 			continue;
 		w.now = (int64_t)time(NULL);
@@ -171,9 +192,10 @@ sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
 				    why);
 		} else if (!due(&w, &row))
 			;
-		else if (sg_sbx_destroy_row(env, &row, why, sizeof(why)) == 0)
+		else if ((rc = sg_sbx_destroy_row(env, &row, why,
+		    sizeof(why))) == 0)
 			(*deleted)++;
-		else {
+		else if (rc == -1) {
 			fprintf(stderr, "sandgate: reaper: sandbox %s: %s\n",
 			    w.ids[i], why);
 			(*failed)++;

@@ -576,8 +576,17 @@ sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 	struct sg_prov_error pe;
 	struct sg_error err;
 	json_t *handle;
-	int rc = SG_PROV_OK;
+	int rc = SG_PROV_OK, claim;
 
+	/* Claimed (a warm one handed out, a run begun) or gone since it was
+	 * read: not this reading's to delete. */
+	if ((claim = sg_store_sbx_claim_delete(env->store, row)) ==
+	    SG_STORE_NOTFOUND)
+		return 1;
+	if (claim != SG_STORE_OK) {
+		snprintf(why, whysz, "%s", sg_store_errmsg(env->store));
+		return -1;
+	}
 	handle = row->handle != NULL ? json_loads(row->handle, 0, NULL) : NULL;
 	if (handle == NULL && strcmp(row->state, "creating") == 0 &&
 	    (rc = find_orphan(env, row, &handle, why, whysz)) != SG_PROV_OK)

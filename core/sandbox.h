@@ -80,8 +80,10 @@ void	 sg_sbx_data_path(const char *filename, char *out, size_t sz);
 int	 sg_sbx_put_file(struct sg_sbx_env *, const char *tenant, const char *id,
 	    const struct sg_store_file *f, struct sg_error *);
 /* Delete a row's sandbox at its provider (a row without a handle has
- * nothing there) and remove the row. The row's tool must still be
- * configured. 0, or -1 with why. */
+ * nothing there) and remove the row, once the row is claimed for it
+ * (sg_store_sbx_claim_delete). The row's tool must still be configured.
+ * 0; 1 when the row was claimed, used or removed since it was read
+ * (nothing done); or -1 with why. */
 int	 sg_sbx_destroy_row(struct sg_sbx_env *, const struct sg_store_sbx *,
 	    char *why, size_t whysz);
 /* Whether the process that recorded row, on this box, is gone (another
@@ -108,10 +110,12 @@ int	 sg_sbx_other_box(struct sg_sbx_env *, const struct sg_store_sbx *,
  * their provider, rows removed: sandboxes whose life there passed; kept
  * ones (sessions, conversations, explicit) idle past sessions.ttl and
  * running nothing; a request's own whose responder is gone; evictions
- * whose delete failed. Sessions left without a sandbox for a day go.
- * With only_tool, every sandbox of that tool instead (a tool removed
- * from the config: env->cfg is the old one, with its settings). Counts in
- * *deleted and *failed. 0, or -1 when the store failed.
+ * whose delete failed; this box's local ones whose sandboxd is gone.
+ * Sessions left without a sandbox for a day go. With only_tool, every
+ * sandbox of that tool instead (a tool removed from the config: env->cfg
+ * is the old one, with its settings). Counts in *deleted and *failed (a
+ * row claimed by another meanwhile is neither). 0, or -1 when the store
+ * failed.
  */
 int	 sg_sbx_reap(struct sg_sbx_env *, const char *only_tool, int *deleted,
 	    int *failed, int *skipped);

@@ -13,6 +13,7 @@
  * store, and deleted by the sandboxd that holds it.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <errno.h>
@@ -323,6 +324,32 @@ local_destroy(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	    sg_prov_fail(err, SG_PROV_GONE, 0, "already gone") : SG_PROV_OK;
 	json_decref(resp);
 	return rc;
+}
+
+int
+sg_local_gone(const json_t *handle)
+{
+	const char *sock = json_string_value(json_object_get(handle, "socket"));
+	struct sockaddr_un sun;
+	struct stat st;
+	char *holder = NULL;
+	int kernels, gone;
+
+	if (sock == NULL || strchr(sock, '/') == NULL)
+		return 0;
+	if ((kernels = sg_sbxd_sun_path(&sun, sock)) == -1)
+		return errno == ENOENT;
+	/* A sandboxd started again in the same place emptied kernels/. A
+	 * lock this process may not open says nothing of its holder. */
+	if (fstatat(kernels, strrchr(sock, '/') + 1, &st,
+	    AT_SYMLINK_NOFOLLOW) == -1)
+		gone = errno == ENOENT;
+	else
+		gone = faccessat(kernels, "../lock", R_OK, AT_EACCESS) == 0 &&
+		    (holder = holder_socket(handle)) == NULL;
+	free(holder);
+	close(kernels);
+	return gone;
 }
 
 static int

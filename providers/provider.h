@@ -165,6 +165,12 @@ json_t		*sg_exec_json(const struct sg_exec *);
 int		 sg_exec_timeout(struct sg_exec *, int rc, long status,
 		    int limit_s);
 
+/* Whether a local sandbox (its handle) is known gone from its files
+ * alone, no sandboxd asked: the sandboxd that made it is not running (its
+ * kernels died with it), or runs again without it. 0 when it may live, or
+ * when this process may not look. */
+int		 sg_local_gone(const json_t *handle);
+
 /* sandboxd, the local provider's supervisor (providers/sandboxd.c). */
 struct sg_sandboxd_conf {
 	const char	*dir;		/* runtime dir: sandboxd.sock, kernels/ */

@@ -1,7 +1,9 @@
 /*
  * Warm sandboxes: rows of kind SG_SBX_WARM and no tenant, made ahead by
  * the reaper. A claim moves one into the claimer's row in one
- * transaction, so two claims never get the same sandbox.
+ * transaction, so two claims never get the same sandbox; a delete claims
+ * its row first (sg_store_sbx_claim_delete), so none gets one on its way
+ * out.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,15 +79,16 @@ sg_store_pool_take(struct sg_store *st, const char *id, const char *tool,
 	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
 		return rc;
 	rc = oldest(st, tool, gen, warm, &handle, &expires_at);
+	/* Still warm, or a deleter has it (sg_store_sbx_claim_delete). */
 	if (rc == SG_STORE_OK)
+		rc = sg_st_exec_args(st, &changes, "DELETE FROM sandboxes WHERE "
+		    "id = ? AND state = 'warm'", "s", warm);
+	if (rc == SG_STORE_OK && changes == 1)
 		rc = sg_st_exec_args(st, &changes, "UPDATE sandboxes SET handle = "
 		    "?, state = 'ready', expires_at = ? WHERE id = ? AND state = "
 		    "'creating'", "sis", handle, expires_at, id);
-	if (rc == SG_STORE_OK && changes == 0)
+	if (rc == SG_STORE_OK && changes != 1)
 		rc = SG_STORE_NOTFOUND;
-	if (rc == SG_STORE_OK)
-		rc = sg_st_exec_args(st, NULL, "DELETE FROM sandboxes WHERE id = ?",
-		    "s", warm);
 	free(handle);
 	return sg_st_end(st, rc);
 }

@@ -205,6 +205,22 @@ sg_store_sbx_mark(struct sg_store *st, const char *id, const char *state)
 }
 
 int
+sg_store_sbx_claim_delete(struct sg_store *st, const struct sg_store_sbx *seen)
+{
+	int changes = 0, rc;
+
+	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
+		return rc;
+	rc = sg_st_exec_args(st, &changes, "UPDATE sandboxes SET state = CASE "
+	    "WHEN state = 'creating' THEN state ELSE 'deleting' END WHERE id = ? "
+	    "AND state = ? AND runner_until = ?", "ssi", seen->id, seen->state,
+	    seen->runner_until);
+	if (rc == SG_STORE_OK && changes == 0)
+		rc = SG_STORE_NOTFOUND;
+	return sg_st_end(st, rc);
+}
+
+int
 sg_store_sbx_remove(struct sg_store *st, const char *id)
 {
 	return sg_st_exec_args(st, NULL, "DELETE FROM sandboxes WHERE id = ?", "s",

@@ -145,6 +145,15 @@ int	 sg_store_sbx_touch(struct sg_store *, const char *id,
 	    int64_t expires_at);
 int	 sg_store_sbx_mark(struct sg_store *, const char *id, const char *state);
 /*
+ * Before a sandbox is deleted at its provider, its row is the deleter's:
+ * "deleting" (one still "creating" stays so: its creator is gone), in a
+ * transaction as a claim's (sg_store_pool_take), and only while it is as
+ * seen when read (state and run): OK, or NOTFOUND when it was claimed,
+ * used or removed since, and is not to be deleted on that reading.
+ */
+int	 sg_store_sbx_claim_delete(struct sg_store *,
+	    const struct sg_store_sbx *seen);
+/*
  * pool.c: warm sandboxes, made ahead of need for a tool by the reaper
  * (kind SG_SBX_WARM, tenant "", state creating then "warm"), gen naming
  * the tool's settings they were made with. Each box keeps its own: they

@@ -81,6 +81,7 @@ Test hooks (not authenticated): GET /__stats, POST /__reset, GET|POST /__faults,
 Faults (POST /__faults, each with "count", default 1, -1 = forever; {} clears all):
   {"create_status": 500|503|504|429|401, "message"?, "error_code"?, "retry_after"?}
   {"create_delay": SECONDS}           {"delete_status": 500}        {"timeout_status": 500}
+  {"delete_delay": SECONDS}           (a kill that takes this long: the sandbox dies at its end)
   {"execute_status": 502}             (the proxy's "sandbox was not found" 502)
   {"execute_drop": true, "lines"?: 2} (send N lines, then close mid-stream, no end_of_execution)
   {"execute_hang": true, "lines"?: 1} (send N lines, then nothing until the client leaves)
@@ -146,8 +147,8 @@ RESULT_KEYS = (("text/plain", "text"), ("text/html", "html"), ("text/markdown", 
                ("application/pdf", "pdf"), ("text/latex", "latex"), ("application/json", "json"),
                ("application/javascript", "javascript"), ("e2b/data", "data"), ("e2b/chart", "chart"))
 FAULT_KINDS = ("create_status", "create_delay", "execute_drop", "execute_hang", "execute_status",
-               "delete_status", "timeout_status", "files_status", "download_status", "download_drop",
-               "listdir_status")
+               "delete_status", "delete_delay", "timeout_status", "files_status", "download_status",
+               "download_drop", "listdir_status")
 FAULT_PARAMS = ("count", "message", "error_code", "retry_after", "lines")
 ID_RE = re.compile(r"[a-z0-9]+")
 HOME_DIR = "/home/user"           # the template's user "user" (uid 1000), its home and the kernels' cwd
@@ -1679,6 +1680,9 @@ class Handler(BaseHTTPRequestHandler):
         st = self.server.state
         st.bump(None, "delete")
         sid = sid.split("-", 1)[0]        # legacy "<sandboxID>-<clientID>"
+        delay = st.take_fault("delete_delay")
+        if delay:
+            time.sleep(float(delay["value"]))
         fault = st.take_fault("delete_status")
         if fault:
             status = as_int(fault["value"]) or 500
