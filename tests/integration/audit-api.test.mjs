@@ -218,13 +218,11 @@ test("a gateway-state history past max_body_bytes is refused 400 context_length_
   const base = Math.max(...stack.processes().responders.map(hwm));
   await stack.resetFake();
   const r = await call("POST", "/v1/responses", { model: "gw-echo", input: "and?", previous_response_id: last }, EVE);
-  { const q = await stack.fakeRequests(); console.log("UP", q.length, q.map((x) => JSON.stringify(x.body).length)); }
-  console.log("MEASURE", r.status, (Math.max(...stack.processes().responders.map(hwm)) - base) >> 20, base >> 20);
   assertError(r, 400, "input", "context_length_exceeded");
   assert.match(r.json.error.message, /^Your input exceeds the context window of this model\. Please adjust your input and try again\./);
   assert.deepEqual(await stack.fakeRequests(), [], "nothing went upstream");
   // Loaded up to the bound and no further: the peak grows by a few times
-  // max_body_bytes at most (it grew by about 200 MiB before the bound).
+  // max_body_bytes at most (measured: 1 MiB; 145 MiB before the bound).
   const peak = Math.max(...stack.processes().responders.map(hwm));
   assert.ok(peak - base <= 16 * MAX_BODY + (4 << 20), `responders peaked ${(peak - base) >> 20} MiB above ${base >> 20} MiB`);
   // Refused, not lost: every response of the chain is still there.
