@@ -35,9 +35,8 @@ cfile_json(const struct sg_store_file *f)
 	    "path", f->path, "source", f->source);
 }
 
-/* The caller's container: 0, or -1 with err. One of a tool the key may
- * not use is refused (403) on every route; with live, it must be there
- * (any kept kind, ready). A gone one's files are the key's still. */
+/* The caller's container: 0, or -1 with err (403 for a tool the key may
+ * not use; with live, 404 unless it is there: any kept kind, ready). */
 static int
 container_of(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
     int live, struct sg_error *err)
@@ -236,11 +235,11 @@ sg_cfile_api(struct sg_sbx_env *env, enum sg_route route, const char *id,
 
 	/* What the code wrote outlives its sandbox: a gone container's
 	 * files are still read, listed and deleted; only a live one takes
-	 * new ones. */
+	 * new ones. A live one of a tool the key may not use is refused. */
 	sg_error_server(&err, 500, "The container's files failed.");
 	if (container_of(env, req, id, route == SG_ROUTE_CFILE_CREATE,
 	    &err) == -1)
-		;
+		;	/* err says why */
 	else if (route == SG_ROUTE_CFILE_CREATE) {
 		answer = req->in != NULL ? upload(env, req, id, &err) :
 		    copy(env, req, id, &err);

@@ -227,8 +227,10 @@ sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
 		return bind_explicit(env, req, ex, b, err);
 	if (rc == 1) {
 		b->kind = SG_SBX_SESSION;
+		if (!code)
+			return 0;
 		sg_bind_peek(env, req, b, prev);
-		return code ? usable(env, req, prev, err) : 0;
+		return usable(env, req, prev, err);
 	}
 	continued(env, req, work, prev);
 	if (prev[0] != '\0' && alive(env, req, prev, &kind)) {
