@@ -66,8 +66,18 @@ const code = (src, more = {}) => ({ model: "ci-turn", input: JSON.stringify({ co
 
 test("a key with tools = [] makes no container, writes no file and runs nothing", async () => {
   const before = sandboxes();
+  // The Files API touches no sandbox: dave may upload, not put it anywhere.
+  const form = new FormData();
+  form.append("purpose", "user_data");
+  form.append("file", new Blob(["x"]), "x.txt");
+  const file = await (await fetch(stack.url("/v1/files"), { method: "POST",
+    headers: { authorization: `Bearer ${DAVE}` }, body: form })).json();
+  assert.match(file.id, /^file-/);
   denied(await call("POST", "/v1/sandboxes", {}, DAVE), "local2");
   denied(await call("POST", "/v1/containers", { name: "mine" }, DAVE), "local2");
+  denied(await call("POST", "/v1/containers", { name: "mine", file_ids: [file.id] }, DAVE), "local2");
+  denied(await call("POST", "/v1/responses", code("print(1)", { tools: [{ type: "code_interpreter",
+    container: { type: "auto", file_ids: [file.id] } }] }), DAVE), "local2", "tools");
   denied(await call("POST", "/v1/code", { code: "print(1)" }, DAVE), "local2");
   denied(await call("POST", "/v1/responses", code("print(1)"), DAVE), "local2", "tools");
   denied(await call("POST", "/v1/responses", code("print(1)", { metadata: { session_id: "s" } }), DAVE),
