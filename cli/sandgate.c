@@ -355,7 +355,7 @@ exec_code(const struct sg_cfg *cfg, const char *tool, const char *sandbox,
     const char *file)
 {
 	struct sg_prov prov;
-	struct sg_sbx_env env = { cfg, NULL, &prov };
+	struct sg_sbx_env env = { cfg, NULL, &prov, NULL };
 	struct sg_store_sbx row;
 	struct sg_error err, derr;
 	json_t *result = NULL;
@@ -404,7 +404,7 @@ static int
 reap(const struct sg_cfg *cfg)
 {
 	struct sg_prov prov;
-	struct sg_sbx_env env = { cfg, NULL, &prov };
+	struct sg_sbx_env env = { cfg, NULL, &prov, NULL };
 	int deleted = 0, failed = 0, skipped = 0, rc = 1;
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -142,7 +142,7 @@ static int
 purge(const struct sg_cfg *cfg, struct sg_store *st, const char *tenant)
 {
 	struct sg_prov prov;
-	struct sg_sbx_env env = { cfg, st, &prov };
+	struct sg_sbx_env env = { cfg, st, &prov, NULL };
 	struct doomed d = { NULL, 0, 0 };
 	struct sg_store_sbx row;
 	char why[512];

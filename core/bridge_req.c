@@ -61,6 +61,69 @@ content_ok(const json_t *c, int text_only)
 	return 1;
 }
 
+/* OpenAI's words for a JSON value's type. */
+static const char *
+a_type(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a decimal";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	default:
+		return "a string";
+	}
+}
+
+/*
+ * Member key of input item i, which its Chat form cannot go without (a
+ * string, or with any_type anything but null): 0, or -1 with OpenAI's 400
+ * naming it, "input[3].call_id". The name is kept in a static buffer: a
+ * responder answers one request at a time, and its error goes out before
+ * the next is checked.
+ */
+static int
+required(const json_t *it, size_t i, const char *key, int any_type,
+    struct sg_error *err)
+{
+	static char param[48];
+	const json_t *v = json_object_get(it, key);
+
+	if (json_is_string(v) || (any_type && v != NULL && !json_is_null(v)))
+		return 0;
+	snprintf(param, sizeof(param), "input[%zu].%s", i, key);
+	if (v == NULL || json_is_null(v))
+		return sg_error_invalid(err, param, "missing_required_parameter",
+		    "Missing required parameter: '%s'.", param);
+	return sg_error_invalid(err, param, "invalid_type", "Invalid type for "
+	    "'%s': expected a string, but got %s instead.", param, a_type(v));
+}
+
+/* What an item's Chat form is made of: what it lacks would be dropped on
+ * the way (a tool message without its call, a call without its id). */
+static int
+complete(const json_t *it, size_t i, const char *t, struct sg_error *err)
+{
+	if (t[0] == '\0' || strcmp(t, "message") == 0)
+		return required(it, i, "role", 0, err) == -1 ||
+		    required(it, i, "content", 1, err) == -1 ? -1 : 0;
+	if (strcmp(t, "function_call") == 0)
+		return required(it, i, "call_id", 0, err) == -1 ||
+		    required(it, i, "name", 0, err) == -1 ||
+		    required(it, i, "arguments", 0, err) == -1 ? -1 : 0;
+	if (strcmp(t, "function_call_output") == 0)
+		return required(it, i, "call_id", 0, err) == -1 ||
+		    required(it, i, "output", 1, err) == -1 ? -1 : 0;
+	return 0;
+}
+
 static int
 check_input(const json_t *input, struct sg_error *err)
 {
@@ -73,6 +136,8 @@ check_input(const json_t *input, struct sg_error *err)
 		const char *t = type_of(it);
 		const char *role = json_string_value(json_object_get(it, "role"));
 
+		if (complete(it, i, t, err) == -1)
+			return -1;
 		if ((t[0] == '\0' || strcmp(t, "message") == 0) &&
 		    content_ok(json_object_get(it, "content"), role == NULL ||
 		    strcmp(role, "user") != 0))

@@ -35,18 +35,24 @@ cfile_json(const struct sg_store_file *f)
 	    "path", f->path, "source", f->source);
 }
 
-/* The caller's container (any kept kind, ready): 0, or -1 with err. */
+/* The caller's container: 0, or -1 with err (403 for a tool the key may
+ * not use; with live, 404 unless it is there: any kept kind, ready). */
 static int
 container_of(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
-    struct sg_error *err)
+    int live, struct sg_error *err)
 {
 	struct sg_store_sbx row;
 	int rc = sg_store_sbx_get(env->store, id, req->tenant, &row), ok;
 
 	if (rc != SG_STORE_OK && rc != SG_STORE_NOTFOUND)
 		return sg_error_store(err, sg_store_errmsg(env->store));
-	ok = rc == SG_STORE_OK && row.kind != SG_SBX_EPHEMERAL &&
-	    strcmp(row.state, "ready") == 0;
+	if (rc == SG_STORE_OK && sg_sbx_may_use(env, row.tool, "tool",
+	    err) == -1) {
+		sg_store_sbx_clear(&row);
+		return -1;
+	}
+	ok = !live || (rc == SG_STORE_OK && row.kind != SG_SBX_EPHEMERAL &&
+	    strcmp(row.state, "ready") == 0);
 	if (rc == SG_STORE_OK)
 		sg_store_sbx_clear(&row);
 	return ok ? 0 : sg_error_set(err, 404, "invalid_request_error", NULL,
@@ -229,16 +235,18 @@ sg_cfile_api(struct sg_sbx_env *env, enum sg_route route, const char *id,
 
 	/* What the code wrote outlives its sandbox: a gone container's
 	 * files are still read, listed and deleted; only a live one takes
-	 * new ones. */
+	 * new ones. A live one of a tool the key may not use is refused. */
 	sg_error_server(&err, 500, "The container's files failed.");
-	if (route == SG_ROUTE_CFILE_CREATE) {
-		if (container_of(env, req, id, &err) == 0)
-			answer = req->in != NULL ? upload(env, req, id, &err) :
-			    copy(env, req, id, &err);
+	if (container_of(env, req, id, route == SG_ROUTE_CFILE_CREATE,
+	    &err) == -1)
+		;	/* err says why */
+	else if (route == SG_ROUTE_CFILE_CREATE) {
+		answer = req->in != NULL ? upload(env, req, id, &err) :
+		    copy(env, req, id, &err);
 	} else if (route == SG_ROUTE_CFILE_LIST) {
 		if ((answer = list(env, req, id, &err)) != NULL &&
 		    json_array_size(json_object_get(answer, "data")) == 0 &&
-		    container_of(env, req, id, &err) == -1) {
+		    container_of(env, req, id, 1, &err) == -1) {
 			json_decref(answer);
 			answer = NULL;
 		}

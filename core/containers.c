@@ -3,7 +3,9 @@
  * kind POST /v1/sandboxes makes (one id space, cntr_...), so it works
  * everywhere a sandbox does, "container": "cntr_..." in the tool included.
  * POST /v1/containers (name, file_ids), GET /v1/containers, GET and DELETE
- * /v1/containers/{id}. Per key: another key's container is not found.
+ * /v1/containers/{id}. Per key: another key's container is not found; one
+ * of a tool the key may not use (auth.keys[].tools) is refused, as on
+ * /v1/sandboxes, and not listed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,13 +120,14 @@ get(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 		sg_error_store(err, sg_store_errmsg(env->store));
 		return NULL;
 	}
-	out = container_json(env->cfg, &row);
+	out = sg_sbx_may_use(env, row.tool, "tool", err) == 0 ?
+	    container_json(env->cfg, &row) : NULL;
 	sg_store_sbx_clear(&row);
 	return out;
 }
 
 struct listing {
-	const struct sg_cfg	*cfg;
+	const struct sg_sbx_env	*env;
 	json_t			*all;	/* oldest first */
 	const char		*name;	/* a filter, or NULL */
 };
@@ -136,17 +139,18 @@ add(void *arg, const struct sg_store_sbx *row)
 	struct listing *l = arg;
 
 	if (row->kind == SG_SBX_EPHEMERAL || strcmp(row->state, "ready") != 0 ||
-	    (l->name != NULL && strcmp(row->name, l->name) != 0))
+	    (l->name != NULL && strcmp(row->name, l->name) != 0) ||
+	    !sg_cfg_key_may_use(l->env->key, row->tool))
 		return 0;
-	return json_array_append_new(l->all, container_json(l->cfg, row)) == 0 ?
-	    0 : -1;
+	return json_array_append_new(l->all, container_json(l->env->cfg,
+	    row)) == 0 ? 0 : -1;
 }
 
 static json_t *
 list(struct sg_sbx_env *env, const struct sg_req *req, struct sg_error *err)
 {
 	char after[64], name[NAME_MAX_BYTES + 1];
-	struct listing l = { env->cfg, json_array(), NULL };
+	struct listing l = { env, json_array(), NULL };
 	json_t *data;
 	long limit;
 	int desc, more, rc;

@@ -7,6 +7,10 @@
 
 /* Responses walked back for one history: a bound on a request's work. */
 #define HISTORY_MAX	1000
+/* JSON values read from the store for one request, as in a body
+ * (gateway.c): Jansson spends tens of bytes on each, so 8 MiB of small
+ * items would build a tree of 150 MiB. */
+#define LOADED_MAX_VALUES	100000
 
 static int
 is_type(const json_t *item, const char *type)
@@ -29,6 +33,29 @@ static int
 store_down(struct sg_conv *c, struct sg_error *err)
 {
 	return sg_error_store(err, sg_store_errmsg(c->store));
+}
+
+/*
+ * JSON text of the conversation, read from the store: 0, or -1 with
+ * OpenAI's context error once past c->max_bytes or LOADED_MAX_VALUES.
+ * Counted before it is parsed, so a long history is refused having cost
+ * at most that much.
+ */
+static int
+grow(struct sg_conv *c, const char *text, struct sg_error *err)
+{
+	size_t n = strlen(text);
+	int depth;
+
+	c->bytes += n;
+	c->values += sg_json_size(text, n, &depth);
+	if (c->bytes <= c->max_bytes && c->values <= LOADED_MAX_VALUES)
+		return 0;
+	return sg_error_invalid(err, "input", "context_length_exceeded",
+	    "Your input exceeds the context window of this model. Please "
+	    "adjust your input and try again. (With what it continues, this "
+	    "conversation is over what this gateway carries: %zu bytes, %d "
+	    "JSON values.)", c->max_bytes, LOADED_MAX_VALUES);
 }
 
 int
@@ -135,9 +162,11 @@ replayed_pair(const json_t *it, const char *id, const char *tool)
 	return pair;
 }
 
-/* The upstream's items stored for item_id of this tenant, or NULL. */
+/* The upstream's items stored for item_id of this tenant, or NULL; *rc
+ * SG_STORE_FULL (err filled) when they would pass the bound. */
 static json_t *
-stored_up(struct sg_conv *c, const char *item_id, json_t **client, int *rc)
+stored_up(struct sg_conv *c, const char *item_id, json_t **client, int *rc,
+    struct sg_error *err)
 {
 	char *item = NULL, *up = NULL;
 	json_t *u = NULL;
@@ -145,6 +174,8 @@ stored_up(struct sg_conv *c, const char *item_id, json_t **client, int *rc)
 	*client = NULL;
 	*rc = item_id != NULL ? sg_store_item_find(c->store, item_id,
 	    c->req->tenant, &item, &up) : SG_STORE_NOTFOUND;
+	if (*rc == SG_STORE_OK && grow(c, up, err) == -1)
+		*rc = SG_STORE_FULL;
 	if (*rc == SG_STORE_OK) {
 		u = json_loads(up, 0, NULL);
 		*client = json_loads(item, 0, NULL);
@@ -173,11 +204,13 @@ reference(struct sg_conv *c, const json_t *it, struct sg_error *err)
 	json_t *client, *up;
 	int rc;
 
-	up = stored_up(c, id, &client, &rc);
+	up = stored_up(c, id, &client, &rc, err);
 	if (rc == SG_STORE_OK) {
 		add_input(c, client, up);
 		return 0;
 	}
+	if (rc == SG_STORE_FULL)
+		return -1;
 	if (rc == SG_STORE_ERROR)
 		return store_down(c, err);
 	if (rc == SG_STORE_THEIRS || id == NULL || strncmp(id, "ci_", 3) == 0)
@@ -189,17 +222,21 @@ reference(struct sg_conv *c, const json_t *it, struct sg_error *err)
 
 /* A replayed code_interpreter_call: the exact pair the upstream saw when
  * sandgate holds it, else one made from what the client kept. */
-static void
-replay_call(struct sg_conv *c, const json_t *it, const char *tool)
+static int
+replay_call(struct sg_conv *c, const json_t *it, const char *tool,
+    struct sg_error *err)
 {
 	const char *id = whole(json_object_get(it, "id"));
 	json_t *client, *up;
 	int rc;
 
-	up = stored_up(c, id, &client, &rc);
+	up = stored_up(c, id, &client, &rc, err);
+	if (rc == SG_STORE_FULL)
+		return -1;
 	json_decref(client);
 	add_input(c, json_incref((json_t *)it), up != NULL ? up :
 	    replayed_pair(it, id != NULL ? id : "ci_replayed", tool));
+	return 0;
 }
 
 static int
@@ -221,23 +258,38 @@ take_input(struct sg_conv *c, const json_t *in, const char *tool,
 		if (is_type(it, "item_reference")) {
 			if (reference(c, it, err) == -1)
 				return -1;
-		} else if (is_type(it, "code_interpreter_call"))
-			replay_call(c, it, tool);
-		else
+		} else if (is_type(it, "code_interpreter_call")) {
+			if (replay_call(c, it, tool, err) == -1)
+				return -1;
+		} else
 			add_input(c, client_form(it), json_pack("[O]", it));
 	}
 	return 0;
 }
 
-/* sg_store_resp_items callback: a stored item's upstream items into arg. */
+struct loading {
+	struct sg_conv	*c;
+	json_t		*head;
+	struct sg_error	*err;
+	int		 over;	/* past the bound: err says so */
+};
+
+/* sg_store_resp_items callback: a stored item's upstream items into
+ * l->head, while the conversation stays within its bound. */
 static int
 add_up(void *arg, const struct sg_store_item *it)
 {
-	json_t *into = arg, *up = json_loads(it->upstream, 0, NULL), *x;
+	struct loading *l = arg;
+	json_t *up, *x;
 	size_t i;
 
+	if (grow(l->c, it->upstream, l->err) == -1) {
+		l->over = 1;
+		return -1;
+	}
+	up = json_loads(it->upstream, 0, NULL);
 	json_array_foreach(up, i, x)
-		json_array_append(into, x);
+		json_array_append(l->head, x);
 	json_decref(up);
 	return 0;
 }
@@ -245,12 +297,14 @@ add_up(void *arg, const struct sg_store_item *it)
 /*
  * The whole conversation up to and including response id, as the upstream
  * saw it, into head. A response deleted or expired ends the walk: the
- * history starts after it.
+ * history starts after it. One past the bound is refused, the store left
+ * as it is.
  */
 static int
 history(struct sg_conv *c, const char *id, json_t *head, struct sg_error *err)
 {
 	struct sg_store_resp_row row;
+	struct loading l = { c, head, err, 0 };
 	char (*chain)[64];
 	size_t n = 0, i;
 	int rc = SG_STORE_OK;
@@ -271,12 +325,15 @@ history(struct sg_conv *c, const char *id, json_t *head, struct sg_error *err)
 		snprintf(chain[n], sizeof(chain[0]), "%s", row.prev);
 		sg_store_resp_clear(&row);
 	}
-	for (i = n; rc != SG_STORE_ERROR && i-- > 0;)
+	for (i = n; rc != SG_STORE_ERROR && !l.over && i-- > 0;)
 		if (sg_store_resp_items(c->store, chain[i], 0, add_up,
-		    head) != SG_STORE_OK || sg_store_resp_items(c->store,
-		    chain[i], 1, add_up, head) != SG_STORE_OK)
+		    &l) != SG_STORE_OK || (!l.over &&
+		    sg_store_resp_items(c->store, chain[i], 1, add_up, &l) !=
+		    SG_STORE_OK))
 			rc = SG_STORE_ERROR;
 	free(chain);
+	if (l.over)
+		return -1;
 	return rc == SG_STORE_ERROR ? store_down(c, err) : 0;
 }
 
@@ -352,7 +409,7 @@ sg_conv_upitem(const struct sg_conv *c, const json_t *item)
 int
 sg_conv_begin(struct sg_conv *c, struct sg_store *st,
     const struct sg_cfg_model *m, const struct sg_req *req, json_t *work,
-    const char *tool, struct sg_error *err)
+    const char *tool, size_t max_bytes, struct sg_error *err)
 {
 	const json_t *in = json_object_get(work, "input"), *ups, *it;
 	json_t *head, *all;
@@ -364,6 +421,8 @@ sg_conv_begin(struct sg_conv *c, struct sg_store *st,
 	c->input = json_array();
 	c->input_up = json_array();
 	c->output_up = json_array();
+	c->bytes = req->body_len;
+	c->max_bytes = max_bytes;
 	c->keep = !json_is_false(json_object_get(work, "store"));
 	if (m->state == SG_STATE_GATEWAY)
 		json_object_set_new(work, "store", json_false());

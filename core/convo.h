@@ -31,6 +31,9 @@ struct sg_conv {
 	json_t			*output_up;	/* for each output item, in order */
 	json_t			*pending;	/* outputs the upstream waits for */
 	char			 prev[64];	/* previous_response_id, if ours */
+	size_t			 bytes;		/* the conversation's, so far */
+	size_t			 max_bytes;	/* ... and at most */
+	size_t			 values;	/* JSON values read from the store */
 };
 
 /*
@@ -44,12 +47,18 @@ int	 sg_conv_needed(struct sg_store *, const struct sg_req *,
 /*
  * Make work (the body to send upstream, changed in place: input,
  * previous_response_id, store) what the upstream needs. tool: the name the
- * code tool has upstream. 0, or -1 with err (400 for a response or item
- * not found, 503 when the store fails). sg_conv_free in either case.
+ * code tool has upstream. max_bytes bounds what is loaded from the store
+ * (the history, referenced and replayed items) with the request's body,
+ * and so does a body's bound on JSON values: no more than a client could
+ * send itself (server.max_body_bytes), so a long conversation costs a
+ * responder no more memory than a large body.
+ * 0, or -1 with err (400 for a response or item not found, 400
+ * context_length_exceeded past max_bytes, 503 when the store fails; the
+ * store is only read). sg_conv_free in either case.
  */
 int	 sg_conv_begin(struct sg_conv *, struct sg_store *,
 	    const struct sg_cfg_model *, const struct sg_req *, json_t *work,
-	    const char *tool, struct sg_error *);
+	    const char *tool, size_t max_bytes, struct sg_error *);
 
 /* New reference: an item the upstream gave, fit to be sent back to it. An
  * upstream asked not to store knows no item by id: the id goes, except on

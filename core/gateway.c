@@ -355,14 +355,12 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		return -1;
 	}
 	if (looped(gw, m, surface, body, req)) {
-		const char *tool = gw->cfg->interception.sandbox_tool;
-		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov };
+		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov,
+		    req->key };
 		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
 
-		if (sg_rw_wants_code(body) && !sg_cfg_key_may_use(req->key, tool)) {
-			sg_error_set(err, 403, "invalid_request_error",
-			    "tool_not_allowed", "tools", "This API key may not "
-			    "use the sandbox tool '%s'.", tool);
+		if (sg_rw_wants_code(body) &&
+		    sg_sbx_may_use(&sbx, NULL, "tools", err) == -1) {
 			json_decref(body);
 			return -1;
 		}
@@ -414,7 +412,7 @@ static void
 sandbox_route(struct sg_gw *gw, enum sg_route route, const char *id,
     struct sg_req *req, struct sg_out *out)
 {
-	struct sg_sbx_env env = { gw->cfg, gw->store, &gw->prov };
+	struct sg_sbx_env env = { gw->cfg, gw->store, &gw->prov, req->key };
 
 	watch(gw, req, out);
 	if (route >= SG_ROUTE_CNTR_CREATE && route <= SG_ROUTE_CNTR_DELETE)

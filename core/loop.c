@@ -532,7 +532,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	 * when the upstream is to keep nothing. */
 	if (rc == 0 && s == SG_SURFACE_RESPONSES)
 		rc = sg_conv_begin(&r.conv, env->sbx->store, m, req, r.work,
-		    env->cfg->interception.tool_name, &err);
+		    env->cfg->interception.tool_name,
+		    env->cfg->server.max_body_bytes, &err);
 	sg_rw_first(r.work, s, r.tool, &r.info);
 	if (m->model != NULL)
 		json_object_set_new(r.work, "model", json_string(m->model));

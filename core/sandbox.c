@@ -214,7 +214,8 @@ sg_sbx_create(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((t = tool_of(env, tool != NULL ? tool :
+	if (sg_sbx_may_use(env, tool, "tool", err) == -1 ||
+	    (t = tool_of(env, tool != NULL ? tool :
 	    env->cfg->interception.sandbox_tool, &ops, err)) == NULL)
 		return -1;
 	if (sg_rand_id(id, sizeof(id), "cntr_", 16) == -1)
@@ -282,7 +283,8 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
 
 	*lost = 0;
 	snprintf(max, sizeof(max), "%d", env->cfg->sessions.max_per_key);
-	if ((t = tool_of(env, env->cfg->interception.sandbox_tool, &ops,
+	if (sg_sbx_may_use(env, NULL, "tools", err) == -1 ||
+	    (t = tool_of(env, env->cfg->interception.sandbox_tool, &ops,
 	    err)) == NULL)
 		return -1;
 	for (;;) {
@@ -335,6 +337,10 @@ sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
 		return not_found(err, id);
 	if (rc != SG_STORE_OK)
 		return store_error(env, err);
+	if (sg_sbx_may_use(env, row->tool, "tool", err) == -1) {
+		sg_store_sbx_clear(row);
+		return -1;
+	}
 	if (strcmp(row->state, "ready") != 0 || row->handle == NULL) {
 		sg_store_sbx_clear(row);
 		return sg_error_set(err, 409, "invalid_request_error", NULL,

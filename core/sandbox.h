@@ -19,12 +19,24 @@ struct sg_sbx_env {
 	const struct sg_cfg	*cfg;
 	struct sg_store		*store;
 	struct sg_prov		*prov;
+	/* The caller's key: the sandbox tools it may use (auth.keys[].tools).
+	 * NULL: any (the CLI, the reaper, a store key). */
+	const struct sg_cfg_key	*key;
 };
 
 /* sg_sbx_run: the sandbox stopped answering and was deleted (err says
  * so); a session or conversation may go on in a new one. */
 #define SG_SBX_GONE (-2)
 
+/*
+ * Whether env's key may use tool (NULL: interception.sandbox_tool): 0, or
+ * -1 with 403 tool_not_allowed naming param. Every create and every open
+ * of a sandbox asks, so no route reaches one its key may not use (a
+ * reload can take a tool away from a key that made sandboxes of it);
+ * routes ask first too, to refuse before anything else.
+ */
+int	 sg_sbx_may_use(const struct sg_sbx_env *, const char *tool,
+	    const char *param, struct sg_error *);
 /*
  * Create a sandbox of tool (NULL: interception.sandbox_tool) for tenant,
  * of kind (enum sg_sbx_kind). An ephemeral one lives request_timeout +

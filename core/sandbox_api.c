@@ -2,7 +2,8 @@
  * The direct sandbox API: POST/GET /v1/sandboxes, GET/DELETE
  * /v1/sandboxes/{id}, POST /v1/sandboxes/{id}/code and the one-shot
  * POST /v1/code. Sandboxes belong to the caller's key; another key's
- * answer 404, never 403, so ids leak nothing.
+ * answer 404, never 403, so ids leak nothing. Here too the one refusal
+ * of a tool the key may not use (sg_sbx_may_use), for every route.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -62,18 +63,16 @@ code_args(const struct sg_cfg *cfg, const json_t *b, const char **code,
 	return 0;
 }
 
-/* A key may be limited to some sandbox tools (auth.keys[].tools). 0, or
- * -1 with err when it may not use tool (NULL: the default tool). */
-static int
-may_use(const struct sg_cfg *cfg, const struct sg_req *req, const char *tool,
-    struct sg_error *err)
+int
+sg_sbx_may_use(const struct sg_sbx_env *env, const char *tool,
+    const char *param, struct sg_error *err)
 {
 	if (tool == NULL)
-		tool = cfg->interception.sandbox_tool;
-	if (tool == NULL || sg_cfg_key_may_use(req->key, tool))
+		tool = env->cfg->interception.sandbox_tool;
+	if (tool == NULL || sg_cfg_key_may_use(env->key, tool))
 		return 0;
 	return sg_error_set(err, 403, "invalid_request_error", "tool_not_allowed",
-	    "tool", "This API key may not use the sandbox tool '%s'.", tool);
+	    param, "This API key may not use the sandbox tool '%s'.", tool);
 }
 
 /* The caller's sandbox id in *row (sg_store_sbx_clear it), when its key
@@ -90,7 +89,7 @@ reach(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 		    "Container with id '%s' not found.", id);
 	if (rc != SG_STORE_OK)
 		return sg_error_store(err, sg_store_errmsg(env->store));
-	if (may_use(env->cfg, req, row->tool, err) == -1) {
+	if (sg_sbx_may_use(env, row->tool, "tool", err) == -1) {
 		sg_store_sbx_clear(row);
 		return -1;
 	}
@@ -172,7 +171,6 @@ create(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 	json_t *j;
 
 	if (opt_string(b, "tool", &tool, err) == -1 ||
-	    may_use(env->cfg, req, tool, err) == -1 ||
 	    sg_sbx_create(env, req->tenant, tool, SG_SBX_EXPLICIT, &row,
 	    err) == -1)
 		return NULL;
@@ -209,7 +207,6 @@ oneshot(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 
 	if (code_args(env->cfg, b, &code, &timeout, err) == -1 ||
 	    opt_string(b, "tool", &tool, err) == -1 ||
-	    may_use(env->cfg, req, tool, err) == -1 ||
 	    sg_sbx_create(env, req->tenant, tool, SG_SBX_EPHEMERAL, &row,
 	    err) == -1)
 		return NULL;

@@ -4,6 +4,7 @@
 
 #include "files.h"
 #include "outfiles.h"
+#include "rewrite.h"
 #include "session.h"
 
 #define LOST_NOTE "[sandgate: this conversation's sandbox was lost (it " \
@@ -114,11 +115,9 @@ bind_explicit(struct sg_sbx_env *env, const struct sg_req *req,
 			sg_store_sbx_clear(&row);
 		return not_found(err, id);
 	}
-	if (!sg_cfg_key_may_use(req->key, row.tool)) {
+	if (sg_sbx_may_use(env, row.tool, "tools", err) == -1) {
 		sg_store_sbx_clear(&row);
-		return sg_error_set(err, 403, "invalid_request_error",
-		    "tool_not_allowed", "tools", "This API key may not use the "
-		    "sandbox tool '%s'.", row.tool);
+		return -1;
 	}
 	/* Named by the client: kept, and never replaced by another. */
 	snprintf(b->sandbox, sizeof(b->sandbox), "%s", id);
@@ -193,13 +192,31 @@ alive(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 	return ok;
 }
 
+/* A kept sandbox code would run in (a session's, a continuation's):
+ * refused before any upstream call when its tool is one the key may not
+ * use, as a reload can take a tool away. */
+static int
+usable(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
+    struct sg_error *err)
+{
+	struct sg_store_sbx row;
+	int rc;
+
+	if (id[0] == '\0' || sg_store_sbx_get(env->store, id, req->tenant,
+	    &row) != SG_STORE_OK)
+		return 0;
+	rc = sg_sbx_may_use(env, row.tool, "tools", err);
+	sg_store_sbx_clear(&row);
+	return rc;
+}
+
 int
 sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
     struct sg_bind *b, struct sg_error *err)
 {
 	const json_t *ex = explicit_container(work);
+	int code = sg_rw_wants_code(work), rc, kind;
 	char prev[48];
-	int rc, kind;
 
 	memset(b, 0, sizeof(*b));
 	b->kind = SG_SBX_EPHEMERAL;
@@ -210,10 +227,15 @@ sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
 		return bind_explicit(env, req, ex, b, err);
 	if (rc == 1) {
 		b->kind = SG_SBX_SESSION;
-		return 0;
+		if (!code)
+			return 0;
+		sg_bind_peek(env, req, b, prev);
+		return usable(env, req, prev, err);
 	}
 	continued(env, req, work, prev);
 	if (prev[0] != '\0' && alive(env, req, prev, &kind)) {
+		if (code && usable(env, req, prev, err) == -1)
+			return -1;
 		snprintf(b->sandbox, sizeof(b->sandbox), "%s", prev);
 		b->kind = kind;
 		return 0;

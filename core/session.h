@@ -37,7 +37,8 @@ struct sg_bind {
 /* Decide from the request (work: the body, borrowed; metadata.session_id
  * is taken out of it). 0, or -1 with err (an explicit container that is
  * not the caller's, a session id that is not a string, a file id that is
- * not one of the caller's files). */
+ * not one of the caller's files, a sandbox code would run in of a tool
+ * the key may not use). */
 int	 sg_bind_init(struct sg_sbx_env *, const struct sg_req *, json_t *work,
 	    struct sg_bind *, struct sg_error *);
 /* The sandbox, made or found on first need. Borrowed id, or NULL. */

@@ -130,7 +130,7 @@ void
 sg_reaper_run(const struct sg_cfg *cfg)
 {
 	struct sg_prov prov;
-	struct sg_sbx_env env = { cfg, NULL, &prov };
+	struct sg_sbx_env env = { cfg, NULL, &prov, NULL };
 
 	prctl(PR_SET_NAME, "sg-reaper");
 	sg_child_signals(on_stop);
@@ -153,7 +153,7 @@ void
 sg_reaper_removed(const struct sg_cfg *old, const struct sg_cfg *cfg)
 {
 	struct sg_prov prov;
-	struct sg_sbx_env env = { old, NULL, &prov };
+	struct sg_sbx_env env = { old, NULL, &prov, NULL };
 	size_t i;
 
 	prctl(PR_SET_NAME, "sg-reaper");

@@ -92,9 +92,10 @@ check_chat_(const char *lit, const char *want, const char *file, int line)
 }
 #define check_chat(lit, want) check_chat_((lit), (want), __FILE__, __LINE__)
 
-/* The body must be refused: 400 unsupported_parameter naming param. */
+/* The body must be refused: 400 code naming param. */
 static void
-refused_(const char *lit, const char *param, const char *file, int line)
+refused_(const char *lit, const char *param, const char *code,
+    const char *file, int line)
 {
 	json_t *body = tu_qjson(lit);
 	struct sg_error err;
@@ -103,14 +104,14 @@ refused_(const char *lit, const char *param, const char *file, int line)
 	if (sg_bridge_check(body, &err) != -1)
 		fail_msg("%s:%d: not refused: %s", file, line, lit);
 	if (err.status != 400 || err.code == NULL ||
-	    strcmp(err.code, "unsupported_parameter") != 0 ||
+	    strcmp(err.code, code) != 0 ||
 	    err.type == NULL || strcmp(err.type, "invalid_request_error") != 0 ||
 	    err.param == NULL || strcmp(err.param, param) != 0)
 		fail_msg("%s:%d: refused as %d %s/%s param %s (want 400 "
-		    "invalid_request_error/unsupported_parameter param %s): %s",
+		    "invalid_request_error/%s param %s): %s",
 		    file, line, err.status, err.type != NULL ? err.type : "-",
 		    err.code != NULL ? err.code : "-", err.param != NULL ?
-		    err.param : "-", param, err.message);
+		    err.param : "-", code, param, err.message);
 	/* The message names the parameter too (an SDK shows only it). */
 	if (strcasestr(err.message, param) == NULL)
 		fail_msg("%s:%d: the message does not name %s: %s", file, line,
@@ -118,7 +119,10 @@ refused_(const char *lit, const char *param, const char *file, int line)
 	/* err.param may point into the body (an unknown key): read first. */
 	json_decref(body);
 }
-#define refused(lit, param) refused_((lit), (param), __FILE__, __LINE__)
+#define refused(lit, param) \
+	refused_((lit), (param), "unsupported_parameter", __FILE__, __LINE__)
+#define refused_as(lit, param, code) \
+	refused_((lit), (param), (code), __FILE__, __LINE__)
 
 static void
 passes_(const char *lit, const char *file, int line)
@@ -480,6 +484,60 @@ check_refuses_unknown_item_type(void **state)
 	    "{'type':'computer_call_output','call_id':'c','output':{'type':"
 	    "'computer_screenshot','image_url':'https://x.test/s.png'}}]}",
 	    "input");
+}
+
+/*
+ * An item without what its Chat form is made of was dropped on the way: a
+ * function_call_output without call_id vanished, a function_call without
+ * one became "tool_calls": [], and the upstream answered 200. Refused as
+ * OpenAI refuses a missing parameter, naming it.
+ */
+static void
+check_refuses_incomplete_items(void **state)
+{
+	static const char *const cases[][3] = {
+	    { "{'type':'function_call','name':'f','arguments':'{}'}",
+	      "input[1].call_id", "missing_required_parameter" },
+	    { "{'type':'function_call','call_id':null,'name':'f','arguments':"
+	      "'{}'}", "input[1].call_id", "missing_required_parameter" },
+	    { "{'type':'function_call','call_id':'c','arguments':'{}'}",
+	      "input[1].name", "missing_required_parameter" },
+	    { "{'type':'function_call','call_id':'c','name':'f'}",
+	      "input[1].arguments", "missing_required_parameter" },
+	    { "{'type':'function_call','call_id':7,'name':'f','arguments':'{}'}",
+	      "input[1].call_id", "invalid_type" },
+	    { "{'type':'function_call_output','output':'ok'}",
+	      "input[1].call_id", "missing_required_parameter" },
+	    { "{'type':'function_call_output','call_id':'c'}",
+	      "input[1].output", "missing_required_parameter" },
+	    { "{'type':'message','content':'x'}",
+	      "input[1].role", "missing_required_parameter" },
+	    { "{'role':'user'}", "input[1].content",
+	      "missing_required_parameter" },
+	};
+	struct sg_error err;
+	char lit[512];
+	json_t *body;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(lit, sizeof(lit), "{'model':'m','input':[{'role':"
+		    "'user','content':'hi'},%s]}", cases[i][0]);
+		refused_as(lit, cases[i][1], cases[i][2]);
+	}
+	/* OpenAI's words. */
+	body = tu_qjson("{'model':'m','input':[{'type':'function_call_output',"
+	    "'output':'ok'},{'type':'function_call','call_id':[],'name':'f',"
+	    "'arguments':'{}'}]}");
+	assert_int_equal(sg_bridge_check(body, &err), -1);
+	assert_string_equal(err.message, "Missing required parameter: "
+	    "'input[0].call_id'.");
+	json_array_remove(json_object_get(body, "input"), 0);
+	assert_int_equal(sg_bridge_check(body, &err), -1);
+	assert_string_equal(err.message, "Invalid type for 'input[0].call_id': "
+	    "expected a string, but got an array instead.");
+	json_decref(body);
 }
 
 /* The defaults the SDKs send (and nulls for keys the bridge does not
@@ -1432,6 +1490,7 @@ main(void)
 		cmocka_unit_test(check_refuses_image_by_file_id),
 		cmocka_unit_test(check_refuses_image_in_tool_output),
 		cmocka_unit_test(check_refuses_unknown_item_type),
+		cmocka_unit_test(check_refuses_incomplete_items),
 		cmocka_unit_test(check_passes_defaults),
 		cmocka_unit_test(check_passes_supported),
 		cmocka_unit_test(check_image_in_developer_message_not_dropped),

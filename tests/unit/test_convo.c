@@ -21,6 +21,8 @@ struct fx {
 	struct sg_store		*st;
 	struct sg_cfg_model	 up, gw;
 	struct sg_req		 alice, bob;
+	size_t			 max_bytes;	/* sg_conv_begin's bound */
+	struct sg_error		 err;		/* begin()'s, when it failed */
 };
 
 static int
@@ -42,6 +44,7 @@ setup(void **state)
 	snprintf(fx->bob.tenant, sizeof(fx->bob.tenant), "bbbb");
 	snprintf(fx->alice.id, sizeof(fx->alice.id), "req_a");
 	snprintf(fx->bob.id, sizeof(fx->bob.id), "req_b");
+	fx->max_bytes = 1 << 20;
 	*state = fx;
 	return 0;
 }
@@ -74,15 +77,15 @@ begin(struct fx *fx, const struct sg_cfg_model *m, struct sg_req *req,
     const char *body, int expect, json_t **work_out)
 {
 	struct sg_conv c;
-	struct sg_error err;
 	json_t *work = js(body);
 	char *text;
 	int rc;
 
-	rc = sg_conv_begin(&c, fx->st, m, req, work, "run_code", &err);
+	rc = sg_conv_begin(&c, fx->st, m, req, work, "run_code", fx->max_bytes,
+	    &fx->err);
 	assert_int_equal(rc, expect);
 	text = rc == 0 ? json_dumps(work, JSON_COMPACT | JSON_SORT_KEYS) :
-	    strdup(err.message);
+	    strdup(fx->err.message);
 	sg_conv_free(&c);
 	if (work_out != NULL)
 		*work_out = work;
@@ -105,7 +108,7 @@ first_turn(struct fx *fx, const struct sg_cfg_model *m, int store,
 	    "{\"input\":\"hi\",\"store\":false}"), *answer;
 
 	assert_int_equal(sg_conv_begin(&c, fx->st, m, &fx->alice, work,
-	    "run_code", &err), 0);
+	    "run_code", fx->max_bytes, &err), 0);
 	sg_conv_output(&c, js("[{\"id\":\"fc_1\",\"type\":\"function_call\","
 	    "\"call_id\":\"c1\",\"name\":\"run_code\",\"arguments\":\"{}\"},"
 	    "{\"type\":\"function_call_output\",\"call_id\":\"c1\","
@@ -231,6 +234,117 @@ replayed_code_calls(void **state)
 	free(in);
 }
 
+/* Refused as OpenAI refuses a context too long (the bound is max). */
+static void
+assert_too_long(struct fx *fx, const char *msg, size_t max)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "Your input exceeds the context window of "
+	    "this model. Please adjust your input and try again. (With what it "
+	    "continues, this conversation is over what this gateway carries: "
+	    "%zu bytes, 100000 JSON values.)", max);
+	assert_string_equal(msg, want);
+	assert_int_equal(fx->err.status, 400);
+	assert_string_equal(fx->err.type, "invalid_request_error");
+	assert_string_equal(fx->err.code, "context_length_exceeded");
+	assert_string_equal(fx->err.param, "input");
+}
+
+/*
+ * A history read from the store is bounded as a body is: a continuation
+ * could load a thousand stored responses and all their items into one
+ * responder. Past the bound (this request's body with what it continues)
+ * it is refused, having read no more than that; nothing stored changes.
+ */
+static void
+history_past_the_bound(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_store_resp_row row;
+	const char *body = "{\"previous_response_id\":\"resp_1\",\"input\":"
+	    "\"more\"}";
+	char *msg;
+
+	first_turn(fx, &fx->gw, 1, NULL);
+	fx->max_bytes = 100;
+	msg = begin(fx, &fx->gw, &fx->alice, body, -1, NULL);
+	assert_too_long(fx, msg, 100);
+	free(msg);
+	/* The body counts: the bound is the whole conversation's. */
+	fx->max_bytes = 4096;
+	fx->alice.body_len = 4000;
+	msg = begin(fx, &fx->gw, &fx->alice, body, -1, NULL);
+	assert_too_long(fx, msg, 4096);
+	free(msg);
+	fx->alice.body_len = 0;
+	free(begin(fx, &fx->gw, &fx->alice, body, 0, NULL));
+	/* Refused, not lost. */
+	assert_int_equal(sg_store_resp_load(fx->st, "resp_1", "aaaa", &row),
+	    SG_STORE_OK);
+	sg_store_resp_clear(&row);
+}
+
+/* Few bytes can still be many values: bounded as a body's are. */
+static void
+history_of_many_values(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_store_resp r = { .id = "resp_v", .tenant = "aaaa", .model =
+	    "m", .upstream_id = "", .body = "{}" };
+	struct sg_store_item in = { NULL, "{}", NULL };
+	char *up, *msg;
+	size_t i, n = 60000;
+
+	/* [{},{},...]: three bytes and two values an item. */
+	up = malloc(3 * n + 2);
+	assert_non_null(up);
+	up[0] = '[';
+	for (i = 0; i < n; i++)
+		memcpy(up + 1 + 3 * i, "{},", 3);
+	memcpy(up + 3 * n, "]", 2);
+	in.upstream = up;
+	assert_int_equal(sg_store_resp_save(fx->st, &r, &in, 1, NULL, 0),
+	    SG_STORE_OK);
+	msg = begin(fx, &fx->gw, &fx->alice, "{\"previous_response_id\":"
+	    "\"resp_v\",\"input\":\"x\"}", -1, NULL);
+	assert_too_long(fx, msg, fx->max_bytes);
+	free(msg);
+	free(up);
+}
+
+/* Items a request names by id are read from the store too: an
+ * item_reference, or a replayed code call, repeated in one body. */
+static void
+references_past_the_bound(void **state)
+{
+	struct fx *fx = *state;
+	char body[4096], *msg;
+	size_t n;
+	int i;
+
+	first_turn(fx, &fx->up, 1, NULL);
+	n = (size_t)snprintf(body, sizeof(body), "{\"input\":[");
+	for (i = 0; i < 20; i++)
+		n += (size_t)snprintf(body + n, sizeof(body) - n, "%s{\"type\":"
+		    "\"item_reference\",\"id\":\"ci_1\"}", i > 0 ? "," : "");
+	snprintf(body + n, sizeof(body) - n, "]}");
+	fx->max_bytes = 1000;
+	msg = begin(fx, &fx->up, &fx->alice, body, -1, NULL);
+	assert_too_long(fx, msg, 1000);
+	free(msg);
+	msg = begin(fx, &fx->up, &fx->alice, "{\"input\":[{\"type\":"
+	    "\"code_interpreter_call\",\"id\":\"ci_1\",\"code\":\"1+1\"}]}",
+	    0, NULL);
+	free(msg);
+	fx->max_bytes = 100;
+	msg = begin(fx, &fx->up, &fx->alice, "{\"input\":[{\"type\":"
+	    "\"code_interpreter_call\",\"id\":\"ci_1\",\"code\":\"1+1\"}]}",
+	    -1, NULL);
+	assert_too_long(fx, msg, 100);
+	free(msg);
+}
+
 static void
 store_false_not_kept(void **state)
 {
@@ -252,7 +366,7 @@ upitem_keeps_encrypted_reasoning(void **state)
 
 	(void)fx;
 	assert_int_equal(sg_conv_begin(&c, fx->st, &fx->up, &fx->alice, work,
-	    "run_code", &err), 0);
+	    "run_code", fx->max_bytes, &err), 0);
 	it = js("{\"id\":\"rs_1\",\"type\":\"reasoning\","
 	    "\"encrypted_content\":\"e\"}");
 	got = sg_conv_upitem(&c, it);
@@ -280,6 +394,9 @@ main(void)
 		T(previous_of_another_key),
 		T(references_resolve_per_key),
 		T(replayed_code_calls),
+		T(history_past_the_bound),
+		T(history_of_many_values),
+		T(references_past_the_bound),
 		T(store_false_not_kept),
 		T(upitem_keeps_encrypted_reasoning),
 	};
