@@ -95,8 +95,6 @@ size_t	 sg_board_metrics(void *arg, char *buf, size_t bufsz);
 /* board.c: count an answered request for /metrics. */
 void	 sg_board_count(struct sg_board *, int status, int64_t ms);
 
-/* log.c: field escaped for a log line into dst[dstsz] (see log.c). */
-void	 sg_log_field(char *dst, size_t dstsz, const char *src);
 /* log.c: the one line every request leaves on stderr. */
 void	 sg_log_request(const struct sg_req *, int status, int64_t ms);
 
