@@ -10,6 +10,7 @@
 
 #include "files.h"
 #include "sandbox.h"
+#include "../lib/log.h"
 
 #define LEASE_SECS	120		/* longer than a sweep takes */
 #define LOST_KEPT	86400		/* sessions without a sandbox: a day */
@@ -174,7 +175,7 @@ sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
 		else if (sg_sbx_destroy_row(env, &row, why, sizeof(why)) == 0)
 			(*deleted)++;
 		else {
-			fprintf(stderr, "sandgate: reaper: sandbox %s: %s\n",
+			sg_log("sandgate: reaper: sandbox %s: %s",
 			    w.ids[i], why);
 			(*failed)++;
 		}
