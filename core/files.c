@@ -180,8 +180,8 @@ sg_files_upload(const struct sg_files_env *env, struct sg_req *req,
 	const struct sg_cfg *cfg = env->cfg;
 
 	/* The bytes the body may hold, held from the key's quota until the
-	 * file is whole; the file may have no more, whatever a web server
-	 * that sends more than its Content-Length says. */
+	 * file is whole; the file may have no more (a body longer than its
+	 * Content-Length gets 413). */
 	if (sg_files_begin(env, req->tenant, prefix, idbytes,
 	    req->content_length >= 0 && req->content_length <
 	    cfg->files.max_bytes ? req->content_length : cfg->files.max_bytes,

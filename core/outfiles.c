@@ -269,16 +269,17 @@ copy_out(struct look *l, const json_t *e, struct sg_store_file *f,
 	snprintf(f->filename, sizeof(f->filename), "%s", strrchr(path, '/') + 1);
 	if (sg_files_begin(&fenv, l->tenant, "cfile_", 16, size, f, &held,
 	    &err) == -1) {
-		if (err.status != 413)
+		if (err.status != 413) {
 			snprintf(why, whysz, "%s", err.message);
-		else if (held.files >= held.max_files)
+			return -1;
+		}
+		if (held.files >= held.max_files) {
 			snprintf(why, whysz, "this key holds %lld files, as many "
 			    "as it may", (long long)held.files);
-		else
-			snprintf(why, whysz, "this key's files are at their "
-			    "quota");
-		return err.status != 413 ? -1 : held.files >= held.max_files ?
-		    2 : 1;
+			return 2;
+		}
+		snprintf(why, whysz, "this key's files are at their quota");
+		return 1;
 	}
 	if (fetch(l, f, why, whysz) == -1 ||
 	    sg_store_file_ready(l->env->store, f) != SG_STORE_OK) {
@@ -391,7 +392,7 @@ copy_changed(struct look *l, const json_t *files, const json_t *seen,
 	const json_t *e;
 	json_t *st;
 	const char *path, *first = NULL;
-	char why[512], full[512] = "";
+	char why[512], full[512];
 	size_t i;
 	int kept = 0, rest = 0, rc;
 
@@ -400,9 +401,9 @@ copy_changed(struct look *l, const json_t *files, const json_t *seen,
 		st = stamp(e);
 		why[0] = '\0';
 		if (json_equal(json_object_get(seen, path), st))
-			;
-		else if (full[0] != '\0')
-			rest++;
+			;	/* unchanged */
+		else if (first != NULL)
+			rest++;	/* not kept either */
 		else if (kept == KEEP_MAX) {	/* one for the next round */
 			json_decref(st);
 			continue;

@@ -113,7 +113,7 @@ racing_for_the_last_files(void **state)
 		if (fork() == 0) {
 			struct sg_store_quota q = { 1 << 20, 3, 0, 0 };
 			struct sg_store *st;
-			char err[256], id[16];
+			char err[256], id[32];
 			int rc;
 
 			if (tu_store_open(fx->path, &st, err, sizeof(err), 0) != 0)
