@@ -10,7 +10,7 @@ SG_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -MMD -MP \
 	    $(shell pkg-config --cflags libpq 2>/dev/null) $(CFLAGS)
 LIBS	  = -lfcgi -lcurl -ljansson -lconfig -lsqlite3 -lpq -lcrypto -lseccomp
 
-CORE_SRC  = lib/multipart.c lib/util.c core/answer.c core/auth.c core/bridge.c core/bridge_req.c core/cfiles.c core/cite.c core/codedec.c core/config.c core/containers.c core/config_parts.c core/config_read.c core/convo.c core/error.c core/files.c core/gateway.c \
+CORE_SRC  = lib/log.c lib/multipart.c lib/util.c core/answer.c core/auth.c core/bridge.c core/bridge_req.c core/cfiles.c core/cite.c core/codedec.c core/config.c core/containers.c core/config_parts.c core/config_read.c core/convo.c core/error.c core/files.c core/gateway.c \
 	    core/http.c core/loop.c core/metrics.c core/outfiles.c core/pool.c core/resp_api.c core/respids.c core/rewrite.c core/reap.c core/router.c core/sandbox.c core/sandbox_api.c core/sbx_box.c core/sbx_files.c core/session.c core/sse.c core/stream.c core/stream_chat.c core/turn.c core/upload.c core/upstream.c store/backup.c store/copy.c store/db.c store/files.c store/pg.c store/pool.c store/responses.c store/sandbox.c store/schema.c store/session.c store/sqlite.c store/store.c \
 	    providers/e2b.c providers/envd.c providers/http.c providers/opensandbox.c providers/osb_files.c \
 	    providers/local.c providers/provider.c providers/result.c \

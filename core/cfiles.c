@@ -131,7 +131,7 @@ copy(struct sg_sbx_env *env, struct sg_req *req, const char *id,
 		sg_error_set(err, 404, "invalid_request_error", NULL, "file_id",
 		    "No such File object: %s", fid);
 	else if (sg_files_begin(&fenv, req->tenant, "cfile_", 16, src.bytes, &f,
-	    err) == 0) {
+	    NULL, err) == 0) {
 		if (sg_files_path(env->cfg, src.id, from, sizeof(from)) == 0 &&
 		    sg_files_path(env->cfg, f.id, to, sizeof(to)) == 0 &&
 		    link(from, to) == 0) {

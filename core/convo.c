@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "convo.h"
+#include "../lib/log.h"
 #include "../lib/util.h"
 
 /* Responses walked back for one history: a bound on a request's work. */
@@ -547,7 +548,7 @@ sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
 	    (c->pending == NULL || r.pending != NULL))
 		rc = sg_store_resp_save(c->store, &r, in, nin, out, nout);
 	if (rc != SG_STORE_OK)
-		fprintf(stderr, "sandgate: %s: cannot store response %s: %s\n",
+		sg_log("sandgate: %s: cannot store response %s: %s",
 		    c->req->id, r.id != NULL ? r.id : "?", rc == SG_STORE_ERROR &&
 		    r.body != NULL ? sg_store_errmsg(c->store) : "out of memory");
 	free_items(in, nin);

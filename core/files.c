@@ -138,8 +138,12 @@ sg_files_each_id(const struct sg_files_env *env, const char *tenant,
 int
 sg_files_begin(const struct sg_files_env *env, const char *tenant,
     const char *prefix, size_t idbytes, int64_t reserve,
-    struct sg_store_file *f, struct sg_error *err)
+    struct sg_store_file *f, struct sg_store_quota *held,
+    struct sg_error *err)
 {
+	const struct sg_cfg *cfg = env->cfg;
+	struct sg_store_quota q = { cfg->files.max_bytes_per_key,
+	    cfg->files.max_files_per_key, 0, 0 };
 	int64_t now = (int64_t)time(NULL);
 	int rc;
 
@@ -147,16 +151,22 @@ sg_files_begin(const struct sg_files_env *env, const char *tenant,
 		return sg_error_server(err, 500, "no randomness for an id");
 	snprintf(f->tenant, sizeof(f->tenant), "%s", tenant);
 	f->created_at = now;
-	f->expires_at = now + env->cfg->files.retention;
+	f->expires_at = now + cfg->files.retention;
 	f->bytes = reserve;
 	f->owner_pid = getpid();
 	f->owner_start = sg_self_start();
-	rc = sg_store_file_begin(env->store, f, env->cfg->files.max_bytes_per_key);
+	rc = sg_store_file_begin(env->store, f, &q);
+	if (held != NULL)
+		*held = q;
+	if (rc == SG_STORE_FULL && q.files >= q.max_files)
+		return sg_error_set(err, 413, "invalid_request_error",
+		    "quota_exceeded", "file", "This key holds %lld files, as "
+		    "many as it may; delete some first.", (long long)q.files);
 	if (rc == SG_STORE_FULL)
 		return sg_error_set(err, 413, "invalid_request_error",
 		    "quota_exceeded", "file", "This key's files would pass its "
 		    "quota of %lld bytes; delete some first.",
-		    env->cfg->files.max_bytes_per_key);
+		    (long long)q.max_bytes);
 	if (rc != SG_STORE_OK)
 		return sg_error_store(err, sg_store_errmsg(env->store));
 	return 0;
@@ -170,16 +180,17 @@ sg_files_upload(const struct sg_files_env *env, struct sg_req *req,
 	const struct sg_cfg *cfg = env->cfg;
 
 	/* The bytes the body may hold, held from the key's quota until the
-	 * file is whole. */
+	 * file is whole; the file may have no more (a body longer than its
+	 * Content-Length gets 413). */
 	if (sg_files_begin(env, req->tenant, prefix, idbytes,
 	    req->content_length >= 0 && req->content_length <
 	    cfg->files.max_bytes ? req->content_length : cfg->files.max_bytes,
-	    f, err) == -1)
+	    f, NULL, err) == -1)
 		return -1;
 	memset(u, 0, sizeof(*u));
 	u->dir = cfg->files.dir;
 	u->name = f->id;
-	u->max_bytes = cfg->files.max_bytes;
+	u->max_bytes = f->bytes;
 	if (sg_upload_recv(req, u, err) == -1) {
 		sg_store_file_remove(env->store, f->id, NULL);
 		return -1;

@@ -32,11 +32,13 @@ int	 sg_files_path(const struct sg_cfg *, const char *id, char *out,
 void	 sg_files_unlink(const struct sg_cfg *, const char *id);
 /* Record f (its container_id and source set, or "") as a new file of
  * tenant: an id of prefix and idbytes random bytes, its times, and
- * reserve bytes of the key's quota held while its bytes are written. 0,
- * or -1 with err (413 past the quota). */
+ * reserve bytes and one file of the key's quota held while its bytes are
+ * written (no more may be written). 0, or -1 with err (413 past the
+ * quota: then *held, when not NULL, says which part and what was held). */
 int	 sg_files_begin(const struct sg_files_env *, const char *tenant,
 	    const char *prefix, size_t idbytes, int64_t reserve,
-	    struct sg_store_file *f, struct sg_error *err);
+	    struct sg_store_file *f, struct sg_store_quota *held,
+	    struct sg_error *err);
 /* sg_files_begin for req's upload (the bytes its body may hold), then
  * the body read into u (sg_upload_recv), its name and size into f: 0
  * with the bytes in the upload's part file, or -1 with err and nothing

@@ -3,7 +3,10 @@
  * code into files.dir as container files. A file is new or changed when
  * its size or time differs from what the sandbox's row says was seen;
  * hidden files and caches are left alone, and a round copies at most
- * KEEP_MAX files (the rest wait for the next round).
+ * KEEP_MAX files (the rest wait for the next round). The sandbox is the
+ * attacker's: what its listing says a file holds is what is reserved of
+ * the key's quota, and no more of the file is copied than that; a path
+ * is logged escaped.
  */
 #include <sys/stat.h>
 
@@ -17,6 +20,7 @@
 #include "files.h"
 #include "outfiles.h"
 #include "upload.h"
+#include "../lib/log.h"
 #include "../lib/util.h"
 
 #define LIST_MAX	1000	/* files looked at in one listing */
@@ -39,8 +43,8 @@ static void	look_end(struct look *);
 static void
 logf_failed(const char *id, const char *what, const char *why)
 {
-	fprintf(stderr, "sandgate: sandbox %s: files not copied out: %s: %s\n",
-	    id, what, why);
+	sg_log("sandgate: sandbox %s: files not copied out: %s: %s", id, what,
+	    why);
 }
 
 /* 0 with the sandbox open (and held, with hold, as a run holds it), or
@@ -107,7 +111,8 @@ wanted(const json_t *e)
 	const char *base;
 	size_t dl = strlen(SG_SBX_DATA_DIR);
 
-	if (path == NULL || strncmp(path, SG_SBX_DATA_DIR "/", dl + 1) != 0 ||
+	if (path == NULL || json_integer_value(json_object_get(e, "size")) < 0 ||
+	    strncmp(path, SG_SBX_DATA_DIR "/", dl + 1) != 0 ||
 	    strlen(path) >= sizeof(((struct sg_store_file *)0)->path) ||
 	    hidden(path + dl + 1))
 		return 0;
@@ -194,7 +199,8 @@ drop_older(struct look *l, const struct sg_store_file *f)
 }
 
 /* The bytes of sandbox file f->path into files.dir, fsynced, whole or
- * not at all: 0, or -1 with why. */
+ * not at all, and no more than the f->bytes reserved for it (what the
+ * listing said): 0 with f->bytes those received, or -1 with why. */
 static int
 fetch(struct look *l, struct sg_store_file *f, char *why, size_t whysz)
 {
@@ -215,11 +221,13 @@ fetch(struct look *l, struct sg_store_file *f, char *why, size_t whysz)
 		snprintf(why, whysz, "files.dir: %s", strerror(errno));
 		return -1;
 	}
-	rc = l->ops->get(l->env->prov, l->t, l->handle, f->path, fd,
-	    cfg->files.max_bytes, &pe);
-	if (rc != SG_PROV_OK)
-		snprintf(why, whysz, "%s", rc == SG_PROV_CAP ? "it grew past "
-		    "files.max_bytes" : pe.message);
+	rc = l->ops->get(l->env->prov, l->t, l->handle, f->path, fd, f->bytes,
+	    &pe);
+	if (rc == SG_PROV_CAP)
+		snprintf(why, whysz, "it grew past the %lld bytes it was listed "
+		    "with", (long long)f->bytes);
+	else if (rc != SG_PROV_OK)
+		snprintf(why, whysz, "%s", pe.message);
 	else if (fsync(fd) == -1 || fstat(fd, &st) == -1 ||
 	    rename(part, dst) == -1) {
 		snprintf(why, whysz, "files.dir: %s", strerror(errno));
@@ -234,8 +242,9 @@ fetch(struct look *l, struct sg_store_file *f, char *why, size_t whysz)
 
 /*
  * Listed file e as a new container file: 0 copied (its row in *f), 1 not
- * kept for good (why says: too large, the key's quota), -1 failed (tried
- * again next round).
+ * kept for good (why says: too large, the key's byte quota), 2 not kept
+ * for the key holds as many files as it may (nor will the next one be),
+ * -1 failed (tried again next round).
  */
 static int
 copy_out(struct look *l, const json_t *e, struct sg_store_file *f,
@@ -245,6 +254,7 @@ copy_out(struct look *l, const json_t *e, struct sg_store_file *f,
 	struct sg_files_env fenv = { cfg, l->env->store };
 	const char *path = json_string_value(json_object_get(e, "path"));
 	int64_t size = json_integer_value(json_object_get(e, "size"));
+	struct sg_store_quota held;
 	struct sg_error err;
 
 	if (size > cfg->files.max_bytes) {
@@ -257,10 +267,19 @@ copy_out(struct look *l, const json_t *e, struct sg_store_file *f,
 	snprintf(f->source, sizeof(f->source), "assistant");
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	snprintf(f->filename, sizeof(f->filename), "%s", strrchr(path, '/') + 1);
-	if (sg_files_begin(&fenv, l->tenant, "cfile_", 16, size, f, &err) == -1) {
-		snprintf(why, whysz, "%s", err.status == 413 ? "this key's files "
-		    "are at their quota" : err.message);
-		return err.status == 413 ? 1 : -1;
+	if (sg_files_begin(&fenv, l->tenant, "cfile_", 16, size, f, &held,
+	    &err) == -1) {
+		if (err.status != 413) {
+			snprintf(why, whysz, "%s", err.message);
+			return -1;
+		}
+		if (held.files >= held.max_files) {
+			snprintf(why, whysz, "this key holds %lld files, as many "
+			    "as it may", (long long)held.files);
+			return 2;
+		}
+		snprintf(why, whysz, "this key's files are at their quota");
+		return 1;
 	}
 	if (fetch(l, f, why, whysz) == -1 ||
 	    sg_store_file_ready(l->env->store, f) != SG_STORE_OK) {
@@ -344,8 +363,27 @@ changed(struct sg_sbx_env *env, const char *tenant, const char *id)
 	return differ;
 }
 
-/* The files of listing files that differ from seen, copied out (at most
- * KEEP_MAX); what is now seen into *now, the model's lines into lines. */
+/* What was not kept once the key held as many files as it may: path
+ * and the n - 1 after it, told once to the model and to the log. */
+static void
+not_kept_rest(struct look *l, struct sg_buf *lines, const char *path, int n,
+    const char *why)
+{
+	if (n == 1)
+		sg_buf_printf(lines, "- %s (not kept: %s)\n", path, why);
+	else
+		sg_buf_printf(lines, "- %s and %d more (not kept: %s)\n", path,
+		    n - 1, why);
+	sg_log("sandgate: sandbox %s: %d files not copied out: %s "
+	    "(files.max_files_per_key)", l->id, n, why);
+}
+
+/*
+ * The files of listing files that differ from seen, copied out (at most
+ * KEEP_MAX); what is now seen into *now, the model's lines into lines.
+ * Once the key holds as many files as it may, the rest are seen and not
+ * kept, in one line.
+ */
 static void
 copy_changed(struct look *l, const json_t *files, const json_t *seen,
     json_t *now, struct sg_buf *lines, char example[1024])
@@ -353,36 +391,41 @@ copy_changed(struct look *l, const json_t *files, const json_t *seen,
 	struct sg_store_file f;
 	const json_t *e;
 	json_t *st;
-	const char *path;
-	char why[512];
+	const char *path, *first = NULL;
+	char why[512], full[512];
 	size_t i;
-	int kept = 0, rc;
+	int kept = 0, rest = 0, rc;
 
 	json_array_foreach(files, i, e) {
 		path = json_string_value(json_object_get(e, "path"));
 		st = stamp(e);
+		why[0] = '\0';
 		if (json_equal(json_object_get(seen, path), st))
-			json_object_set(now, path, st);
-		/* Unchanged; or, past KEEP_MAX, one for the next round. */
-		if (json_equal(json_object_get(seen, path), st) ||
-		    kept == KEEP_MAX) {
+			;	/* unchanged */
+		else if (first != NULL)
+			rest++;	/* not kept either */
+		else if (kept == KEEP_MAX) {	/* one for the next round */
 			json_decref(st);
 			continue;
-		}
-		why[0] = '\0';
-		rc = copy_out(l, e, &f, why, sizeof(why));
-		if (rc == -1)
-			logf_failed(l->id, path, why);
-		else
-			json_object_set(now, path, st);
-		json_decref(st);
-		if (rc == -1)
+		} else if ((rc = copy_out(l, e, &f, why, sizeof(why))) == -1) {
+			logf_failed(l->id, path, why);	/* tried again then */
+			json_decref(st);
 			continue;
-		kept++;
-		note_line(lines, path, (long long)f.bytes, rc == 0 ? NULL : why);
-		if (rc == 0 && example[0] == '\0')
-			snprintf(example, 1024, "%s", path);
+		} else if (rc == 2) {
+			snprintf(full, sizeof(full), "%s", why);
+			first = path;
+			rest = 1;
+		} else {
+			kept++;
+			note_line(lines, path, (long long)f.bytes, rc == 0 ? NULL :
+			    why);
+			if (rc == 0 && example[0] == '\0')
+				snprintf(example, 1024, "%s", path);
+		}
+		json_object_set_new(now, path, st);
 	}
+	if (rest > 0)
+		not_kept_rest(l, lines, first, rest, full);
 }
 
 void

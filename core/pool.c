@@ -11,6 +11,7 @@
 
 #include "metrics.h"
 #include "pool.h"
+#include "../lib/log.h"
 #include "../lib/util.h"
 
 #define RETRY_MIN_MS	1000	/* a tool whose create failed waits this */
@@ -182,7 +183,7 @@ destroy(struct sg_sbx_env *env, const struct sg_store_sbx *row,
 	char err[512];
 
 	if (sg_sbx_destroy_row(env, row, err, sizeof(err)) == -1)
-		fprintf(stderr, "sandgate: pool: sandbox %s (%s): %s\n", row->id,
+		sg_log("sandgate: pool: sandbox %s (%s): %s", row->id,
 		    why, err);
 }
 
@@ -219,8 +220,8 @@ check(struct sg_sbx_env *env, const struct sg_tool *t,
 	rc = ops->keepalive(env->prov, t, handle, life, &pe);
 	json_decref(handle);
 	if (rc != SG_PROV_OK) {
-		fprintf(stderr, "sandgate: pool: sandbox %s failed its check "
-		    "(%s): replaced\n", row->id, pe.message);
+		sg_log("sandgate: pool: sandbox %s failed its check "
+		    "(%s): replaced", row->id, pe.message);
 		return -1;
 	}
 	sg_store_pool_touch(env->store, row->id, (int64_t)time(NULL) + life);
@@ -285,8 +286,8 @@ drain_pass(struct sg_sbx_env *env, int last)
 			    -1) {
 				left++;
 				if (last)
-					fprintf(stderr, "sandgate: pool: sandbox "
-					    "%s stays for the next sweep: %s\n",
+					sg_log("sandgate: pool: sandbox "
+					    "%s stays for the next sweep: %s",
 					    row.id, why);
 			}
 			sg_store_sbx_clear(&row);

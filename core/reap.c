@@ -10,6 +10,7 @@
 
 #include "files.h"
 #include "sandbox.h"
+#include "../lib/log.h"
 
 #define LEASE_SECS	120		/* longer than a sweep takes */
 #define LOST_KEPT	86400		/* sessions without a sandbox: a day */
@@ -196,7 +197,7 @@ sg_sbx_reap(struct sg_sbx_env *env, const char *only_tool, int *deleted,
 		    sizeof(why))) == 0)
 			(*deleted)++;
 		else if (rc == -1) {
-			fprintf(stderr, "sandgate: reaper: sandbox %s: %s\n",
+			sg_log("sandgate: reaper: sandbox %s: %s",
 			    w.ids[i], why);
 			(*failed)++;
 		}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "respids.h"
+#include "../lib/log.h"
 
 /*
  * The few members read here are found by scanning the JSON text, not by
@@ -149,8 +150,8 @@ sg_respids_note(struct sg_store *st, const char *api_base,
 	if (id != NULL && strlen(json_string_value(id)) == json_string_length(id)
 	    && sg_store_relayed_put(st, json_string_value(id), req->tenant,
 	    api_base) != SG_STORE_OK)
-		fprintf(stderr, "sandgate: %s: cannot note a relayed response "
-		    "id: %s\n", req->id, sg_store_errmsg(st));
+		sg_log("sandgate: %s: cannot note a relayed response "
+		    "id: %s", req->id, sg_store_errmsg(st));
 	json_decref(id);
 }
 

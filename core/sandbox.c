@@ -7,6 +7,7 @@
 #include "metrics.h"
 #include "pool.h"
 #include "sandbox.h"
+#include "../lib/log.h"
 #include "../lib/util.h"
 
 #define UNLOCK_TRY_MS	8000	/* longer than a database's restart */
@@ -132,7 +133,7 @@ evict(struct sg_sbx_env *env, const char *victim)
 	    &row) != SG_STORE_OK)
 		return;
 	if (sg_sbx_destroy_row(env, &row, why, sizeof(why)) == -1)
-		fprintf(stderr, "sandgate: evicting sandbox %s: %s\n", victim,
+		sg_log("sandgate: evicting sandbox %s: %s", victim,
 		    why);
 	sg_store_sbx_clear(&row);
 }
@@ -376,8 +377,8 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 	struct sg_prov_error pe;
 	int rc = ops->destroy(env->prov, t, handle, &pe);
 
-	fprintf(stderr, "sandgate: sandbox %s stopped answering (%s); delete: "
-	    "%s\n", id, why->message, rc == SG_PROV_OK || rc == SG_PROV_GONE ?
+	sg_log("sandgate: sandbox %s stopped answering (%s); delete: "
+	    "%s", id, why->message, rc == SG_PROV_OK || rc == SG_PROV_GONE ?
 	    "done" : pe.message);
 	if (rc != SG_PROV_OK && rc != SG_PROV_GONE) {
 		sg_mx_sbx(t->name, SG_MX_DELETE_FAILED, 0);
@@ -423,8 +424,8 @@ sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
 
 	while (sg_store_sbx_run_end(env->store, id, getpid()) != SG_STORE_OK) {
 		if (sg_now_ms() >= until) {
-			fprintf(stderr, "sandgate: sandbox %s: its run's lock could "
-			    "not be released (%s): it holds until its deadline\n",
+			sg_log("sandgate: sandbox %s: its run's lock could "
+			    "not be released (%s): it holds until its deadline",
 			    id, sg_store_errmsg(env->store));
 			return;
 		}

@@ -128,8 +128,6 @@ void	 sg_queue_release(struct sg_board *, int slot, int workers_max);
 /* board.c: count an answered request for /metrics. */
 void	 sg_board_count(struct sg_board *, int status, int64_t ms);
 
-/* log.c: field escaped for a log line into dst[dstsz] (see log.c). */
-void	 sg_log_field(char *dst, size_t dstsz, const char *src);
 /* log.c: the one line every request leaves on stderr. */
 void	 sg_log_request(const struct sg_req *, int status, int64_t ms);
 

@@ -19,6 +19,7 @@
 #include "../core/gateway.h"
 #include "../core/pool.h"
 #include "../core/sandbox.h"
+#include "../lib/log.h"
 
 #define REAP_EVERY	30
 #define POOL_TICK_MS	250	/* a claimed warm sandbox is replaced within */
@@ -41,8 +42,7 @@ sweep(struct sg_sbx_env *env, const char *only_tool)
 	int64_t t0 = sg_now_ms();
 
 	if (sg_sbx_reap(env, only_tool, &deleted, &failed, &skipped) == -1)
-		fprintf(stderr, "sandgate: reaper: %s\n",
-		    sg_store_errmsg(env->store));
+		sg_log("sandgate: reaper: %s", sg_store_errmsg(env->store));
 	else {
 		sg_log_field(tool, sizeof(tool), only_tool != NULL ? only_tool :
 		    "*");

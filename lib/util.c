@@ -13,9 +13,8 @@
 
 #include "util.h"
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t
-utf8_seq(const unsigned char *s, size_t n)
+size_t
+sg_utf8_len(const unsigned char *s, size_t n)
 {
 	size_t need, i;
 	uint32_t cp;
@@ -58,7 +57,7 @@ sg_utf8_fix(const char *buf, size_t len, size_t *outlen)
 	if ((fixed = malloc(len * 3 + 1)) == NULL)
 		return NULL;
 	for (p = fixed, i = 0; i < len; i += n) {
-		n = utf8_seq(s + i, len - i);
+		n = sg_utf8_len(s + i, len - i);
 		if (n == 0) {
 			memcpy(p, "\xef\xbf\xbd", 3);
 			p += 3;

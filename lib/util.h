@@ -14,6 +14,10 @@
  * never dropped. NULL only when out of memory. */
 json_t	*sg_json_string_lossy(const char *buf, size_t len);
 
+/* Bytes of the well-formed UTF-8 sequence at s[0..n) (1..4: no overlong
+ * form, surrogate or value past U+10FFFF), or 0. */
+size_t	 sg_utf8_len(const unsigned char *s, size_t n);
+
 /* New NUL-terminated copy of buf[0..len) with invalid UTF-8 replaced by
  * U+FFFD; its length in *outlen. NULL only when out of memory. */
 char	*sg_utf8_fix(const char *buf, size_t len, size_t *outlen);

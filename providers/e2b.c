@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../lib/log.h"
 
 #define E2B_API		"https://api.e2b.app"
 #define E2B_DOMAIN	"e2b.app"
@@ -193,8 +194,8 @@ data_context(struct sg_prov *p, const struct sg_tool *t, json_t *handle)
 	if (rc == SG_PROV_OK && status == 200 && ctx != NULL)
 		json_object_set_new(handle, "context", json_string(ctx));
 	else
-		fprintf(stderr, "sandgate: e2b sandbox %s: no context in %s (%s); "
-		    "its code runs in the default one\n", json_string_value(
+		sg_log("sandgate: e2b sandbox %s: no context in %s (%s); "
+		    "its code runs in the default one", json_string_value(
 		    json_object_get(handle, "id")), DATA_DIR, rc != SG_PROV_OK ?
 		    err.message : sg_phttp_message(resp, "no message"));
 	json_decref(resp);
@@ -280,8 +281,8 @@ run_unstalled(struct sg_prov *p, const char *url, const struct sg_hdrs *h,
 	if (rc == SG_PROV_OK && *status != 200)
 		/* The body is the proxy's or the server's: it may name hosts,
 		 * so it goes to the log only. */
-		fprintf(stderr, "sandgate: e2b /execute answered HTTP %ld: "
-		    "%.300s\n", *status, errbody != NULL ? errbody : "");
+		sg_log("sandgate: e2b /execute answered HTTP %ld: "
+		    "%.300s", *status, errbody != NULL ? errbody : "");
 	/* The proxy's 502 for a sandbox it no longer has. */
 	*gone = rc == SG_PROV_OK && *status == 502 && errbody != NULL &&
 	    strstr(errbody, "not found") != NULL;

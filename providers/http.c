@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 
 #include "internal.h"
+#include "../lib/log.h"
 #include "../lib/util.h"
 
 #define CONNECT_TIMEOUT_MS	10000
@@ -197,7 +198,7 @@ transport_error(struct call *c, CURLcode rc, const char *url,
 	if (c->stalled)
 		return sg_prov_fail(err, SG_PROV_FAILED, 0, "the run never "
 		    "started");
-	fprintf(stderr, "sandgate: provider call to %s: %s\n", url,
+	sg_log("sandgate: provider call to %s: %s", url,
 	    c->timed_out ? "no answer in time" : detail[0] != '\0' ? detail :
 	    what);
 	if (c->timed_out || rc == CURLE_OPERATION_TIMEDOUT)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../lib/log.h"
 #include "../lib/util.h"
 
 #define OSB_IMAGE	"opensandbox/code-interpreter:v1.1.0"
@@ -266,8 +267,8 @@ data_context(struct sg_prov *p, json_t *handle)
 	    "id"))) != NULL)
 		json_object_set_new(handle, "context", json_string(ctx));
 	else
-		fprintf(stderr, "sandgate: OpenSandbox sandbox: no context in %s "
-		    "(%s); its code runs in the default one\n", DATA_DIR,
+		sg_log("sandgate: OpenSandbox sandbox: no context in %s "
+		    "(%s); its code runs in the default one", DATA_DIR,
 		    rc != SG_PROV_OK ? err.message : "no id");
 	json_decref(resp);
 }

@@ -1,7 +1,8 @@
 /*
  * Files: uploaded ones (/v1/files) and container files. The quota check
  * and the row that reserves its bytes are one transaction, so two uploads
- * racing for the last bytes of a key's quota cannot both have them.
+ * racing for the last bytes (or the last file) of a key's quota cannot
+ * both have them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -50,21 +51,21 @@ opt(const char *s)
 
 int
 sg_store_file_begin(struct sg_store *st, const struct sg_store_file *f,
-    int64_t quota)
+    struct sg_store_quota *q)
 {
 	struct sg_st_cur *stmt;
-	int64_t used;
 	int rc;
 
 	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
 		return rc;
-	rc = sg_st_run(st, &stmt, "SELECT coalesce(sum(bytes), 0) FROM files "
-	    "WHERE tenant = ?", "s", f->tenant);
+	rc = sg_st_run(st, &stmt, "SELECT coalesce(sum(bytes), 0), count(*) "
+	    "FROM files WHERE tenant = ?", "s", f->tenant);
 	if (rc < 0)
 		return sg_st_end(st, rc);
-	used = sg_st_int(stmt, 0);
+	q->bytes = sg_st_int(stmt, 0);
+	q->files = sg_st_int(stmt, 1);
 	sg_st_done(st, stmt);
-	if (used + f->bytes > quota)
+	if (q->bytes + f->bytes > q->max_bytes || q->files >= q->max_files)
 		return sg_st_end(st, SG_STORE_FULL);
 	rc = sg_st_exec_args(st, NULL, "INSERT INTO files (id, tenant, "
 	    "container_id, filename, path, purpose, source, state, bytes, "

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "../lib/log.h"
 #include "../lib/util.h"
 
 #define CONNECT_TIMEOUT	"5"		/* s, unless the URL says */
@@ -79,7 +80,7 @@ down(struct sg_store *st, const char *detail)
 	for (n = 0; line[n] != '\0'; n++)
 		if (line[n] == '\n')
 			line[n] = ' ';
-	fprintf(stderr, "sandgate: store: PostgreSQL: %s\n", line);
+	sg_log("sandgate: store: PostgreSQL: %s", line);
 	st->down = 1;
 	return sg_st_err(st, "the PostgreSQL store does not answer");
 }

@@ -335,10 +335,17 @@ struct sg_store_file {
 					 * (sg_store_file_begin sets it) */
 	int64_t	 created_at, expires_at;
 };
+/* What a tenant's files may hold together, and (FULL) what they held. */
+struct sg_store_quota {
+	int64_t	 max_bytes, max_files;
+	int64_t	 bytes, files;		/* uploading ones included */
+};
 /* Record f (state uploading, f->bytes reserved) unless the tenant's files
- * with it would pass quota bytes: OK, FULL, or EXISTS (its id). */
+ * with it would pass q's bytes or files, counted in the same transaction
+ * (two racing for the last of a quota cannot both have it): OK, FULL (q's
+ * bytes and files then say which), or EXISTS (its id). */
 int	 sg_store_file_begin(struct sg_store *, const struct sg_store_file *f,
-	    int64_t quota);
+	    struct sg_store_quota *q);
 /* f's bytes are whole: state ready, with f's bytes (their real size),
  * filename, purpose, path and expiry (known only once the body was
  * read). */

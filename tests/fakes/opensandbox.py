@@ -71,7 +71,9 @@ Test hooks (main port, never authenticated):
                   (true, or the message string), framing_sse, delete_status, ping_503 (the value is
                   the number of 503s), files_status (POST /files/upload answers that status),
                   download_status, download_drop (GET /files/download: headers, half the body,
-                  cut), listdir_status (GET /directories/list answers that status).
+                  cut), listdir_status (GET /directories/list answers that status),
+                  search_size (GET /files/search says every file has that many bytes: a
+                  listing that lies, as a hostile sandbox's may).
 
 Usage: opensandbox.py [--port 0] [--execd-port 0] [--port-file PATH] [--api-key KEY] [--quiet]
                       [--start-delay 0.3] [--max-timeout 86400]
@@ -818,7 +820,7 @@ def validate_create_semantics(b, max_timeout):
 class Faults:
     NAMES = ("create_status", "create_delay", "pending_polls", "fail_start", "endpoint_404", "code_drop",
              "code_hang", "code_error_object", "framing_sse", "delete_status", "ping_503", "files_status",
-             "download_status", "download_drop", "listdir_status")
+             "download_status", "download_drop", "listdir_status", "search_size")
     VALUE_IS_COUNT = ("endpoint_404", "ping_503")
 
     def __init__(self):
@@ -1949,6 +1951,9 @@ class Handler(BaseHTTPRequestHandler):
                 found.append(self.fs_info_of(sb, vp, info))
         try:
             walk(real, v)
+            lie = self.fake.faults.take("search_size")
+            for info in found if lie is not None else []:
+                info["size"] = int(lie)
         except ValueError:
             return self.execd_error(500, "RUNTIME_ERROR", "error searching files. invalid pattern %s: syntax error "
                                                           "in pattern" % pattern)

@@ -30,7 +30,7 @@ run() {
 # pass runs it), and every multibox test (gateways of several boxes on one
 # database).
 pg_tests="sessions conversation sandboxes containers files
-code-output-files warm-pool metrics pool lifecycle migrate"
+code-output-files audit-files warm-pool metrics pool lifecycle migrate"
 for p in $passes; do
 	case $p in
 	root) run SG_START=binpath SG_BUILD=build SG_USER="$user" ;;

@@ -38,7 +38,8 @@ put(struct sg_store *st, const char *id, const char *tenant,
 	f.bytes = 1;
 	f.created_at = created;
 	f.expires_at = created + 1000;
-	assert_int_equal(sg_store_file_begin(st, &f, 1 << 20), SG_STORE_OK);
+	assert_int_equal(sg_store_file_begin(st, &f,
+	    &(struct sg_store_quota){ 1 << 20, 100, 0, 0 }), SG_STORE_OK);
 	assert_int_equal(sg_store_file_ready(st, &f), SG_STORE_OK);
 }
 

@@ -1,8 +1,10 @@
 /*
  * store/files: a file row reserves its key's quota while it uploads (no
- * two uploads share the last bytes), is found by its key only and in its
- * own container only, lists newest first (or oldest) page by page, and
- * comes up for the reaper when it expired or still uploads.
+ * two uploads share the last bytes, nor the last file of a key that may
+ * hold so many, even from processes racing for them), is found by its
+ * key only and in its own container only, lists newest first (or oldest)
+ * page by page, and comes up for the reaper when it expired or still
+ * uploads.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +12,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <sys/wait.h>
+
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../store/store.h"
 #include "testutil.h"
@@ -35,8 +40,9 @@ ready(struct sg_store *st, const char *id, int64_t bytes)
 }
 
 static int
-begin(struct sg_store *st, const char *id, const char *tenant,
-    const char *container, int64_t bytes, int64_t created, int64_t quota)
+begin_q(struct sg_store *st, const char *id, const char *tenant,
+    const char *container, int64_t bytes, int64_t created,
+    struct sg_store_quota *q)
 {
 	struct sg_store_file f;
 
@@ -51,7 +57,84 @@ begin(struct sg_store *st, const char *id, const char *tenant,
 	f.owner_pid = 1;
 	f.created_at = created;
 	f.expires_at = created + 100;
-	return sg_store_file_begin(st, &f, quota);
+	return sg_store_file_begin(st, &f, q);
+}
+
+/* begin_q within quota bytes, and files enough. */
+static int
+begin(struct sg_store *st, const char *id, const char *tenant,
+    const char *container, int64_t bytes, int64_t created, int64_t quota)
+{
+	struct sg_store_quota q = { quota, 1000, 0, 0 };
+
+	return begin_q(st, id, tenant, container, bytes, created, &q);
+}
+
+/* Empty files cost no bytes: each still counts, uploading or ready, in a
+ * container or not, per key. */
+static void
+files_are_counted(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_quota q = { 1000, 2, -1, -1 };
+
+	assert_int_equal(begin_q(fx->st, "file-1", A, "", 0, 10, &q),
+	    SG_STORE_OK);
+	assert_int_equal(ready(fx->st, "file-1", 0), SG_STORE_OK);
+	assert_int_equal(begin_q(fx->st, "cfile_1", A, "cntr_1", 0, 11, &q),
+	    SG_STORE_OK);
+	assert_int_equal(begin_q(fx->st, "file-2", A, "", 0, 12, &q),
+	    SG_STORE_FULL);
+	assert_int_equal(q.files, 2);
+	assert_int_equal(q.bytes, 0);
+	assert_int_equal(begin_q(fx->st, "file-b", B, "", 0, 12, &q),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_file_remove(fx->st, "file-1", A),
+	    SG_STORE_OK);
+	assert_int_equal(begin_q(fx->st, "file-2", A, "", 0, 13, &q),
+	    SG_STORE_OK);
+	/* The bytes are still checked, and say so. */
+	q.max_files = 10;
+	assert_int_equal(begin_q(fx->st, "file-3", A, "", 1001, 14, &q),
+	    SG_STORE_FULL);
+	assert_true(q.files < q.max_files);
+}
+
+/* Processes racing for a key's last files: exactly as many begin as it
+ * may hold. */
+static void
+racing_for_the_last_files(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	char out[32];
+	int i, made = 0, status;
+
+	for (i = 0; i < 8; i++) {
+		if (fork() == 0) {
+			struct sg_store_quota q = { 1 << 20, 3, 0, 0 };
+			struct sg_store *st;
+			char err[256], id[32];
+			int rc;
+
+			if (tu_store_open(fx->path, &st, err, sizeof(err), 0) != 0)
+				_exit(2);
+			snprintf(id, sizeof(id), "file-r%d", i);
+			rc = begin_q(st, id, A, "", 0, 10, &q);
+			sg_store_close(st);
+			_exit(rc == SG_STORE_OK ? 0 : rc == SG_STORE_FULL ? 5 : 4);
+		}
+	}
+	for (i = 0; i < 8; i++) {
+		assert_true(wait(&status) > 0);
+		assert_true(WIFEXITED(status));
+		assert_true(WEXITSTATUS(status) == 0 ||
+		    WEXITSTATUS(status) == 5);
+		made += WEXITSTATUS(status) == 0;
+	}
+	assert_int_equal(made, 3);
+	assert_int_equal(tu_raw_sql(fx->path, "SELECT count(*) FROM files",
+	    out, sizeof(out)), 0);
+	assert_string_equal(out, "3");
 }
 
 static void
@@ -263,6 +346,8 @@ main(void)
 	tu_store_teardown)
 	const struct CMUnitTest tests[] = {
 		T(quota_is_reserved_while_uploading),
+		T(files_are_counted),
+		T(racing_for_the_last_files),
 		T(found_by_its_key_in_its_container),
 		T(lists_page_by_page),
 		T(due_are_expired_or_uploading),

@@ -960,7 +960,8 @@ copy_into_an_empty_store(void **state)
 	    4102444800), SG_STORE_OK);
 	assert_int_equal(sg_store_resp_save(src, &r, &in, 1, NULL, 0),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_file_begin(src, &f, 100), SG_STORE_OK);
+	assert_int_equal(sg_store_file_begin(src, &f,
+	    &(struct sg_store_quota){ 100, 100, 0, 0 }), SG_STORE_OK);
 	assert_int_equal(sg_store_relayed_put(src, "up_2", "alice", UP_A),
 	    SG_STORE_OK);
 	/* A row from before boxes gets the source's box. */
