@@ -139,6 +139,9 @@ test("the first text delta reaches the client before the upstream finished its t
 });
 
 test("a client that disconnects mid-stream stops the loop and leaves no sandbox", async () => {
+  // Earlier tests' answers keep their conversations' containers.
+  const ids = async () => (await stack.call("GET", "/v1/sandboxes")).json.data.map((s) => s.id);
+  const before = await ids();
   const ac = new AbortController();
   const r = await fetch(stack.url("/v1/responses"), {
     method: "POST", signal: ac.signal,
@@ -150,11 +153,10 @@ test("a client that disconnects mid-stream stops the loop and leaves no sandbox"
   while (!text.includes("code_interpreter_call.interpreting")) text += new TextDecoder().decode((await reader.read()).value);
   ac.abort();
   for (let i = 0; i < 100; i++) {
-    const l = await stack.call("GET", "/v1/sandboxes");
-    if (l.json.data.length === 0) break;
+    if ((await ids()).length === before.length) break;
     await new Promise((res) => setTimeout(res, 100));
   }
-  assert.deepEqual((await stack.call("GET", "/v1/sandboxes")).json.data, []);
+  assert.deepEqual(await ids(), before);
   const calls = (await stack.fakeRequests()).filter((q) => q.body?.model === "ci-endless").length;
   assert.ok(calls < 4, `the loop stopped early (${calls} upstream calls)`);
 });
