@@ -2,8 +2,8 @@
 // the code tool; the code really runs (e2b fake, local sandbox).
 import { test, describe, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
-import OpenAI from "openai";
-import { startStack, KEYS } from "./harness.mjs";
+import OpenAI, { toFile } from "openai";
+import { startStack, KEYS, sseEvents } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
@@ -218,6 +218,31 @@ for (const tool of ["e2b", "local"]) {
           (e) => e.status === 502 && /e2b/.test(e.message));
         await noSandboxLeft();
       });
+
+      // Once "The interception loop failed." (500): a provider that says
+      // the sandbox is gone when given a file, or stops answering, in a
+      // new sandbox too.
+      for (const [what, fault] of [["cannot take the request's files", { files_status: 404 }],
+        ["stops answering, and its replacement too", { execute_status: 502 }]]) {
+        test(`a sandbox that ${what} → 502 naming the tool, no retry, no address, nothing left`, async () => {
+          const file = await client.files.create({ file: await toFile(Buffer.from("a,b\n"), "in.csv"), purpose: "user_data" });
+          const body = { model: "ci-primes", input: "x", tools: [{ type: "code_interpreter", container: { type: "auto", file_ids: [file.id] } }] };
+          await stack.fakeHook("e2b", "faults", { ...fault, count: 10 });
+          const r = await stack.call("POST", "/v1/responses", body);
+          assert.equal(r.status, 502, r.text);
+          assert.equal(r.headers.get("x-should-retry"), "false");
+          validate("ErrorResponse", r.json);
+          assert.match(r.json.error.message, /^Sandbox tool e2b: /);
+          assert.doesNotMatch(r.text, /https?:|127\.0\.0\.1|interception loop/);
+          const s = await stack.call("POST", "/v1/responses", { ...body, stream: true });
+          const failed = sseEvents(s.text).filter((e) => e.event === "error").map((e) => JSON.parse(e.data));
+          assert.equal(failed.length, 1, s.text.slice(-500));
+          assert.match(failed[0].message, /^Sandbox tool e2b: /);
+          await stack.fakeHook("e2b", "faults", {});
+          await noSandboxLeft();
+          await client.files.delete(file.id);
+        });
+      }
     }
   });
 }
