@@ -41,8 +41,11 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->interception.enabled = 1;
 	cfg->interception.max_agentic_loops = 4;
 	cfg->interception.exec_timeout = 120;
+	/* As OpenAI's auto containers: a follow-up finds the variables and
+	 * files of the turns before it, for 20 idle minutes. */
+	cfg->interception.reuse_conversation = 1;
 	cfg->sessions.max_per_key = 10;
-	cfg->sessions.ttl = 900;
+	cfg->sessions.ttl = 1200;
 	cfg->responses.retention = 30 * 86400;
 	cfg->files.max_bytes = 512LL << 20;
 	cfg->files.max_bytes_per_key = 2LL << 30;

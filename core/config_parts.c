@@ -404,8 +404,9 @@ sg_cfgld_interception(struct sg_cfgld *ld, const config_setting_t *g)
 	    sg_cfgld_int(ld, g, "exec_timeout", &cfg->interception.exec_timeout,
 	    1, 86400) == -1 ||
 	    sg_cfgld_word(ld, g, "container_reuse", &mode, reuse) == -1 ? -1 : 0;
-	cfg->interception.reuse_conversation = mode != NULL &&
-	    strcmp(mode, "conversation") == 0;
+	if (mode != NULL)
+		cfg->interception.reuse_conversation = strcmp(mode,
+		    "conversation") == 0;
 	free(mode);
 	return rc;
 }

@@ -506,7 +506,7 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	json_int_t created = (json_int_t)time(NULL);
 	struct sg_error err;
 	json_t *answer = NULL;
-	int rc;
+	int rc, new_conv;
 
 	/* Every path that fails fills err; this is only a safe default. */
 	sg_error_server(&err, 500, "The interception loop failed.");
@@ -526,6 +526,13 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	    r.bind.sandbox, r.peek };
 	/* Before the rewrite: it reads the client's own tools. */
 	rc = sg_bind_init(env->sbx, req, r.work, &r.bind, &err);
+	/* A conversation's container is found again by what a Responses
+	 * follow-up carries; no Chat request can name it. */
+	if (rc == 0 && s == SG_SURFACE_CHAT &&
+	    r.bind.kind == SG_SBX_CONVERSATION)
+		r.bind.kind = SG_SBX_EPHEMERAL;
+	new_conv = rc == 0 && r.bind.kind == SG_SBX_CONVERSATION &&
+	    r.bind.sandbox[0] == '\0';
 	if (rc == 0 && s == SG_SURFACE_RESPONSES)
 		sg_bind_peek(env->sbx, req, &r.bind, r.peek);
 	/* Before the rewrite too: it asks for reasoning's encrypted form
@@ -562,7 +569,10 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	 * (a stream's answer carries its own, from the same moment). */
 	if (answer != NULL && s == SG_SURFACE_RESPONSES && r.stream == NULL)
 		json_object_set_new(answer, "created_at", json_integer(created));
-	/* The request's own sandbox goes with the request, on every path. */
+	/* The request's own sandbox goes with the request, on every path;
+	 * so does a conversation's new one when no answer leads to it. */
+	if (answer == NULL && new_conv)
+		r.bind.kind = SG_SBX_EPHEMERAL;
 	sg_bind_end(env->sbx, req, &r.bind);
 	if (answer != NULL && s == SG_SURFACE_RESPONSES)
 		sg_conv_save(&r.conv, answer, json_string_value(json_object_get(

@@ -55,7 +55,11 @@ sg_sbx_put_file(struct sg_sbx_env *env, const char *tenant, const char *id,
 	close(fd);
 	json_decref(handle);
 	sg_store_sbx_clear(&row);
-	if (rc == SG_PROV_GONE)
+	if (rc == SG_PROV_GONE) {
+		/* The caller may replace the sandbox; if not, this is why. */
+		sg_error_server(err, 502, "Sandbox tool %s: %s", t->name,
+		    pe.message);
 		return SG_SBX_GONE;
+	}
 	return rc == SG_PROV_OK ? 0 : sg_sbx_prov_error(t, &pe, id, err);
 }

@@ -149,28 +149,47 @@ take_session(json_t *work, struct sg_bind *b, struct sg_error *err)
 	return 1;
 }
 
-/* The container a continuation used: previous_response_id's, else the
- * last replayed code_interpreter_call's. "" when none. */
+/* A replayed code call's container into id: the item's own, or, for an
+ * item_reference to one (as the AI SDK replays them), the stored one's. */
+static void
+call_container(struct sg_sbx_env *env, const struct sg_req *req,
+    const json_t *it, char id[48])
+{
+	const char *type = json_string_value(json_object_get(it, "type"));
+	const char *ref = json_string_value(json_object_get(it, "id"));
+	const char *c = NULL;
+	char *item = NULL, *up = NULL;
+	json_t *stored = NULL;
+
+	if (type != NULL && strcmp(type, "code_interpreter_call") == 0)
+		c = json_string_value(json_object_get(it, "container_id"));
+	else if (type != NULL && strcmp(type, "item_reference") == 0 &&
+	    ref != NULL && strncmp(ref, "ci_", 3) == 0 &&
+	    sg_store_item_find(env->store, ref, req->tenant, &item, &up) ==
+	    SG_STORE_OK && (stored = json_loads(item, 0, NULL)) != NULL)
+		c = json_string_value(json_object_get(stored, "container_id"));
+	if (c != NULL && strlen(c) < 48)
+		snprintf(id, 48, "%s", c);
+	json_decref(stored);
+	free(item);
+	free(up);
+}
+
+/* The container a continuation used: the last replayed code call's, else
+ * previous_response_id's. "" when none. */
 static void
 continued(struct sg_sbx_env *env, const struct sg_req *req,
     const json_t *work, char id[48])
 {
 	const char *prev = json_string_value(json_object_get(work,
 	    "previous_response_id"));
-	const json_t *input = json_object_get(work, "input"), *it;
+	const json_t *input = json_object_get(work, "input");
 	char up[256];
 	size_t i;
 
 	id[0] = '\0';
-	json_array_foreach(input, i, it) {
-		const char *type = json_string_value(json_object_get(it, "type"));
-		const char *c = json_string_value(json_object_get(it,
-		    "container_id"));
-
-		if (type != NULL && strcmp(type, "code_interpreter_call") == 0 &&
-		    c != NULL && strlen(c) < 48)
-			snprintf(id, 48, "%s", c);
-	}
+	for (i = json_array_size(input); i-- > 0 && id[0] == '\0';)
+		call_container(env, req, json_array_get(input, i), id);
 	if (id[0] == '\0' && prev != NULL)
 		sg_store_resp_get(env->store, prev, req->tenant, up, sizeof(up),
 		    id, 48);
@@ -283,13 +302,18 @@ sg_bind_run(struct sg_sbx_env *env, const struct sg_req *req,
     struct sg_bind *b, const char *code, json_t **result, char **note,
     struct sg_error *err)
 {
-	int rc, tries;
+	struct sg_error ignored;
+	int rc, tries, put_gone = 0;
 
 	*note = NULL;
 	for (tries = 0; tries < 2; tries++) {
 		if (sg_bind_sandbox(env, req, b, err) == NULL)
 			return -1;
 		rc = put_files(env, req, b, err);
+		if ((put_gone = rc == SG_SBX_GONE) && b->kind != SG_SBX_EXPLICIT)
+			/* Deleted as a run's gone one is: else the store, or a
+			 * session, would hand it out again. */
+			sg_sbx_delete(env, req->tenant, b->sandbox, &ignored);
 		if (rc == 0)
 			rc = sg_sbx_run(env, req->tenant, b->sandbox, code, 0,
 			    b->kind != SG_SBX_EPHEMERAL, result, err);
@@ -303,6 +327,14 @@ sg_bind_run(struct sg_sbx_env *env, const struct sg_req *req,
 		b->lost = 1;
 		b->files_in = 0;
 	}
+	/* The new one went as well: the tool's failure, and asking again
+	 * would meet it again (put's error already names the tool). */
+	if (rc == SG_SBX_GONE && !put_gone)
+		sg_error_server(err, 502, "Sandbox tool %s: its sandbox stopped "
+		    "answering, and so did the new one that replaced it.",
+		    env->cfg->interception.sandbox_tool);
+	if (rc == SG_SBX_GONE)
+		err->no_retry = 1;
 	if (rc != 0)
 		return -1;
 	if (b->lost)

@@ -106,6 +106,57 @@ def figure_png(fig):
     return print_figure(fig, "png", bbox_inches="tight", base64=True)
 
 
+def show_on_save(image_module):
+    """PIL's Image.save(path) shows the image too, a PNG result before the
+    file is written, as e2b's template has it (a startup script of its
+    kernel wraps the method); saved to a file object, it shows nothing."""
+    import functools
+    save = image_module.Image.save
+
+    @functools.wraps(save)
+    def save_shown(self, fp, format=None, **params):
+        if isinstance(fp, str):
+            from IPython.display import display
+            display(self)
+        return save(self, fp, format, **params)
+
+    image_module.Image.save = save_shown
+
+
+class ShowOnSave:
+    """show_on_save, once a cell imports PIL.Image: e2b's kernel imports it
+    at start, which here would slow every sandbox's first run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "PIL.Image":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            show_on_save(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+    @classmethod
+    def install(cls):
+        if "PIL.Image" in sys.modules:
+            show_on_save(sys.modules["PIL.Image"])
+        else:
+            sys.meta_path.insert(0, cls())
+
+
 def load_ipython():
     """Import IPython's shell without running IPython/__init__.py, whose
     terminal half (prompt_toolkit, jedi) is most of IPython's import time:
@@ -277,6 +328,7 @@ def ipython_shell_class():
             formatters["e2b/data"] = FrameData(parent=self.display_formatter)
             formatters["application/json"] = ListJSON(parent=self.display_formatter)
             formatters["image/png"].for_type_by_name("matplotlib.figure", "Figure", figure_png)
+            ShowOnSave.install()
             import builtins
             builtins.input = no_input
 

@@ -17,7 +17,8 @@ A PNG result comes from `display_png(b64)` or a `__png__` variable holding base6
 and `display_data({mime: value})` emit other display results. Results and errors take the shapes
 of the real template's IPython kernel: IPython's text/plain (its pretty printer when the cells'
 Python has IPython), `json` for lists and dicts, `data` for a pandas DataFrame, matplotlib figures
-as the inline backend shows them (after the main result when left open), tracebacks as IPython 9
+as the inline backend shows them (after the main result when left open), PIL's Image.save(path)
+displaying the image (the template's startup script 0003_images.py), tracebacks as IPython 9
 writes them with colors off, joined with "" as the server joins them. A client leaving mid-run interrupts
 the worker (SIGINT, then a kill after --interrupt-grace s); a run sent within --abort-window s of
 that is aborted and only ever gets keepalives, as on the real server (its "aborted" quirk).
@@ -585,6 +586,39 @@ def _after_cell():
 
 sys.meta_path.append(_InlineBackend())
 os.environ["MPLBACKEND"] = "module://" + _INLINE
+
+
+class _ShowOnSave:
+    """The template's startup script 0003_images.py: PIL's Image.save to a path (a str)
+    displays the image first. It imports PIL at start; this fake wraps the method when a
+    cell first imports PIL.Image."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "PIL.Image":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+        spec = importlib.util.find_spec(name)
+        if spec is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            save = module.Image.save
+
+            def shown(image, fp, format=None, **params):
+                if isinstance(fp, str):
+                    display(image)
+                return save(image, fp, format, **params)
+
+            module.Image.save = shown
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _ShowOnSave())
 
 _mod = types.ModuleType("__main__")
 _mod.__dict__["__builtins__"] = builtins

@@ -305,3 +305,46 @@ for (const name of Object.keys(STATES)) {
     });
   });
 }
+
+// ------------------------------------------------------------ state across turns, default config
+
+// OpenAI reuses an auto container for the conversation's follow-ups, and
+// clients rely on it: x set in one turn is read in the next. sandgate's
+// default (container_reuse = "conversation") does the same. ci-turn runs the
+// newest user text ({"code": …}) and answers "args result: <its output>".
+const code = (c) => JSON.stringify({ code: c });
+
+test("Agents SDK, default config: x set in one turn is there in the next (previousResponseId, replayed history)", TIMEOUT, async () => {
+  const client = new OpenAI({ baseURL: stack.url("/v1"), apiKey: KEYS.alice, maxRetries: 0 });
+  const runner = new Runner({ modelProvider: new OpenAIProvider({ openAIClient: client, useResponses: true }),
+    tracingDisabled: true });
+  const agent = new Agent({ name: "coder", instructions: "Run the code.", model: "ci-turn",
+    tools: [codeInterpreterTool({ includeOutputs: true })] });
+  for (const stream of [false, true]) {
+    const r1 = await agentsRun(runner, agent, code("x = 42\nprint('set')"), stream);
+    assert.equal(r1.finalOutput, "args result: set\n");
+    const r2 = await agentsRun(runner, agent, code("print(x)"), stream, { previousResponseId: r1.lastResponseId });
+    assert.equal(r2.finalOutput, "args result: 42\n", "previousResponseId: the same container");
+    const r3 = await agentsRun(runner, agent, [...r1.history, user(code("print(x + 1)"))], stream);
+    assert.equal(r3.finalOutput, "args result: 43\n", "replayed history: the same container");
+  }
+});
+
+test("AI SDK, default config: x set in one turn is there in the next (replayed messages)", TIMEOUT, async () => {
+  const openai = createOpenAI({ baseURL: stack.url("/v1"), apiKey: KEYS.alice });
+  const tools = { code_interpreter: openai.tools.codeInterpreter({}) };
+  for (const stream of [false, true]) {
+    const messages = [];
+    for (const [c, want] of [["x = 42\nprint('set')", "args result: set\n"], ["print(x)", "args result: 42\n"]]) {
+      messages.push({ role: "user", content: code(c) });
+      const args = { model: openai("ci-turn"), tools, messages, stopWhen: stepCountIs(3), maxRetries: 0 };
+      const out = stream ? await (async () => {
+        const r = streamText({ ...args, onError: () => {} });
+        for await (const part of r.fullStream) if (part.type === "error") throw part.error;
+        return { text: await r.text, response: await r.response };
+      })() : await generateText(args);
+      assert.equal(out.text, want);
+      messages.push(...out.response.messages);
+    }
+  }
+});

@@ -88,8 +88,8 @@ for (const provider of ["local", "e2b", "osb"]) {
       assert.match(msg.content[0].text, /files written to \/mnt\/data this round:\n- \/mnt\/data\/out\.csv \(13 bytes\)/);
       const out = files.find((f) => f.path.endsWith("out.csv")), png = files.find((f) => f.path.endsWith(".png"));
       assert.equal(out.bytes, OUT.length);
-      // The request's own sandbox is gone; its files are not.
-      await assert.rejects(alice.containers.retrieve(container), (e) => e.status === 404);
+      // The container is kept for the conversation's follow-ups.
+      assert.equal((await alice.containers.retrieve(container)).id, container);
       assert.equal((await bytesOf(alice, out.id, container)).toString(), OUT);
       assert.deepEqual(await bytesOf(alice, png.id, container), PNG);
       // Another key sees none of it.
@@ -134,7 +134,7 @@ for (const provider of ["local", "e2b", "osb"]) {
       const r = await alice.responses.create(body("open('/mnt/data/big.bin', 'wb').write(b'x' * 5000)\nprint('ok')"));
       assert.match(r.output_text, /big\.bin \(not kept: larger than the 4096 bytes a file may have\)/);
       const call = r.output.find((o) => o.type === "code_interpreter_call");
-      await assert.rejects(alice.containers.files.list(call.container_id), (e) => e.status === 404);
+      assert.deepEqual((await alice.containers.files.list(call.container_id)).data, []);
     });
 
     test("a session's later requests copy only what changed; a rewritten file replaces its copy", async () => {

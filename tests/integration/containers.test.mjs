@@ -25,7 +25,7 @@ test("create with a file, run code in it by its id, retrieve, delete", async () 
   assert.equal(c.object, "container");
   assert.equal(c.name, "analysis");
   assert.equal(c.status, "running");
-  assert.deepEqual(c.expires_after, { anchor: "last_active_at", minutes: 15 });
+  assert.deepEqual(c.expires_after, { anchor: "last_active_at", minutes: 20 });
   const r = await alice.responses.create({ model: "ci-args", input: JSON.stringify({ code: "print(open('/mnt/data/in.csv').read().split()[1])" }),
     tools: [{ type: "code_interpreter", container: c.id }] });
   assert.match(r.output_text, /args result: 1,2/);

@@ -365,10 +365,11 @@ async function acrossCopies(t, session) {
   return { a, b: others[0], value: r2.value };
 }
 
-// Sandboxes live at the e2b fake, and those the store keeps (sessions).
+// Sandboxes live at the e2b fake, and those the store keeps (sessions,
+// conversations' containers: any but a request's own, kind 0).
 async function e2bState() {
   const stats = await W.fakes.fakeHook("e2b", "stats");
-  const rows = JSON.parse(sqlite("SELECT s.id, s.handle, (SELECT count(*) FROM sessions WHERE sandbox_id = s.id) AS kept FROM sandboxes s WHERE s.tool = 'e2b'") || "[]");
+  const rows = JSON.parse(sqlite("SELECT s.id, s.handle, s.kind <> 0 AS kept FROM sandboxes s WHERE s.tool = 'e2b'") || "[]");
   const kept = new Set(rows.filter((r) => r.kept > 0).map((r) => JSON.parse(r.handle).id));
   return { live: stats.live, kept, rows };
 }
@@ -402,13 +403,13 @@ async function assertNothingLeft(t, what) {
   await waitFor(() => (left = leftovers()).length === 0, "every gateway process to end", 10000).catch(() => {});
   const { live: e2b, kept } = await e2bState();
   const socks = await runtimeSockets();
-  t.diagnostic(`${what}: runtime dir sockets ${JSON.stringify(socks)}; e2b live ${JSON.stringify(e2b)}, kept by sessions ${JSON.stringify([...kept])}`);
+  t.diagnostic(`${what}: runtime dir sockets ${JSON.stringify(socks)}; e2b live ${JSON.stringify(e2b)}, kept by the store ${JSON.stringify([...kept])}`);
   const ipc = fs.readdirSync(`${W.ap}/fcgid`);
   t.diagnostic(`${what}: mod_fcgid's own socket files left in FcgidIPCDir: ${JSON.stringify(ipc)}`);
   const problems = [];
   if (left.length) problems.push(`processes left:\n${describeProcs(left)}`);
   const stray = e2b.filter((id) => !kept.has(id));
-  if (stray.length) problems.push(`e2b sandboxes live that no session keeps: ${stray.join(", ")}`);
+  if (stray.length) problems.push(`e2b sandboxes live that the store does not keep: ${stray.join(", ")}`);
   const kernelSocks = socks.filter((s) => s.file.startsWith("kernels/"));
   if (kernelSocks.length) problems.push(`kernel sockets left: ${kernelSocks.map((s) => s.file).join(", ")}`);
   const listening = socks.filter((s) => s.listening);

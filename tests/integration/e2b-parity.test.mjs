@@ -65,6 +65,8 @@ test("in the loop, a cut run goes back to the model and the answer completes", a
   const reqs = (await stack.fakeRequests()).filter((q) => q.body?.model === "ci-args");
   assert.equal(reqs.length, 2);
   assert.match(JSON.stringify(reqs[1].body), /TimeoutError/);
+  // Kept for the conversation's follow-ups until deleted.
+  assert.equal((await call("DELETE", `/v1/sandboxes/${ci.container_id}`)).status, 200);
   await noSandboxLeft();
 });
 
@@ -135,6 +137,7 @@ test("PNGs lose the server's trailing newline, in results and in the Responses i
   const ci = resp.json.output.find((o) => o.type === "code_interpreter_call");
   const img = ci.outputs.find((o) => o.type === "image");
   assert.equal(img.url, `data:image/png;base64,${PNG}`);
+  assert.equal((await call("DELETE", `/v1/sandboxes/${ci.container_id}`)).status, 200);
   await noSandboxLeft();
 });
 

@@ -2,8 +2,8 @@
 // the code tool; the code really runs (e2b fake, local sandbox).
 import { test, describe, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
-import OpenAI from "openai";
-import { startStack, KEYS } from "./harness.mjs";
+import OpenAI, { toFile } from "openai";
+import { startStack, KEYS, sseEvents } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
@@ -22,18 +22,25 @@ for (const tool of ["e2b", "local"]) {
     beforeEach(async () => {
       await stack.resetFake();
       await stack.fakeHook("e2b", "faults", {});
+      // Each test starts without the containers earlier ones kept.
+      for (const s of (await stack.call("GET", "/v1/sandboxes")).json.data)
+        await stack.call("DELETE", `/v1/sandboxes/${s.id}`);
     });
 
     async function upstreamBodies(model) {
       return (await stack.fakeRequests()).filter((q) => q.body?.model === model).map((q) => q.body);
     }
-    async function noSandboxLeft() {
+    // What is left: a Responses answer's container, kept for its
+    // conversation's follow-ups (container_reuse's default), and nothing
+    // else; a Chat request's or a failed one's own sandbox is deleted.
+    async function noSandboxLeft(r) {
+      const kept = [...new Set((r?.output ?? []).filter((o) => o.type === "code_interpreter_call").map((o) => o.container_id))];
       const l = await stack.call("GET", "/v1/sandboxes");
-      assert.deepEqual(l.json.data, [], "no sandbox row left");
+      assert.deepEqual(l.json.data.map((s) => s.id), kept, "no sandbox row left but the conversation's");
       if (tool === "e2b") {
         const s = await stack.fakeHook("e2b", "stats");
-        assert.deepEqual(s.live, []);
-        assert.equal(s.creates, s.deletes);
+        assert.equal(s.live.length, kept.length);
+        assert.equal(s.creates, s.deletes + kept.length);
       }
     }
 
@@ -62,7 +69,7 @@ for (const tool of ["e2b", "local"]) {
       assert.equal(r.usage.input_tokens, 30);
       assert.equal(r.usage.output_tokens, 5 + 6);
       assert.equal(r.usage.total_tokens, 30 + 11);
-      await noSandboxLeft();
+      await noSandboxLeft(r);
     });
 
     test("Chat: 30030 in content, internal calls hidden, usage summed", async () => {
@@ -90,7 +97,7 @@ for (const tool of ["e2b", "local"]) {
       assert.match(r.output_text, /43/);
       const first = (await upstreamBodies("ci-two"))[0];
       assert.ok(!(first.include ?? []).includes("code_interpreter_call.outputs"), "not sent upstream");
-      await noSandboxLeft();
+      await noSandboxLeft(r);
     });
 
     test("a raising cell: the call is completed and the answer mentions the error", async () => {
@@ -99,7 +106,7 @@ for (const tool of ["e2b", "local"]) {
       assert.equal(ci.status, "completed");
       assert.match(ci.outputs[0].logs, /ZeroDivisionError/);
       assert.match(r.output_text, /ZeroDivisionError/);
-      await noSandboxLeft();
+      await noSandboxLeft(r);
     });
 
     test("an endless caller ends with 200 after N + 1 upstream calls, the last with tool_choice none", async () => {
@@ -150,7 +157,7 @@ for (const tool of ["e2b", "local"]) {
       const c = await client.chat.completions.create({ model: "ci-clientfn", messages: [{ role: "user", content: "w" }], tools: [...CI, WEATHER_C] });
       assert.equal(c.choices[0].finish_reason, "tool_calls");
       assert.deepEqual(c.choices[0].message.tool_calls.map((t) => t.function.name), ["get_weather"]);
-      await noSandboxLeft();
+      await noSandboxLeft(r);
     });
 
     test("upstream 429 → 429, nothing left", async () => {
@@ -211,6 +218,31 @@ for (const tool of ["e2b", "local"]) {
           (e) => e.status === 502 && /e2b/.test(e.message));
         await noSandboxLeft();
       });
+
+      // Once "The interception loop failed." (500): a provider that says
+      // the sandbox is gone when given a file, or stops answering, in a
+      // new sandbox too.
+      for (const [what, fault] of [["cannot take the request's files", { files_status: 404 }],
+        ["stops answering, and its replacement too", { execute_status: 502 }]]) {
+        test(`a sandbox that ${what} → 502 naming the tool, no retry, no address, nothing left`, async () => {
+          const file = await client.files.create({ file: await toFile(Buffer.from("a,b\n"), "in.csv"), purpose: "user_data" });
+          const body = { model: "ci-primes", input: "x", tools: [{ type: "code_interpreter", container: { type: "auto", file_ids: [file.id] } }] };
+          await stack.fakeHook("e2b", "faults", { ...fault, count: 10 });
+          const r = await stack.call("POST", "/v1/responses", body);
+          assert.equal(r.status, 502, r.text);
+          assert.equal(r.headers.get("x-should-retry"), "false");
+          validate("ErrorResponse", r.json);
+          assert.match(r.json.error.message, /^Sandbox tool e2b: /);
+          assert.doesNotMatch(r.text, /https?:|127\.0\.0\.1|interception loop/);
+          const s = await stack.call("POST", "/v1/responses", { ...body, stream: true });
+          const failed = sseEvents(s.text).filter((e) => e.event === "error").map((e) => JSON.parse(e.data));
+          assert.equal(failed.length, 1, s.text.slice(-500));
+          assert.match(failed[0].message, /^Sandbox tool e2b: /);
+          await stack.fakeHook("e2b", "faults", {});
+          await noSandboxLeft();
+          await client.files.delete(file.id);
+        });
+      }
     }
   });
 }

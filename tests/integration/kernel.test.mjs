@@ -96,6 +96,9 @@ const CELLS = [
   ["an object's own _repr_html_",
     "class C:\n    def __repr__(self):\n        return 'C()'\n    def _repr_html_(self):\n        return '<p>c</p>'\nC()"],
   ["text beyond ASCII", "print('héllo 日本')\n'日本'"],
+  ["PIL's Image.save(path) shows the image first (e2b's template wraps it); to a file object it does not",
+    "from PIL import Image\nimport io, os\nimg = Image.new('RGB', (4, 3), 'red')\nimg.save('red.png')\n" +
+    "img.save(io.BytesIO(), 'png')\nos.path.getsize('red.png') > 0"],
   ["state survives the errors", "x"],
 ];
 
@@ -129,6 +132,9 @@ test("ipython: the shapes themselves (so a fake gone wrong fails too)", async ()
     const fig = await run(id, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n42");
     assert.deepEqual(fig.results.map((r) => r.text), ["42", "<Figure size 640x480 with 1 Axes>"]);
     assert.ok(fig.results[1].png);
+    const pil = await run(id, "from PIL import Image\nImage.new('RGB', (4, 3), 'red').save('red.png')");
+    assert.deepEqual(pil.results.map((r) => [r.text, r.is_main_result, !!r.png]),
+      [["<PIL.Image.Image image mode=RGB size=4x3>", false, true]]);
     const e = await run(id, "def f():\n    return 1 / 0\nf()");
     assert.equal(e.error.name, "ZeroDivisionError");
     assert.match(e.error.traceback, /^-{75}ZeroDivisionError {2,}Traceback \(most recent call last\)Cell In ?\[\d+\], line 3\n/);

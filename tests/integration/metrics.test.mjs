@@ -100,7 +100,7 @@ test("requests are counted by route and status across every responder", async ()
   checkHistograms(after);
 });
 
-test("an intercepted request moves loop rounds, sandbox creates, runs, deletes and the upstream histogram", async () => {
+test("an intercepted request moves loop rounds, sandbox creates, runs, the kept containers and the upstream histogram", async () => {
   const before = await scrape();
   const r = await client.responses.create({ model: "ci-two", input: "go", tools: [{ type: "code_interpreter", container: { type: "auto" } }] });
   assert.match(r.output_text, /Done: 43/);
@@ -110,7 +110,9 @@ test("an intercepted request moves loop rounds, sandbox creates, runs, deletes a
   assert.equal(d('sandgate_sandbox_creates_total{tool="e2b"}'), 1);
   assert.equal(d('sandgate_sandbox_run_seconds_count{tool="e2b"}'), 2);
   assert.equal(d('sandgate_sandbox_create_seconds_count{tool="e2b"}'), 1);
-  assert.equal(d('sandgate_sandbox_deletes_total{tool="e2b",by="request"}'), 1);
+  // Kept for the conversation's follow-ups (container_reuse's default).
+  assert.equal(d('sandgate_sandbox_deletes_total{tool="e2b",by="request"}'), 0);
+  assert.equal(d('sandgate_sandboxes{tool="e2b",kind="conversation"}'), 1);
   assert.equal(d("sandgate_upstream_seconds_count"), 3, "three model turns");
   assert.equal(d("sandgate_upstream_first_byte_seconds_count"), 3);
   assert.ok(d("sandgate_upstream_seconds_sum") >= d("sandgate_upstream_first_byte_seconds_sum"));

@@ -25,6 +25,17 @@ const spec = JSON.parse(fs.readFileSync(specPath, "utf8"));
     n.anyOf = [rest, { type: "null" }];
   }
 })(spec);
+// Where the vendored spec and OpenAI's captured wire disagree, the wire
+// wins: its response.created and response.in_progress snapshots say
+// "usage": null and "user": null (the recorded streams the reference's
+// §5.4 transcript copies), where the spec types both as non-nullable.
+const WIRE_NULLABLE = [["Response", "usage"], ["ModelResponseProperties", "user"]];
+for (const [name, prop] of WIRE_NULLABLE) {
+  const props = [spec.components.schemas[name], ...(spec.components.schemas[name].allOf ?? [])]
+    .map((s) => s.properties).find((p) => p?.[prop]);
+  if (!props) throw new Error(`schema.mjs: the spec's ${name} has no ${prop} any more`);
+  props[prop] = { anyOf: [props[prop], { type: "null" }] };
+}
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 ajv.addFormat("unixtime", true);

@@ -103,10 +103,11 @@ for (const provider of ["local", "e2b"]) {
       }
       assert.equal(read(r.text), "44\n");
       assert.equal(read((await ask(stack, "print(x)", { session: "s-state", chat: true, stream: true })).text), "44\n");
-      // Without a session: a fresh sandbox, deleted with its request.
+      // Without a session: a new conversation's fresh sandbox, kept for
+      // its follow-ups.
       const before = (await sandboxes(stack)).length;
       assert.match(read((await ask(stack, "print(x)")).text), /NameError/);
-      assert.equal((await sandboxes(stack)).length, before);
+      assert.equal((await sandboxes(stack)).length, before + 1);
     });
 
     test("two keys with one session id never share a sandbox", async () => {
@@ -165,13 +166,13 @@ for (const provider of ["local", "e2b"]) {
     test("a kept sandbox near its end at the provider is extended by its ttl, not by a request's life", { skip: provider !== "e2b" && "the e2b fake counts keepalives" }, async () => {
       await ask(stack, "k = 1", { session: "slide" });
       const id = containerOf((await ask(stack, "print(k)", { session: "slide" })).response);
-      // 70 s left at the provider: less than ttl (900 s), more than a run needs.
+      // 70 s left at the provider: less than ttl (1200 s), more than a run needs.
       stack.sql(`UPDATE sandboxes SET expires_at = ${Math.floor(Date.now() / 1000) + 70} WHERE id = '${id}'`);
       const before = (await stack.fakeHook("e2b", "stats")).timeouts?.length ?? 0;
       assert.equal(read((await ask(stack, "print(k)", { session: "slide" })).text), "1\n");
       const t = (await stack.fakeHook("e2b", "stats")).timeouts ?? [];
       assert.equal(t.length, before + 1, "one keepalive");
-      assert.equal(t[t.length - 1].timeout, 960, "ttl + 60 s");
+      assert.equal(t[t.length - 1].timeout, 1260, "ttl + 60 s");
     });
 
     test("20 requests on one new session at once create exactly one sandbox", async () => {
@@ -258,7 +259,8 @@ describe("sessions: lifetimes, the reaper, conversations, the CLI", () => {
 
 describe("sessions: what the reaper sweeps after a crash or a reload", () => {
   let stack;
-  before(async () => { stack = await startStack({ request_timeout: 60 }); });
+  // A request's own sandbox (container_reuse = "none") whose responder died.
+  before(async () => { stack = await startStack({ request_timeout: 60, interception: 'container_reuse = "none";' }); });
   after(async () => { await stack?.stop(); });
 
   test("a responder SIGKILLed mid-request leaves a sandbox the reaper sweeps", async () => {

@@ -32,6 +32,8 @@
 	"top_p,truncation,"
 #define KEYS_OPEN	HEAD_KEYS "metadata"
 #define KEYS_DONE	HEAD_KEYS "usage,metadata"
+/* A stream's opening snapshot: usage and user null, as OpenAI's wire. */
+#define KEYS_SNAPSHOT	HEAD_KEYS "usage,user,metadata"
 #define CI_TOOL	"{\"type\":\"code_interpreter\",\"container\":{\"type\":\"auto\"}}"
 
 static json_t *
@@ -544,7 +546,9 @@ stream_lifecycle_incomplete(void **state)
 	assert_string_equal(ev_type(evs, 2), "response.incomplete");
 	assert_keys(json_array_get(evs, 0), "type,sequence_number,response");
 	first = ev_response(evs, 0);
-	assert_keys(first, KEYS_OPEN);
+	assert_keys(first, KEYS_SNAPSHOT);
+	assert_true(json_is_null(json_object_get(first, "usage")));
+	assert_true(json_is_null(json_object_get(first, "user")));
 	assert_true(json_equal((json_t *)first, (json_t *)ev_response(evs, 1)));
 	assert_keys(ev_response(evs, 2), KEYS_OPEN);
 	assert_same_head(evs, 2);

@@ -187,6 +187,7 @@ static const char good[] =
 	"  max_agentic_loops = 7;\n"
 	"  tool_name = \"run_code\";\n"
 	"  exec_timeout = 30;\n"
+	"  container_reuse = \"none\";\n"
 	"};\n"
 	"sessions: { max_per_key = 3; ttl = 60; };\n";
 
@@ -322,6 +323,7 @@ good_interception_sessions(void **state)
 	assert_int_equal(c->interception.max_agentic_loops, 7);
 	assert_string_equal(c->interception.tool_name, "run_code");
 	assert_int_equal(c->interception.exec_timeout, 30);
+	assert_int_equal(c->interception.reuse_conversation, 0);
 	assert_int_equal(c->sessions.max_per_key, 3);
 	assert_int_equal(c->sessions.ttl, 60);
 }
@@ -353,8 +355,11 @@ defaults_when_absent(void **state)
 	assert_string_equal(c->interception.sandbox_tool, "local");
 	assert_int_equal(c->interception.max_agentic_loops, 4);
 	assert_string_equal(c->interception.tool_name, "litellm_code_execution");
+	/* OpenAI's auto containers: kept for the conversation, 20 idle
+	 * minutes. */
+	assert_int_equal(c->interception.reuse_conversation, 1);
 	assert_int_equal(c->sessions.max_per_key, 10);
-	assert_int_equal(c->sessions.ttl, 900);
+	assert_int_equal(c->sessions.ttl, 1200);
 	assert_int_equal(c->nwarnings, 0);
 }
 
@@ -372,8 +377,9 @@ defaults_in_empty_groups(void **state)
 	assert_int_equal(c->server.request_timeout, 600);
 	assert_string_equal(c->interception.tool_name, "litellm_code_execution");
 	assert_int_equal(c->interception.max_agentic_loops, 4);
+	assert_int_equal(c->interception.reuse_conversation, 1);
 	assert_int_equal(c->sessions.max_per_key, 10);
-	assert_int_equal(c->sessions.ttl, 900);
+	assert_int_equal(c->sessions.ttl, 1200);
 }
 
 /* ---- workers ---- */
