@@ -225,10 +225,10 @@ put_second_half(json_t *r, const json_t *body, const struct state *st)
 	    json_integer(1)));
 	json_object_set_new(r, "truncation", echo(body, "truncation",
 	    JBIT(JSON_STRING), json_string("disabled")));
-	if (st->usage != NULL)
-		json_object_set(r, "usage", st->usage);
-	if (json_is_string(user))
-		json_object_set(r, "user", user);
+	json_object_set_new(r, "usage", st->usage != NULL ?
+	    json_incref(st->usage) : json_null());
+	json_object_set_new(r, "user", json_is_string(user) ?
+	    json_incref(user) : json_null());
 	json_object_set_new(r, "metadata", echo(body, "metadata",
 	    JBIT(JSON_OBJECT), json_object()));
 }
@@ -236,8 +236,8 @@ put_second_half(json_t *r, const json_t *body, const struct state *st)
 /*
  * New reference: the one builder of every response object the loop
  * shows. Every key OpenAI sends, in its order (the head, then the rest
- * alphabetically, metadata last). The spec types usage and user as
- * non-nullable where OpenAI sends null: both are left out when unknown.
+ * alphabetically, metadata last). usage and user are null while
+ * unknown, as on OpenAI's wire (its spec types them as non-nullable).
  */
 static json_t *
 build(const json_t *body, const char *id, json_int_t created,

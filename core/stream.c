@@ -115,26 +115,6 @@ emit(struct sg_stream *s, const char *type, json_t *data)
 	json_decref(data);
 }
 
-/*
- * OpenAI's opening snapshots say "usage": null and "user": null (its
- * recorded streams; the spec types both as non-nullable, so the shared
- * builder leaves them out when unknown). In its order: after truncation,
- * before metadata.
- */
-static void
-snapshot_nulls(json_t *r)
-{
-	json_t *user = json_object_get(r, "user"), *md;
-
-	user = user != NULL ? json_incref(user) : json_null();
-	md = json_incref(json_object_get(r, "metadata"));
-	json_object_del(r, "user");
-	json_object_del(r, "metadata");
-	json_object_set_new(r, "usage", json_null());
-	json_object_set_new(r, "user", user);
-	json_object_set_new(r, "metadata", md != NULL ? md : json_object());
-}
-
 static int
 begin(struct sg_stream *s)
 {
@@ -152,8 +132,6 @@ begin(struct sg_stream *s)
 		json_t *r = sg_answer_head(s->body, s->id, (json_int_t)s->created,
 		    "in_progress");
 
-		if (r != NULL)
-			snapshot_nulls(r);
 		emit(s, "response.created", json_pack("{s:O}", "response", r));
 		emit(s, "response.in_progress", json_pack("{s:o}", "response", r));
 	}

@@ -7,16 +7,14 @@ import { startStack, KEYS, sseEvents } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
-// OpenAI's response keys in order (the reference's §5.4 transcript). Its
-// opening snapshots say "usage": null and "user": null, as its wire does
-// (the spec types both as non-nullable: schema.mjs lets the wire win); a
-// finished response carries usage, and user when the client gave one.
+// OpenAI's response keys in order (the reference's §5.4 transcript and
+// captured stream): every response has usage and user, null while unknown
+// (the spec types both as non-nullable: schema.mjs lets the wire win).
 const RESPONSE_KEYS = ["id", "object", "created_at", "status", "background", "completed_at", "error",
   "incomplete_details", "instructions", "max_output_tokens", "max_tool_calls", "model", "output",
   "parallel_tool_calls", "previous_response_id", "prompt_cache_key", "reasoning", "safety_identifier",
   "service_tier", "store", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p",
   "truncation", "usage", "user", "metadata"];
-const keysWithout = (...gone) => RESPONSE_KEYS.filter((k) => !gone.includes(k));
 const LIFECYCLE = ["response.created", "response.in_progress", "response.completed", "response.incomplete",
   "response.failed"];
 let stack, client;
@@ -216,7 +214,8 @@ test("every response of an intercepted stream, and the JSON answer, has OpenAI's
     assert.deepEqual(r.output, []);
   }
   assert.deepEqual(progress, created, "both opening events show the same snapshot");
-  assertOpenAIShape(done, keysWithout("user"), "completed");
+  assertOpenAIShape(done, RESPONSE_KEYS, "completed");
+  assert.equal(done.user, null, "no user given: null, as OpenAI");
   assert.equal(done.status, "completed");
   assert.equal(done.id, created.id);
   assert.equal(done.created_at, created.created_at, "one created_at throughout");
@@ -240,7 +239,8 @@ test("every response of an intercepted stream, and the JSON answer, has OpenAI's
   }
   const plain = await stack.call("POST", "/v1/responses", body);
   assert.equal(plain.status, 200);
-  assertOpenAIShape(plain.json, keysWithout("user"), "JSON answer");
+  assertOpenAIShape(plain.json, RESPONSE_KEYS, "JSON answer");
+  assert.equal(plain.json.user, null);
   assert.equal(plain.json.status, "completed");
   assert.ok(plain.json.completed_at >= plain.json.created_at);
   // Everything but the ids, times and the run's own items is the same.
@@ -280,11 +280,12 @@ test("the response echoes the client's request, never what the gateway sent upst
   assert.equal(off.json.store, false, "the client's store:false");
 });
 
-test("response.failed is OpenAI's failed response: error, no usage, the same id", async () => {
+test("response.failed is OpenAI's failed response: error, usage null, the same id", async () => {
   const life = lifecycle(await rawStream("/v1/responses", { model: "drop", input: "a b c d e f", tools: CI }));
   assert.deepEqual(life.map((e) => e.type), ["response.created", "response.in_progress", "response.failed"]);
   const [created, , failed] = life.map((e) => e.r);
-  assertOpenAIShape(failed, keysWithout("usage", "user"), "failed");
+  assertOpenAIShape(failed, RESPONSE_KEYS, "failed");
+  assert.equal(failed.usage, null);
   assert.equal(failed.status, "failed");
   assert.equal(failed.id, created.id);
   assert.equal(failed.created_at, created.created_at);

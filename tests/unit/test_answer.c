@@ -22,18 +22,16 @@
 #include "../../core/answer.h"
 #include "../../core/stream.h"
 
-/* OpenAI's response keys in order (§5.4). usage and user come only when
- * known: the spec types neither as nullable. */
+/* OpenAI's response keys in order (§5.4). usage and user are always
+ * there, null while unknown, as on OpenAI's wire (its spec types neither
+ * as nullable: the wire wins). */
 #define HEAD_KEYS "id,object,created_at,status,background,completed_at," \
 	"error,incomplete_details,instructions,max_output_tokens," \
 	"max_tool_calls,model,output,parallel_tool_calls," \
 	"previous_response_id,prompt_cache_key,reasoning,safety_identifier," \
 	"service_tier,store,temperature,text,tool_choice,tools,top_logprobs," \
 	"top_p,truncation,"
-#define KEYS_OPEN	HEAD_KEYS "metadata"
-#define KEYS_DONE	HEAD_KEYS "usage,metadata"
-/* A stream's opening snapshot: usage and user null, as OpenAI's wire. */
-#define KEYS_SNAPSHOT	HEAD_KEYS "usage,user,metadata"
+#define KEYS		HEAD_KEYS "usage,user,metadata"
 #define CI_TOOL	"{\"type\":\"code_interpreter\",\"container\":{\"type\":\"auto\"}}"
 
 static json_t *
@@ -195,7 +193,8 @@ head_is_openai_snapshot(void **state)
 	    "\"safety_identifier\":null,\"service_tier\":\"auto\",\"store\":true,"
 	    "\"temperature\":1,\"text\":{\"format\":{\"type\":\"text\"}},"
 	    "\"tool_choice\":\"auto\",\"tools\":[" CI_TOOL "],\"top_logprobs\":0,"
-	    "\"top_p\":1,\"truncation\":\"disabled\",\"metadata\":{}}");
+	    "\"top_p\":1,\"truncation\":\"disabled\",\"usage\":null,"
+	    "\"user\":null,\"metadata\":{}}");
 	json_decref(h);
 	json_decref(body);
 }
@@ -233,7 +232,8 @@ head_echoes_the_client(void **state)
 	    "\"text\"},\"verbosity\":\"low\"},\"tool_choice\":\"required\","
 	    "\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":"
 	    "null,\"strict\":true}],\"top_logprobs\":2,\"top_p\":0.25,"
-	    "\"truncation\":\"auto\",\"user\":\"u1\",\"metadata\":{\"k\":\"v\"}}");
+	    "\"truncation\":\"auto\",\"usage\":null,\"user\":\"u1\","
+	    "\"metadata\":{\"k\":\"v\"}}");
 	/* The client's function tool itself is not changed. */
 	assert_null(json_object_get(json_array_get(json_object_get(body,
 	    "tools"), 0), "strict"));
@@ -255,7 +255,7 @@ head_defaults_over_nulls(void **state)
 	json_t *want = sg_answer_head(ref, "resp_n", 1, "in_progress");
 
 	(void)state;
-	assert_keys(h, KEYS_OPEN);
+	assert_keys(h, KEYS);
 	assert_true(json_equal(h, want));
 	assert_json(json_object_get(h, "tools"), "[]");
 	json_decref(h);
@@ -284,7 +284,7 @@ completed_echoes_the_client_not_the_upstream(void **state)
 	json_t *a = sg_answer_responses(last, body, output, usage, "resp_sg");
 
 	(void)state;
-	assert_keys(a, KEYS_DONE);
+	assert_keys(a, KEYS);
 	assert_string_equal(json_string_value(json_object_get(a, "status")),
 	    "completed");
 	assert_true(json_integer_value(json_object_get(a, "completed_at")) >=
@@ -308,7 +308,7 @@ completed_echoes_the_client_not_the_upstream(void **state)
 	json_object_clear(usage);
 	a = sg_answer_responses(last, body, output, usage, "resp_sg");
 	assert_json(json_object_get(a, "service_tier"), "\"default\"");
-	assert_keys(a, KEYS_OPEN);
+	assert_keys(a, KEYS);
 	json_decref(a);
 	json_decref(body);
 	json_decref(last);
@@ -329,7 +329,7 @@ incomplete_keeps_the_reason(void **state)
 	json_t *a = sg_answer_responses(last, body, output, usage, "resp_i");
 
 	(void)state;
-	assert_keys(a, KEYS_OPEN);
+	assert_keys(a, KEYS);
 	assert_string_equal(json_string_value(json_object_get(a, "status")),
 	    "incomplete");
 	assert_true(json_is_null(json_object_get(a, "completed_at")));
@@ -354,7 +354,7 @@ failed_has_error_and_no_usage(void **state)
 	    "broke", output);
 
 	(void)state;
-	assert_keys(f, KEYS_OPEN);
+	assert_keys(f, KEYS);
 	assert_string_equal(json_string_value(json_object_get(f, "status")),
 	    "failed");
 	assert_dump(json_object_get(f, "error"),
@@ -506,7 +506,7 @@ stream_failed_shows_finished_items(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(evs,
 	    n - 1), "sequence_number")), n - 1);
 	f = ev_response(evs, n - 1);
-	assert_keys(f, KEYS_OPEN);
+	assert_keys(f, KEYS);
 	assert_same_head(evs, n - 1);
 	assert_json(json_object_get(f, "status"), "\"failed\"");
 	assert_dump(json_object_get(f, "error"),
@@ -546,11 +546,11 @@ stream_lifecycle_incomplete(void **state)
 	assert_string_equal(ev_type(evs, 2), "response.incomplete");
 	assert_keys(json_array_get(evs, 0), "type,sequence_number,response");
 	first = ev_response(evs, 0);
-	assert_keys(first, KEYS_SNAPSHOT);
+	assert_keys(first, KEYS);
 	assert_true(json_is_null(json_object_get(first, "usage")));
 	assert_true(json_is_null(json_object_get(first, "user")));
 	assert_true(json_equal((json_t *)first, (json_t *)ev_response(evs, 1)));
-	assert_keys(ev_response(evs, 2), KEYS_OPEN);
+	assert_keys(ev_response(evs, 2), KEYS);
 	assert_same_head(evs, 2);
 	assert_json(json_object_get(ev_response(evs, 2), "incomplete_details"),
 	    "{\"reason\":\"max_output_tokens\"}");
