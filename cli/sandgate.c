@@ -271,13 +271,25 @@ keys_revoke(const struct sg_cfg *cfg, const char *name)
 	return rc == SG_STORE_OK ? 0 : 1;
 }
 
+/* Warnings are errors here. A key whose secret is not set yet (the
+ * shipped config's are all placeholders) lets no one in: say so, and how
+ * to go on. */
 static int
 check_config(const struct sg_cfg *cfg)
 {
-	size_t i;
+	size_t i, unset = 0;
 
 	for (i = 0; i < cfg->nwarnings; i++)
 		fprintf(stderr, "%s\n", cfg->warnings[i]);
+	for (i = 0; i < cfg->auth.nkeys; i++)
+		if (cfg->auth.keys[i].problem != NULL)
+			unset++;
+	if (unset > 0)
+		fprintf(stderr, "sandgate: %zu of the %zu keys of %s have no "
+		    "secret yet and let no one in: set each where its line "
+		    "above says, or remove it; `sandgate keys create NAME` "
+		    "makes a key in the store instead\n", unset,
+		    cfg->auth.nkeys, cfg->path);
 	if (cfg->nwarnings > 0)
 		return 1;
 	printf("%s: ok (%zu models, %zu sandbox tools, %zu keys)\n", cfg->path,
