@@ -161,12 +161,15 @@ async function gateway(dir, name, conf) {
     }
   };
   g.stop = async (signal = "SIGTERM") => {
-    if (p.exitCode !== null || p.signalCode !== null) return;
-    const gone = new Promise((r) => p.once("exit", r));
-    p.kill(signal);
-    const t = setTimeout(() => p.kill("SIGKILL"), 15000);
-    await gone;
-    clearTimeout(t);
+    if (p.exitCode === null && p.signalCode === null) {
+      const gone = new Promise((r) => p.once("exit", r));
+      p.kill(signal);
+      const t = setTimeout(() => p.kill("SIGKILL"), 15000);
+      await gone;
+      clearTimeout(t);
+    }
+    // An ASan+UBSan build (SG_BUILD=build/asan) reports here.
+    assert.doesNotMatch(g.log(), /Sanitizer|runtime error:/, g.log());
   };
   try {
     await waitFor(async () => {
