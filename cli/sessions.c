@@ -2,6 +2,7 @@
  * sandgate sessions list [--key NAME] | purge (--key NAME | --all): the
  * sessions in the store, and deleting them with their sandboxes (at the
  * provider first; a sandbox that cannot be deleted keeps its session).
+ * NAME is every key of that name, revoked ones too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ struct key {
 struct keys {
 	struct key	*v;
 	size_t		 n, cap;
+	int		 nomem;		/* one was left out */
 };
 
 static int
@@ -37,8 +39,10 @@ add_key(struct keys *ks, const char *name, const char *tenant, int revoked)
 
 	if (ks->n == ks->cap) {
 		ks->cap = ks->cap ? ks->cap * 2 : 16;
-		if ((grown = realloc(ks->v, ks->cap * sizeof(*ks->v))) == NULL)
+		if ((grown = realloc(ks->v, ks->cap * sizeof(*ks->v))) == NULL) {
+			ks->nomem = 1;
 			return -1;
+		}
 		ks->v = grown;
 	}
 	snprintf(ks->v[ks->n].name, sizeof(ks->v[ks->n].name), "%s", name);
@@ -58,20 +62,17 @@ static int
 load_keys(const struct sg_cfg *cfg, struct sg_store *st, struct keys *ks)
 {
 	size_t i;
-	int rc = 0;
 
-	for (i = 0; i < cfg->auth.nkeys && rc == 0; i++)
-		rc = add_key(ks, cfg->auth.keys[i].name,
-		    cfg->auth.keys[i].sha256, 0);
-	if (rc == 0)
-		rc = add_key(ks, "anonymous", "anonymous", 0);
-	if (rc == 0 && sg_store_key_list(st, store_key, ks) != SG_STORE_OK) {
+	for (i = 0; i < cfg->auth.nkeys; i++)
+		add_key(ks, cfg->auth.keys[i].name, cfg->auth.keys[i].sha256, 0);
+	add_key(ks, "anonymous", "anonymous", 0);
+	if (sg_store_key_list(st, store_key, ks) != SG_STORE_OK) {
 		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
 		return -1;
 	}
-	if (rc == -1)
+	if (ks->nomem)
 		fprintf(stderr, "sandgate: out of memory\n");
-	return rc;
+	return ks->nomem ? -1 : 0;
 }
 
 /* Keys named name, each said when revoked: how many (0 said too). */
@@ -157,7 +158,7 @@ print_session(const struct keys *ks, const struct sg_store_sess *s)
 /* The sessions, collected first: the listing prints a header above them
  * (or says there are none), and a purge holds no read across a provider
  * call. */
-struct doomed {
+struct sess_list {
 	struct sg_store_sess *v;
 	size_t		 n, cap;
 };
@@ -165,7 +166,7 @@ struct doomed {
 static int
 collect(void *arg, const struct sg_store_sess *s)
 {
-	struct doomed *d = arg;
+	struct sess_list *d = arg;
 	struct sg_store_sess *grown;
 
 	if (d->n == d->cap) {
@@ -179,7 +180,7 @@ collect(void *arg, const struct sg_store_sess *s)
 }
 
 static void
-list(const struct keys *ks, const struct doomed *d)
+list(const struct keys *ks, const struct sess_list *d)
 {
 	size_t i;
 
@@ -194,7 +195,7 @@ list(const struct keys *ks, const struct doomed *d)
 }
 
 static int
-purge(const struct sg_cfg *cfg, struct sg_store *st, const struct doomed *d)
+purge(const struct sg_cfg *cfg, struct sg_store *st, const struct sess_list *d)
 {
 	struct sg_prov prov;
 	struct sg_sbx_env env = { cfg, st, &prov };
@@ -232,8 +233,8 @@ purge(const struct sg_cfg *cfg, struct sg_store *st, const struct doomed *d)
 int
 sg_cli_sessions(const struct sg_cfg *cfg, int argc, char *argv[])
 {
-	struct keys ks = { NULL, 0, 0 };
-	struct doomed d = { NULL, 0, 0 };
+	struct keys ks = { NULL, 0, 0, 0 };
+	struct sess_list d = { NULL, 0, 0 };
 	struct sg_store *st;
 	const char *key = NULL;
 	int i, all = 0, rc = 1;

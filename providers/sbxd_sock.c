@@ -320,9 +320,8 @@ add(char *out, size_t sz, const char *fmt, ...)
  * The runtime directory base is another user's (server.user changed
  * since it was made, and that user's sandboxd was killed before it could
  * empty it), or the directory it is in is closed to us: what to run,
- * added to why. Said, not done: nothing in it is ours to remove, and
- * root doing it here would work among paths that less privileged users
- * can change.
+ * added to why. Said, not done: as the gateway's user we cannot, and root
+ * must not work among paths that less privileged users can change.
  */
 static void
 advise(const char *base, char *why, size_t whysz)

@@ -84,7 +84,8 @@ make_tmp(sqlite3 *src, const char *path, char *dir, char *tmp, size_t sz,
 	if (mkdtemp(dir) == NULL)
 		return fail(err, errsz, NULL, path);
 	memcpy(tmp, dir, (size_t)n);
-	memcpy(tmp + n, "/copy.db", sizeof("/copy.db"));
+	tmp[n] = '/';
+	memcpy(tmp + n + 1, parts[0], strlen(parts[0]) + 1);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    0600);
 	/* Exactly the store's bits, whatever the umask; never exec. */
@@ -107,11 +108,10 @@ remove_tmp(const char *dir)
 	char p[4096];
 	size_t i;
 
-	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		if (snprintf(p, sizeof(p), "%s/%s", dir, parts[i]) <
 		    (int)sizeof(p))
 			unlink(p);
-	}
 	rmdir(dir);
 }
 
