@@ -46,7 +46,8 @@ add_key(struct keys *ks, const char *name, const char *tenant, int revoked)
 		ks->v = grown;
 	}
 	snprintf(ks->v[ks->n].name, sizeof(ks->v[ks->n].name), "%s", name);
-	snprintf(ks->v[ks->n].tenant, sizeof(ks->v[ks->n].tenant), "%s", tenant);
+	snprintf(ks->v[ks->n].tenant, sizeof(ks->v[ks->n].tenant), "%s",
+	    tenant);
 	ks->v[ks->n++].revoked = revoked;
 	return 0;
 }
@@ -64,7 +65,8 @@ load_keys(const struct sg_cfg *cfg, struct sg_store *st, struct keys *ks)
 	size_t i;
 
 	for (i = 0; i < cfg->auth.nkeys; i++)
-		add_key(ks, cfg->auth.keys[i].name, cfg->auth.keys[i].sha256, 0);
+		add_key(ks, cfg->auth.keys[i].name, cfg->auth.keys[i].sha256,
+		    0);
 	add_key(ks, "anonymous", "anonymous", 0);
 	if (sg_store_key_list(st, store_key, ks) != SG_STORE_OK) {
 		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
@@ -195,7 +197,8 @@ list(const struct keys *ks, const struct sess_list *d)
 }
 
 static int
-purge(const struct sg_cfg *cfg, struct sg_store *st, const struct sess_list *d)
+purge(const struct sg_cfg *cfg, struct sg_store *st,
+    const struct sess_list *d)
 {
 	struct sg_prov prov;
 	struct sg_sbx_env env = { cfg, st, &prov };
