@@ -39,7 +39,8 @@ add_key(struct keys *ks, const char *name, const char *tenant, int revoked)
 
 	if (ks->n == ks->cap) {
 		ks->cap = ks->cap ? ks->cap * 2 : 16;
-		if ((grown = realloc(ks->v, ks->cap * sizeof(*ks->v))) == NULL) {
+		grown = realloc(ks->v, ks->cap * sizeof(*ks->v));
+		if (grown == NULL) {
 			ks->nomem = 1;
 			return -1;
 		}
@@ -92,8 +93,8 @@ named(const struct keys *ks, const char *name)
 		n++;
 	}
 	if (n == 0)
-		fprintf(stderr, "sandgate: no key named %s, active or revoked\n",
-		    name);
+		fprintf(stderr, "sandgate: no key named %s, active or "
+		    "revoked\n", name);
 	return n;
 }
 
