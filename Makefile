@@ -136,7 +136,11 @@ test: deps
 	sh fuzz/replay.sh build/asan
 	sh tests/integration/run.sh
 
-run: deps all
+# Installs only what serving needs (tests/install-deps.sh serve), builds
+# and serves etc/sandgate-dev.conf; the test dependencies are make test's.
+run:
+	@sh tests/install-deps.sh serve
+	$(MAKE) all
 	sh etc/run-dev.sh
 
 install: all

@@ -33,17 +33,19 @@ usage(void)
 	    "  keys create NAME    make a key, print it once, store its hash\n"
 	    "  keys list           list keys (names and hash prefixes)\n"
 	    "  keys revoke NAME    revoke the active key of that name\n"
-	    "  check-config        load the config; unknown keys are errors\n"
+	    "  check-config        load the config; unknown keys are errors, and\n"
+	    "                      so are secrets not set yet (each named)\n"
 	    "  reap                delete sandboxes whose life has passed\n"
 	    "  backup FILE         a consistent copy of the store, taken while it\n"
-	    "                      serves (written as the store's owner)\n"
+	    "                      serves (the store's owner's, with its mode)\n"
 	    "  migrate --to URL    copy the store into an empty PostgreSQL\n"
 	    "                      database (postgresql://...), then point\n"
 	    "                      store.url at it\n"
 	    "  sessions list [--key NAME]\n"
 	    "                      sessions and their sandboxes\n"
 	    "  sessions purge --key NAME | --all\n"
-	    "                      delete sessions and their sandboxes\n"
+	    "                      delete sessions and their sandboxes (NAME:\n"
+	    "                      every key of that name, revoked ones too)\n"
 	    "  exec [--tool NAME] [--sandbox ID] [FILE|-]\n"
 	    "                      run code (a file, or standard input) in a new\n"
 	    "                      sandbox, deleted afterwards, or in sandbox ID\n");
@@ -271,13 +273,25 @@ keys_revoke(const struct sg_cfg *cfg, const char *name)
 	return rc == SG_STORE_OK ? 0 : 1;
 }
 
+/* Warnings are errors here. A key whose secret is not set yet (the
+ * shipped config's are all placeholders) lets no one in: say so, and how
+ * to go on. */
 static int
 check_config(const struct sg_cfg *cfg)
 {
-	size_t i;
+	size_t i, unset = 0;
 
 	for (i = 0; i < cfg->nwarnings; i++)
 		fprintf(stderr, "%s\n", cfg->warnings[i]);
+	for (i = 0; i < cfg->auth.nkeys; i++)
+		if (cfg->auth.keys[i].problem != NULL)
+			unset++;
+	if (unset > 0)
+		fprintf(stderr, "sandgate: %zu of the %zu keys of %s have no "
+		    "secret yet and let no one in: set each where its line "
+		    "above says, or remove it; `sandgate keys create NAME` "
+		    "makes a key in the store instead\n", unset,
+		    cfg->auth.nkeys, cfg->path);
 	if (cfg->nwarnings > 0)
 		return 1;
 	printf("%s: ok (%zu models, %zu sandbox tools, %zu keys)\n", cfg->path,

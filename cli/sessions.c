@@ -2,6 +2,7 @@
  * sandgate sessions list [--key NAME] | purge (--key NAME | --all): the
  * sessions in the store, and deleting them with their sandboxes (at the
  * provider first; a sandbox that cannot be deleted keeps its session).
+ * NAME is every key of that name, revoked ones too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,79 +14,123 @@
 #include "cli.h"
 #include "../core/sandbox.h"
 
-struct names {
-	const struct sg_cfg *cfg;
-	const char	*want;		/* a key name to find */
-	char		 tenant[65];	/* its hash, when found */
-	const char	*hash;		/* a hash to name */
-	char		 name[64];	/* its name, when found */
+/*
+ * Every key the config and the store know, read once before any session
+ * is: names for the listing, tenants (key hashes) for --key. Revoked keys
+ * too: their sessions stay until they expire or are purged, and the
+ * operator knows them by name.
+ */
+struct key {
+	char	 name[64];
+	char	 tenant[65];
+	int	 revoked;
 };
+
+struct keys {
+	struct key	*v;
+	size_t		 n, cap;
+	int		 nomem;		/* one was left out */
+};
+
+static int
+add_key(struct keys *ks, const char *name, const char *tenant, int revoked)
+{
+	struct key *grown;
+
+	if (ks->n == ks->cap) {
+		ks->cap = ks->cap ? ks->cap * 2 : 16;
+		grown = realloc(ks->v, ks->cap * sizeof(*ks->v));
+		if (grown == NULL) {
+			ks->nomem = 1;
+			return -1;
+		}
+		ks->v = grown;
+	}
+	snprintf(ks->v[ks->n].name, sizeof(ks->v[ks->n].name), "%s", name);
+	snprintf(ks->v[ks->n].tenant, sizeof(ks->v[ks->n].tenant), "%s",
+	    tenant);
+	ks->v[ks->n++].revoked = revoked;
+	return 0;
+}
 
 static int
 store_key(void *arg, const struct sg_store_key *k)
 {
-	struct names *n = arg;
-
-	if (k->revoked_at != 0)
-		return 0;
-	if (n->want != NULL && strcmp(k->name, n->want) == 0)
-		snprintf(n->tenant, sizeof(n->tenant), "%s", k->sha256);
-	if (n->hash != NULL && strcmp(k->sha256, n->hash) == 0)
-		snprintf(n->name, sizeof(n->name), "%s", k->name);
-	return 0;
+	return add_key(arg, k->name, k->sha256, k->revoked_at != 0);
 }
 
-/* The tenant of key name (config's, the store's, or "anonymous"). */
+/* The config's keys, then the store's (oldest first): 0, or -1 said. */
 static int
-tenant_of(const struct sg_cfg *cfg, struct sg_store *st, const char *name,
-    char tenant[65])
+load_keys(const struct sg_cfg *cfg, struct sg_store *st, struct keys *ks)
 {
-	struct names n = { cfg, name, "", NULL, "" };
 	size_t i;
 
-	if (strcmp(name, "anonymous") == 0) {
-		snprintf(tenant, 65, "anonymous");
-		return 0;
-	}
 	for (i = 0; i < cfg->auth.nkeys; i++)
-		if (strcmp(cfg->auth.keys[i].name, name) == 0) {
-			snprintf(tenant, 65, "%s", cfg->auth.keys[i].sha256);
-			return 0;
-		}
-	sg_store_key_list(st, store_key, &n);
-	if (n.tenant[0] == '\0') {
-		fprintf(stderr, "sandgate: no key named %s\n", name);
+		add_key(ks, cfg->auth.keys[i].name, cfg->auth.keys[i].sha256,
+		    0);
+	add_key(ks, "anonymous", "anonymous", 0);
+	if (sg_store_key_list(st, store_key, ks) != SG_STORE_OK) {
+		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
 		return -1;
 	}
-	snprintf(tenant, 65, "%s", n.tenant);
-	return 0;
+	if (ks->nomem)
+		fprintf(stderr, "sandgate: out of memory\n");
+	return ks->nomem ? -1 : 0;
 }
 
-/* A tenant's key name for display, else the start of its hash. */
-static void
-name_of(const struct sg_cfg *cfg, struct sg_store *st, const char *tenant,
-    char *out, size_t outsz)
+/* Keys named name, each said when revoked: how many (0 said too). */
+static size_t
+named(const struct keys *ks, const char *name)
 {
-	struct names n = { cfg, NULL, "", tenant, "" };
+	size_t i, n = 0;
+
+	for (i = 0; i < ks->n; i++) {
+		if (strcmp(ks->v[i].name, name) != 0)
+			continue;
+		if (ks->v[i].revoked)
+			printf("key %s (%.12s…) is revoked; its sessions are "
+			    "included\n", name, ks->v[i].tenant);
+		n++;
+	}
+	if (n == 0)
+		fprintf(stderr, "sandgate: no key named %s, active or "
+		    "revoked\n", name);
+	return n;
+}
+
+/* A tenant's key name for display (an active key's first), else the
+ * start of its hash. */
+static void
+name_of(const struct keys *ks, const char *tenant, char *out, size_t outsz)
+{
+	const struct key *found = NULL;
 	size_t i;
 
-	for (i = 0; i < cfg->auth.nkeys; i++)
-		if (strcmp(cfg->auth.keys[i].sha256, tenant) == 0) {
-			snprintf(out, outsz, "%s", cfg->auth.keys[i].name);
-			return;
-		}
-	sg_store_key_list(st, store_key, &n);
-	if (n.name[0] != '\0')
-		snprintf(out, outsz, "%s", n.name);
-	else
+	for (i = 0; i < ks->n && (found == NULL || found->revoked); i++)
+		if (strcmp(ks->v[i].tenant, tenant) == 0)
+			found = &ks->v[i];
+	if (found == NULL)
 		snprintf(out, outsz, "%.12s", tenant);
+	else
+		snprintf(out, outsz, "%s%s", found->name, found->revoked ?
+		    "(revoked)" : "");
 }
 
-struct listing {
-	const struct sg_cfg *cfg;
-	struct sg_store	*st;
-	int		 n;
-};
+/* fn for each session of the keys named name (NULL: every session). */
+static int
+each_session(struct sg_store *st, const struct keys *ks, const char *name,
+    int (*fn)(void *, const struct sg_store_sess *), void *arg)
+{
+	size_t i;
+	int rc = SG_STORE_OK;
+
+	if (name == NULL)
+		return sg_store_sess_list(st, NULL, fn, arg);
+	for (i = 0; i < ks->n && rc == SG_STORE_OK; i++)
+		if (strcmp(ks->v[i].name, name) == 0)
+			rc = sg_store_sess_list(st, ks->v[i].tenant, fn, arg);
+	return rc;
+}
 
 static void
 when(int64_t t, char *out, size_t outsz)
@@ -98,26 +143,25 @@ when(int64_t t, char *out, size_t outsz)
 		strftime(out, outsz, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
 }
 
-static int
-print_session(void *arg, const struct sg_store_sess *s)
-{
-	struct listing *l = arg;
-	char key[64], used[32], expires[32];
+#define ROW	"%-16s %-24s %-38s %-10s %-9s %-20s %s\n"
 
-	name_of(l->cfg, l->st, s->tenant, key, sizeof(key));
+static void
+print_session(const struct keys *ks, const struct sg_store_sess *s)
+{
+	char key[80], used[32], expires[32];
+
+	name_of(ks, s->tenant, key, sizeof(key));
 	when(s->last_used_at, used, sizeof(used));
 	when(s->expires_at, expires, sizeof(expires));
-	printf("%-16s %-24s %-38s %-10s %-9s used %s  expires %s\n", key,
-	    s->session_id, s->sandbox_id[0] != '\0' ? s->sandbox_id :
-	    "(lost)", s->tool[0] != '\0' ? s->tool : "-", s->state[0] != '\0' ?
-	    s->state : "-", used, expires);
-	l->n++;
-	return 0;
+	printf(ROW, key, s->session_id, s->sandbox_id[0] != '\0' ?
+	    s->sandbox_id : "(lost)", s->tool[0] != '\0' ? s->tool : "-",
+	    s->state[0] != '\0' ? s->state : "-", used, expires);
 }
 
-/* The sessions to purge, collected first: no read is held across a
- * provider call. */
-struct doomed {
+/* The sessions, collected first: the listing prints a header above them
+ * (or says there are none), and a purge holds no read across a provider
+ * call. */
+struct sess_list {
 	struct sg_store_sess *v;
 	size_t		 n, cap;
 };
@@ -125,7 +169,7 @@ struct doomed {
 static int
 collect(void *arg, const struct sg_store_sess *s)
 {
-	struct doomed *d = arg;
+	struct sess_list *d = arg;
 	struct sg_store_sess *grown;
 
 	if (d->n == d->cap) {
@@ -138,12 +182,27 @@ collect(void *arg, const struct sg_store_sess *s)
 	return 0;
 }
 
+static void
+list(const struct keys *ks, const struct sess_list *d)
+{
+	size_t i;
+
+	if (d->n == 0) {
+		printf("no sessions\n");
+		return;
+	}
+	printf(ROW, "KEY", "SESSION", "SANDBOX", "TOOL", "STATE", "USED",
+	    "EXPIRES");
+	for (i = 0; i < d->n; i++)
+		print_session(ks, &d->v[i]);
+}
+
 static int
-purge(const struct sg_cfg *cfg, struct sg_store *st, const char *tenant)
+purge(const struct sg_cfg *cfg, struct sg_store *st,
+    const struct sess_list *d)
 {
 	struct sg_prov prov;
 	struct sg_sbx_env env = { cfg, st, &prov, NULL };
-	struct doomed d = { NULL, 0, 0 };
 	struct sg_store_sbx row;
 	char why[512];
 	size_t i;
@@ -151,17 +210,20 @@ purge(const struct sg_cfg *cfg, struct sg_store *st, const char *tenant)
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	sg_prov_init(&prov);
-	if (sg_store_sess_list(st, tenant, collect, &d) != SG_STORE_OK)
-		failed = -1;
-	for (i = 0; i < d.n && failed >= 0; i++) {
-		const struct sg_store_sess *s = &d.v[i];
+	for (i = 0; i < d->n; i++) {
+		const struct sg_store_sess *s = &d->v[i];
 
 		rc = s->sandbox_id[0] == '\0' ? SG_STORE_NOTFOUND :
 		    sg_store_sbx_get(st, s->sandbox_id, NULL, &row);
 		if (rc == SG_STORE_OK) {
 			rc = sg_sbx_destroy_row(&env, &row, why, sizeof(why));
 			sg_store_sbx_clear(&row);
-			if (rc == -1) {
+			/* 1: taken meanwhile (a run began): its session stays,
+			 * for a purge once the run is over. */
+			if (rc == 1)
+				snprintf(why, sizeof(why), "in use (a run began); "
+				    "purge again once it is over");
+			if (rc != 0) {
 				fprintf(stderr, "sandgate: session %s: sandbox "
 				    "%s: %s\n", s->session_id, s->sandbox_id, why);
 				failed++;
@@ -171,13 +233,8 @@ purge(const struct sg_cfg *cfg, struct sg_store *st, const char *tenant)
 		sg_store_sess_remove(st, s->tenant, s->session_id);
 		done++;
 	}
-	free(d.v);
 	sg_prov_free(&prov);
 	curl_global_cleanup();
-	if (failed < 0) {
-		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
-		return 1;
-	}
 	printf("purged %d sessions, %d failed\n", done, failed);
 	return failed > 0;
 }
@@ -185,10 +242,11 @@ purge(const struct sg_cfg *cfg, struct sg_store *st, const char *tenant)
 int
 sg_cli_sessions(const struct sg_cfg *cfg, int argc, char *argv[])
 {
-	struct listing l = { cfg, NULL, 0 };
+	struct keys ks = { NULL, 0, 0, 0 };
+	struct sess_list d = { NULL, 0, 0 };
+	struct sg_store *st;
 	const char *key = NULL;
-	char tenant[65];
-	int i, all = 0, rc;
+	int i, all = 0, rc = 1;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
@@ -201,23 +259,24 @@ sg_cli_sessions(const struct sg_cfg *cfg, int argc, char *argv[])
 	if (strcmp(argv[0], "purge") == 0 ? (key != NULL) == all :
 	    strcmp(argv[0], "list") != 0 || all)
 		return -1;
-	if ((l.st = sg_cli_open_store(cfg)) == NULL)
+	if ((st = sg_cli_open_store(cfg)) == NULL)
 		return 1;
-	if (key != NULL && tenant_of(cfg, l.st, key, tenant) == -1) {
-		sg_store_close(l.st);
-		return 1;
+	if (load_keys(cfg, st, &ks) == -1 || (key != NULL && named(&ks,
+	    key) == 0))
+		goto out;
+	if (each_session(st, &ks, key, collect, &d) != SG_STORE_OK) {
+		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
+		goto out;
 	}
 	if (strcmp(argv[0], "purge") == 0)
-		rc = purge(cfg, l.st, key != NULL ? tenant : NULL);
-	else if (sg_store_sess_list(l.st, key != NULL ? tenant : NULL,
-	    print_session, &l) != SG_STORE_OK) {
-		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(l.st));
-		rc = 1;
-	} else {
-		if (l.n == 0)
-			printf("no sessions\n");
+		rc = purge(cfg, st, &d);
+	else {
+		list(&ks, &d);
 		rc = 0;
 	}
-	sg_store_close(l.st);
+out:
+	free(d.v);
+	free(ks.v);
+	sg_store_close(st);
 	return rc;
 }

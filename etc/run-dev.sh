@@ -1,6 +1,8 @@
 #!/bin/sh
 # `make run`: the dev config through lighttpd on http://127.0.0.1:8080,
-# in the foreground. Ctrl-C stops lighttpd and with it sandgate.
+# in the foreground. Ctrl-C stops lighttpd and with it sandgate. What it
+# needs `make run` installed first (tests/install-deps.sh serve): nothing
+# of the tests', and no service is started or stopped but this lighttpd.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 run="$root/build/run"

@@ -496,7 +496,7 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	struct pollfd p[2];
 	struct sigaction sa;
 	struct sg_sbxd_dirs dirs;
-	char buf[256], why[1024], inst[32];
+	char buf[256], why[8192], inst[32];
 	int lfd, cfd;
 
 	conf = c;

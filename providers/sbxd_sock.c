@@ -19,6 +19,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,9 +131,15 @@ sg_sbxd_rmtree(int at, const char *name, int depth)
 	unlinkat(at, name, AT_REMOVEDIR);
 }
 
-/* name in at as a directory of ours (mode 0700), open: a link, or
- * anything but a directory, in its place is removed first. The fd, or -1
- * with errno. */
+/*
+ * name in at as a directory of ours (mode 0700), open: a link, or
+ * anything but a directory, in its place is removed first, and so is an
+ * empty directory of another user: one made while server.user was
+ * someone else, whose sandboxd emptied it when it stopped (nothing in a
+ * runtime directory outlives its sandboxd). Removed, never followed nor
+ * chowned. The fd, or -1 with errno (EACCES for another user's that
+ * is not empty).
+ */
 static int
 own_dir(int at, const char *name)
 {
@@ -138,8 +147,12 @@ own_dir(int at, const char *name)
 	int fd;
 
 	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    !S_ISDIR(st.st_mode) && unlinkat(at, name, 0) == -1)
+	    (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) &&
+	    unlinkat(at, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) == -1) {
+		if (errno == ENOTEMPTY || errno == EEXIST)
+			errno = EACCES;
 		return -1;
+	}
 	if (mkdirat(at, name, 0700) == -1 && errno != EEXIST)
 		return -1;
 	if ((fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -272,12 +285,86 @@ take_lock(int dfd)
 	return -1;
 }
 
+/* s as one sh word in out[sz]: single-quoted, each ' as '\''. */
+static void
+sh_quote(char *out, size_t sz, const char *s)
+{
+	size_t n = 0;
+
+	out[n++] = '\'';
+	for (; *s != '\0' && n + 6 < sz; s++)
+		if (*s == '\'') {
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else
+			out[n++] = *s;
+	out[n++] = '\'';
+	out[n] = '\0';
+}
+
+/* printf to the end of out[sz] (a string already). */
+static void
+add(char *out, size_t sz, const char *fmt, ...)
+{
+	size_t len = strlen(out);
+	va_list ap;
+
+	if (len + 1 >= sz)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out + len, sz - len, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The runtime directory base is another user's (server.user changed
+ * since it was made, and that user's sandboxd was killed before it could
+ * empty it), or the directory it is in is closed to us: what to run,
+ * added to why. Said, not done: as the gateway's user we cannot, and root
+ * must not work among paths that less privileged users can change.
+ */
+static void
+advise(const char *base, char *why, size_t whysz)
+{
+	const char *slash = strrchr(base, '/');
+	struct passwd *pw = getpwuid(geteuid());
+	struct group *gr = getgrgid(getegid());
+	char parent[4096], qb[4096], qp[4096], user[64], group[64];
+	struct stat st;
+	int search;
+
+	snprintf(parent, sizeof(parent), "%.*s", slash == NULL ||
+	    slash == base ? 1 : (int)(slash - base), slash == NULL ? "." : base);
+	sh_quote(qb, sizeof(qb), base);
+	sh_quote(qp, sizeof(qp), parent);
+	if (pw != NULL)
+		snprintf(user, sizeof(user), "%s", pw->pw_name);
+	else
+		snprintf(user, sizeof(user), "%d", (int)geteuid());
+	if (gr != NULL)
+		snprintf(group, sizeof(group), "%s", gr->gr_name);
+	else
+		snprintf(group, sizeof(group), "%d", (int)getegid());
+	if (lstat(base, &st) == 0 && st.st_uid != geteuid())
+		add(why, whysz, " (it is uid %d's)", (int)st.st_uid);
+	add(why, whysz, "; it must be %s's, the gateway's user (was "
+	    "server.user changed?), and nothing in it is needed while no "
+	    "sandgate of another user runs on this store: as root, run: ",
+	    user);
+	if (!(search = faccessat(AT_FDCWD, parent, X_OK, AT_EACCESS) == 0))
+		add(why, whysz, "chown -h %s:%s -- %s && ", user, group, qp);
+	add(why, whysz, "rm -rf -- %s", qb);
+	if (search && faccessat(AT_FDCWD, parent, W_OK, AT_EACCESS) != 0)
+		add(why, whysz, " && install -d -m 0700 -o %s -g %s -- %s",
+		    user, group, qb);
+}
+
 int
 sg_sbxd_rundir(const char *base, const char *inst, struct sg_sbxd_dirs *dirs,
     char *why, size_t whysz)
 {
 	const char *what = "";
-	int bfd;
+	int bfd, saved;
 
 	dirs->dir = dirs->kernels = dirs->lock = -1;
 	if ((bfd = own_dir(AT_FDCWD, base)) == -1)
@@ -296,8 +383,11 @@ sg_sbxd_rundir(const char *base, const char *inst, struct sg_sbxd_dirs *dirs,
 	close(bfd);
 	return 0;
 fail:
+	saved = errno;
 	snprintf(why, whysz, "runtime directory %s: %s%s%s", base, what,
-	    what[0] != '\0' ? ": " : "", strerror(errno));
+	    what[0] != '\0' ? ": " : "", strerror(saved));
+	if (what[0] == '\0' && (saved == EACCES || saved == EPERM))
+		advise(base, why, whysz);
 	if (bfd != -1)
 		close(bfd);
 	if (dirs->dir != -1)

@@ -1,18 +1,52 @@
 #!/bin/sh
-# Install what building and testing sandgate needs, and only what is
-# missing: on a fresh Debian 12 machine `make test` and `make run` are the
-# whole set-up. Node and npm come with the machine: never apt-get them.
+# Install what serving, building and testing sandgate need, and only what
+# is missing: on a fresh Debian 12 machine `make run` and `make test` are
+# the whole set-up. Node and npm come with the machine: never apt-get them.
+#   install-deps.sh serve   what `make run` needs: the compiler and the
+#                           -dev libraries it builds with, lighttpd, and
+#                           the local sandbox (bubblewrap, Python with
+#                           IPython, matplotlib and pandas for the kernel)
+#   install-deps.sh [test]  that, and what `make test` needs besides (the
+#                           other web servers, PostgreSQL, valgrind, ...,
+#                           and the integration tests' npm packages)
+#   install-deps.sh fuzz    test's, and clang with libFuzzer (`make fuzz`)
+#   install-deps.sh bench   test's, and wrk, hyperfine and GNU time
+# It starts and stops nothing. A service a package it installs brings
+# (Debian starts each web server on port 80, PostgreSQL's packaged
+# cluster on 5432) is kept from starting by a policy-rc.d of ours during
+# the install, then disabled so that it does not start at boot either:
+# only such a service, new in this very run. One that was there before is
+# left as it was, running or not. (The tests start their own web servers
+# on loopback and PostgreSQL in a directory of their own: nothing of ours
+# uses the packaged ones.)
+# For its own test: SG_DEPS_UNIT_DIRS (where systemd units are looked
+# for) and SG_DEPS_POLICY_RC (the policy-rc.d path).
 set -eu
-pkgs="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
-libconfig-dev libsqlite3-dev libcmocka-dev libssl-dev libseccomp-dev lighttpd
-bubblewrap slirp4netns nftables iproute2 python3 python3-matplotlib
-python3-ipython python3-pandas curl
-valgrind sqlite3 procps nginx apache2 libapache2-mod-fcgid
-postgresql libpq-dev postgresql-client"
-# `make fuzz` also needs clang and libFuzzer: install-deps.sh fuzz;
-# `make bench` wrk, hyperfine and GNU time: install-deps.sh bench
-[ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
-[ "${1:-}" = bench ] && pkgs="$pkgs wrk hyperfine time"
+serve="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
+libconfig-dev libsqlite3-dev libssl-dev libseccomp-dev libpq-dev lighttpd
+bubblewrap python3 python3-ipython python3-matplotlib python3-pandas"
+test="libcmocka-dev slirp4netns nftables iproute2 curl valgrind sqlite3 procps
+nginx apache2 libapache2-mod-fcgid postgresql postgresql-client"
+mode=${1:-test}
+case $mode in
+serve)	pkgs=$serve ;;
+test)	pkgs="$serve $test" ;;
+fuzz)	pkgs="$serve $test clang libclang-rt-14-dev" ;;
+bench)	pkgs="$serve $test wrk hyperfine time" ;;
+*)	echo "usage: install-deps.sh [serve|test|fuzz|bench]" >&2
+	exit 2 ;;
+esac
+services="lighttpd nginx apache2 postgresql"
+unit_dirs=${SG_DEPS_UNIT_DIRS:-/etc/systemd/system /lib/systemd/system /usr/lib/systemd/system}
+policy_rc=${SG_DEPS_POLICY_RC:-/usr/sbin/policy-rc.d}
+
+has_unit() {
+	for d in $unit_dirs; do
+		[ -e "$d/$1.service" ] && return 0
+	done
+	return 1
+}
+
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -22,36 +56,39 @@ if [ -n "$missing" ]; then
 	echo "install-deps: installing$missing"
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	before=""
+	for s in $services; do
+		has_unit "$s" && before="$before $s"
+	done
 	$sudo apt-get update -qq
-	# Debian starts each web server it installs on port 80, and the
-	# packaged PostgreSQL cluster (15 main) on 5432; the tests start their
-	# own, the web servers on loopback, PostgreSQL in a directory of their
-	# own with no TCP (tests/pg, which runs the newest
-	# /usr/lib/postgresql/*/bin itself: nothing of ours uses the packaged
-	# cluster, pg_wrapper or /var/run/postgresql). A policy-rc.d of our own
-	# (only when there is none) keeps the packaged services from starting.
+	# Our own policy-rc.d, only when there is none.
 	policy=""
-	if [ ! -e /usr/sbin/policy-rc.d ]; then
-		printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
-		$sudo chmod 755 /usr/sbin/policy-rc.d
+	if [ ! -e "$policy_rc" ]; then
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy_rc" >/dev/null
+		$sudo chmod 755 "$policy_rc"
 		policy=1
 	fi
 	rc=0
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
 	    --no-install-recommends $missing || rc=$?
 	if [ -n "$policy" ]; then
-		$sudo rm -f /usr/sbin/policy-rc.d
+		$sudo rm -f "$policy_rc"
 	fi
 	[ "$rc" -eq 0 ] || exit "$rc"
-	if command -v systemctl >/dev/null 2>&1; then
-		for s in lighttpd nginx apache2 postgresql; do
+	for s in $services; do
+		case " $before " in
+		*" $s "*) continue ;;
+		esac
+		if has_unit "$s" && command -v systemctl >/dev/null 2>&1; then
+			echo "install-deps: $s.service is new: disabled"
 			$sudo systemctl disable --now "$s" >/dev/null 2>&1 || true
-		done
-	fi
+		fi
+	done
 fi
-# slirp4netns (internet for local sandboxes) runs as each sandbox's uid and
-# opens /dev/net/tun: Debian's udev rules make it 0666; a machine without
-# udev leaves it 0600.
+[ "$mode" = serve ] && exit 0
+# slirp4netns (internet for local sandboxes, which the tests use) runs as
+# each sandbox's uid and opens /dev/net/tun: Debian's udev rules make it
+# 0666; a machine without udev leaves it 0600.
 if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" = 600 ] &&
     [ "$(id -u)" -eq 0 ]; then
 	chmod 0666 /dev/net/tun

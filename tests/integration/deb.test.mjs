@@ -146,16 +146,29 @@ test("systemd-analyze verify accepts the installed unit", { skip: skip || (!has(
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
 
-test("sandgate check-config loads the shipped conffile", { skip, timeout: 30000 }, () => {
-  // Its secrets are placeholders: env: set here, file: made for the check.
-  const key = "/etc/sandgate/openai.key";
-  fs.writeFileSync(key, "sk-placeholder\n", { mode: 0o640 });
+// The conffile ships no usable key: every secret is a placeholder, which
+// check-config names (and says how to go on) until it is set.
+test("the shipped conffile has no usable key: check-config names what to set, then passes", { skip, timeout: 30000 }, () => {
+  const check = (env) => spawnSync("/usr/bin/sandgate", ["check-config"], { encoding: "utf8", timeout: 20000,
+    env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SANDGATE_KEY_"))), ...env } });
+  const conf = fs.readFileSync("/etc/sandgate/sandgate.conf", "utf8");
+  assert.doesNotMatch(conf, /^\s*[^#\n]*key_sha256\s*=/m, "no key hash in the conffile");
+  for (const m of conf.matchAll(/^[^#\n]*\bkey = "([^"]*)"/gm))
+    assert.match(m[1], /^(env:|file:)/, `key = "${m[1]}" is a key itself, not a placeholder`);
+  const bare = check({});
+  assert.equal(bare.status, 1, bare.stdout + bare.stderr);
+  assert.match(bare.stderr, /environment variable SANDGATE_KEY_ALICE is not set/);
+  assert.match(bare.stderr, /cannot read \/etc\/sandgate\/ci\.key/);
+  assert.match(bare.stderr, /cannot read \/etc\/sandgate\/openai\.key/);
+  assert.match(bare.stderr, /2 of the 2 keys .* have no secret yet and let no one in.*sandgate keys create NAME/);
+  // Set, it passes.
+  const files = ["/etc/sandgate/openai.key", "/etc/sandgate/ci.key"];
+  for (const f of files) fs.writeFileSync(f, "sk-placeholder\n", { mode: 0o640 });
   try {
-    const r = spawnSync("/usr/bin/sandgate", ["check-config"], { encoding: "utf8", timeout: 20000,
-      env: { ...process.env, SANDGATE_KEY_ALICE: "sk-alice-placeholder" } });
+    const r = check({ SANDGATE_KEY_ALICE: "sk-alice-placeholder" });
     assert.equal(r.status, 0, r.stdout + r.stderr);
   } finally {
-    fs.rmSync(key, { force: true });
+    for (const f of files) fs.rmSync(f, { force: true });
   }
 });
 

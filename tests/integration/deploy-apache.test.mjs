@@ -14,10 +14,11 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { startStack, KEYS, freePort, waitFor, root, serviceUser, sseEvents } from "./harness.mjs";
+import { assertUploads, assertMetricsOnlyForScraper } from "./front.mjs";
 
 const APACHE = "/usr/sbin/apache2";
 const MODULES = "/usr/lib/apache2/modules";
-const NEEDED = ["mod_mpm_event.so", "mod_authz_core.so", "mod_proxy.so", "mod_proxy_fcgi.so"];
+const NEEDED = ["mod_mpm_event.so", "mod_authz_core.so", "mod_authz_host.so", "mod_proxy.so", "mod_proxy_fcgi.so"];
 const missing = [APACHE, ...NEEDED.map((m) => `${MODULES}/${m}`)].filter((f) => !fs.existsSync(f));
 const skip = missing.length ? `Apache httpd / mod_proxy_fcgi not installed (missing ${missing.join(", ")})` : false;
 
@@ -46,9 +47,10 @@ function sampleFor(sock, { prefixed = false } = {}) {
   text = text.replace("unix:/run/sandgate/fcgi.sock|", `unix:${sock}|`)
     .replace(/^LimitRequestBody \d+$/m, `LimitRequestBody ${MAX_BODY}`);
   if (prefixed) {
-    assert.equal(n(/^<LocationMatch "\^\/\(v1\//gm), 1, "the sample's LocationMatch");
-    assert.equal(n(/^#<LocationMatch "\^\/ai\/\(v1\//gm), 1, "the sample's commented prefixed LocationMatch");
-    text = text.replace(/^<LocationMatch "\^\/\(v1\/.*\n/m, "").replace(/^#(<LocationMatch "\^\/ai\/)/m, "$1");
+    // Each LocationMatch of sandgate's routes, and its commented /ai twin.
+    assert.equal(n(/^<LocationMatch "\^\/(\(v1\/|metrics\$)/gm), 2, "the sample's LocationMatch lines");
+    assert.equal(n(/^#<LocationMatch "\^\/ai\/(\(v1\/|metrics\$)/gm), 2, "the sample's commented prefixed LocationMatch lines");
+    text = text.replace(/^<LocationMatch "\^\/(\(v1\/|metrics\$).*\n/gm, "").replace(/^#(<LocationMatch "\^\/ai\/)/gm, "$1");
   }
   return text;
 }
@@ -72,6 +74,7 @@ DefaultRuntimeDir "${dir}"
 Mutex file:${dir} default
 LoadModule mpm_event_module ${MODULES}/mod_mpm_event.so
 LoadModule authz_core_module ${MODULES}/mod_authz_core.so
+LoadModule authz_host_module ${MODULES}/mod_authz_host.so
 LoadModule proxy_module ${MODULES}/mod_proxy.so
 LoadModule proxy_fcgi_module ${MODULES}/mod_proxy_fcgi.so
 ${isRoot ? `User ${serviceUser}\nGroup #${fs.statSync(path.dirname(stack.fcgiAddr.path)).gid}` : ""}
@@ -192,6 +195,16 @@ describe("Apache (mod_proxy_fcgi) with etc/apache.conf.example", { skip }, () =>
     assert.equal(after.choices[0].message.content, "echo: after");
   });
 
+  // An upload is held to files.max_bytes by sandgate itself, not to
+  // max_body_bytes (here 64 KiB, the sample's LimitRequestBody too).
+  test("an upload larger than max_body_bytes passes", async () => {
+    await assertUploads(apache.base, 9 << 20);
+  });
+
+  test("/metrics answers only the scraper's addresses", async () => {
+    await assertMetricsOnlyForScraper(apache.base);
+  });
+
   test("Authorization reaches sandgate (CGIPassAuth On): wrong key → 401, valid key → 200", async () => {
     const bad = await fetch(`${apache.base}/v1/models`, { headers: { authorization: "Bearer sk-wrong-key" } });
     assert.equal(bad.status, 401);
@@ -231,5 +244,9 @@ describe("Apache with the sample's prefixed variant, mount_prefix = \"/ai\"", { 
     const miss = await fetch(`${apache.base}/v1/models`, { headers: { authorization: `Bearer ${KEYS.bob}` } });
     assert.equal(miss.status, 404);
     await miss.arrayBuffer();
+  });
+
+  test("/ai/metrics answers only the scraper's addresses", async () => {
+    await assertMetricsOnlyForScraper(apache.base, "/ai");
   });
 });

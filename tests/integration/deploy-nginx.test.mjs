@@ -15,7 +15,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed } from "./front.mjs";
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed,
+  assertUploads, assertMetricsOnlyForScraper } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root, serviceUser } from "./harness.mjs";
 
 const NGINX = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"].find((p) => fs.existsSync(p));
@@ -167,6 +168,32 @@ test("the Authorization header reaches sandgate: a wrong key 401, a valid one 20
   assert.equal(right.status, 200);
   assert.equal(right.json.choices[0].message.content, "echo: hi");
   await assert.rejects(client(front.base, "sk-nope").models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+});
+
+// nginx's sizes in bytes ("513m").
+const bytesOf = (v) => Number(/^(\d+)([kmg]?)$/i.exec(v)[1]) * { "": 1, k: 1024, m: 1 << 20, g: 1 << 30 }[/[kmg]?$/i.exec(v)[0].toLowerCase()];
+// A default of docs/configuration.md's table, in bytes.
+const docDefault = (key) => Number(new RegExp(`^\\| \`${key}\` \\| [^|]+\\| (\\d+)`, "m")
+  .exec(fs.readFileSync(path.join(root, "docs/configuration.md"), "utf8"))[1]);
+
+// An upload is held to files.max_bytes by sandgate itself, not to
+// max_body_bytes: the sample let it through only up to 8 MiB once.
+test("an upload larger than max_body_bytes passes; the sample's upload limit covers files.max_bytes' default", { skip: SKIP, ...T }, async () => {
+  await assertUploads(front.base, 9 << 20);
+  const sample = fs.readFileSync(SAMPLE, "utf8");
+  const upload = /location ~ \S*files\S*\s*\{\s*client_max_body_size (\S+);/.exec(sample);
+  assert.ok(upload, "the sample's upload location");
+  assert.ok(bytesOf(upload[1]) > docDefault("max_bytes"), `${upload[1]} over files.max_bytes`);
+  assert.equal(bytesOf(/^\s*client_max_body_size (\S+);/m.exec(sample)[1]), docDefault("max_body_bytes"));
+  // A chat body that large is still nginx's JSON 413.
+  const big = await call(front.base, "POST", "/v1/chat/completions", { raw: bodyOf(9 << 20) });
+  assert.equal(big.status, 413);
+  assert.equal(big.json?.error?.code, "request_too_large");
+});
+
+test("/metrics answers only the scraper's addresses, at the root and under a prefix", { skip: SKIP, ...T }, async () => {
+  await assertMetricsOnlyForScraper(front.base);
+  await assertMetricsOnlyForScraper(prefixed.base, PREFIX);
 });
 
 test(`mounted under ${PREFIX}: the sample's prefixed location and mount_prefix`, { skip: SKIP, ...T }, async () => {

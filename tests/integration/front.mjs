@@ -1,6 +1,7 @@
 // What the deployment tests (deploy-*.test.mjs) share: a web server in
 // front of sandgate is checked the same way whichever it is.
 import assert from "node:assert/strict";
+import http from "node:http";
 import OpenAI from "openai";
 import { KEYS, sseEvents } from "./harness.mjs";
 
@@ -89,4 +90,48 @@ export async function assertPrefixed(base, prefix) {
   const resp = await c.responses.create({ model: "ci-primes", input: "primes",
     tools: [{ type: "code_interpreter", container: { type: "auto" } }] });
   assert.ok(resp.output.some((o) => o.type === "code_interpreter_call"));
+}
+
+// An upload of n bytes through base passes the front (its size is
+// files.max_bytes' business, not max_body_bytes'), and is deleted again.
+export async function assertUploads(base, n) {
+  const form = new FormData();
+  form.append("purpose", "user_data");
+  form.append("file", new Blob([Buffer.alloc(n, 0x61)]), "big.txt");
+  const r = await fetch(`${base}/v1/files`, { method: "POST", body: form,
+    headers: { authorization: `Bearer ${KEYS.alice}` }, signal: AbortSignal.timeout(120000) });
+  const text = await r.text();
+  assert.equal(r.status, 200, `an upload of ${n} bytes: ${text.slice(0, 300)}`);
+  const file = JSON.parse(text);
+  assert.equal(file.bytes, n);
+  assert.equal((await call(base, "DELETE", `/v1/files/${file.id}`)).status, 200);
+}
+
+// GET base+p from the local address from: {status, text}. Another
+// loopback address than 127.0.0.1 plays a host that is not the scraper.
+export function getFrom(base, p, from) {
+  const u = new URL(base + p);
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: u.hostname, port: u.port, path: u.pathname, localAddress: from, timeout: 30000 }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => { text += d; });
+      res.on("end", () => resolve({ status: res.statusCode, text }));
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${p} from ${from}: timed out`)));
+    req.on("error", reject);
+  });
+}
+
+// /metrics (no key) answers the scraper's address (127.0.0.1 in the
+// samples) and refuses any other; the key routes stay open to all.
+export async function assertMetricsOnlyForScraper(base, prefix = "") {
+  const ok = await getFrom(base, `${prefix}/metrics`, "127.0.0.1");
+  assert.equal(ok.status, 200, ok.text.slice(0, 300));
+  assert.match(ok.text, /^sandgate_/m);
+  const other = await getFrom(base, `${prefix}/metrics`, "127.0.0.2");
+  assert.equal(other.status, 403, `/metrics from another address: ${other.text.slice(0, 300)}`);
+  assert.doesNotMatch(other.text, /sandgate_/);
+  assert.equal((await getFrom(base, `${prefix}/healthz`, "127.0.0.2")).status, 200);
+  assert.equal((await getFrom(base, `${prefix}/v1/models`, "127.0.0.2")).status, 401, "sandgate itself answers the rest");
 }
