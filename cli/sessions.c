@@ -218,12 +218,16 @@ purge(const struct sg_cfg *cfg, struct sg_store *st,
 		if (rc == SG_STORE_OK) {
 			rc = sg_sbx_destroy_row(&env, &row, why, sizeof(why));
 			sg_store_sbx_clear(&row);
-			/* 1: taken meanwhile (a run began): its session stays,
-			 * for a purge once the run is over. */
-			if (rc == 1)
+			/* 1: gone meanwhile (fine), or taken: a run began, and
+			 * its session stays for a purge once it is over. */
+			if (rc == 1 && sg_store_sbx_get(st, s->sandbox_id, NULL,
+			    &row) == SG_STORE_OK) {
+				sg_store_sbx_clear(&row);
 				snprintf(why, sizeof(why), "in use (a run began); "
 				    "purge again once it is over");
-			if (rc != 0) {
+				rc = -1;
+			}
+			if (rc == -1) {
 				fprintf(stderr, "sandgate: session %s: sandbox "
 				    "%s: %s\n", s->session_id, s->sandbox_id, why);
 				failed++;
