@@ -35,7 +35,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed } from "./front.mjs";
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed,
+  assertMetricsOnlyForScraper } from "./front.mjs";
 import { startFakes, gatewayConfig, freePort, waitFor, KEYS, root, serviceUser, procOf, procTable } from "./harness.mjs";
 
 const APACHE = "/usr/sbin/apache2";
@@ -468,6 +469,7 @@ describe("Apache mod_fcgid spawning sandgate from the shipped .htaccess (etc/sha
     const m = await call(W.front, "GET", "/metrics", { key: null });
     assert.equal(m.status, 200);
     assert.match(m.text, /^sandgate_requests_total/m);
+    await assertMetricsOnlyForScraper(W.front);
     // Not sandgate: Apache's own 404s, not JSON.
     for (const p of ["/healthz", "/v1/models", `${PREFIX}/other`, `${PREFIX}/v1`]) {
       const r = await call(W.base, "GET", p, { key: null });

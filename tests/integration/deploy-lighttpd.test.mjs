@@ -25,7 +25,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed } from "./front.mjs";
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed,
+  assertUploads, assertMetricsOnlyForScraper } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root, procTable } from "./harness.mjs";
 
 const LIGHTTPD = ["/usr/sbin/lighttpd", "/usr/local/sbin/lighttpd"].find((p) => fs.existsSync(p));
@@ -207,6 +208,11 @@ for (const way of WAYS) {
       assert.equal(again.choices[0].message.content, "echo: still here");
     });
 
+    test(`an upload over server.max-request-size reaches sandgate; /metrics only from the scraper (${way.name})`, T, async () => {
+      await assertUploads(front, 2 * MAX_REQUEST_KIB * 1024);
+      await assertMetricsOnlyForScraper(front);
+    });
+
     test(`the Authorization header reaches sandgate: a wrong key 401, a valid one 200 (${way.name})`, T, async () => {
       const wrong = await call(front, "POST", "/v1/chat/completions", { key: "sk-wrong-0000", body: { model: "gpt-test", messages: [{ role: "user", content: "hi" }] } });
       assert.equal(wrong.status, 401);
@@ -240,5 +246,6 @@ describe(`lighttpd to sandgate-fcgi --listen mounted under ${PREFIX}: the sample
     assert.equal((await call(lighttpd.base, "GET", "/healthz", { key: null })).status, 404);
     const miss = await call(lighttpd.base, "POST", "/v1/chat/completions", { body: { model: "gpt-test", messages: [] } });
     assert.ok(!miss.json?.error && miss.status >= 400, `lighttpd's own answer: ${miss.status}`);
+    await assertMetricsOnlyForScraper(lighttpd.base, PREFIX);
   });
 });
