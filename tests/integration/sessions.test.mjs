@@ -266,7 +266,13 @@ describe("sessions: what the reaper sweeps after a crash or a reload", () => {
   test("a responder SIGKILLed mid-request leaves a sandbox the reaper sweeps", async () => {
     const pending = ask(stack, "import time\ntime.sleep(30)");
     let id;
-    await until(async () => { id = (await sandboxes(stack))[0]?.id; return !!id; }, "the request's sandbox");
+    // Made, not being made: a kill mid-create leaves a row the reaper
+    // only takes once the create could no longer be under way (90 s).
+    await until(async () => {
+      const s = (await sandboxes(stack))[0];
+      id = s?.id;
+      return s?.status === "running";
+    }, "the request's sandbox");
     await sleep(500);
     const busy = stack.processes().responders;
     for (const pid of busy) process.kill(pid, "SIGKILL");
