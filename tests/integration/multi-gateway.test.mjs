@@ -5,14 +5,17 @@
 // sandbox's limits in force: when they shared one, the second to start
 // took it over and the other's sandboxes failed ("502 cannot set the
 // sandbox's cgroup limits: Permission denied") until it restarted, which
-// broke the second.
+// broke the second. Each sandbox's kernel runs under a uid of its own from
+// one range every gateway on the host shares: two gateways creating
+// sandboxes at the same moment once both took the first uid no process
+// ran yet, and two tenants' sandboxes ran as one uid (one RLIMIT_NPROC).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { Stack, waitFor, serviceUser, procOf } from "./harness.mjs";
+import { Stack, waitFor, serviceUser, procOf, procTable } from "./harness.mjs";
 
 const isRoot = process.getuid() === 0;
 const otherUser = process.env.SG_USER2 || "sgtest2";
@@ -103,7 +106,7 @@ class UserStack extends Stack {
 let a, b;
 
 before(async () => {
-  if (skip) return;
+  if (!isRoot) return;
   try {
     execFileSync("id", [otherUser], { stdio: "ignore", timeout: 10000 });
   } catch {
@@ -208,5 +211,36 @@ print(full)`;
     assert.equal(r.status, 200, r.text);
     assert.ok(Number(r.json.stdout.trim()) <= 1, `${r.json.stdout.trim()} of 3 children held 150 MiB at once on ${stack.user}'s gateway`);
     assert.equal((await stack.call("DELETE", `/v1/sandboxes/${id}`)).status, 200);
+  }
+});
+
+// The sandbox uids (sandgate's reserved range) the processes under
+// stack's sandboxd run as, from /proc.
+const UID_BASE = 1900000000, UID_SLOTS = 1024;
+function sandboxUids(stack) {
+  const table = procTable(), under = new Set([stack.processes().sandboxd]), uids = new Set();
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of table)
+      if (under.has(p.ppid) && !under.has(p.pid)) {
+        under.add(p.pid);
+        grew = true;
+        if (p.uid >= UID_BASE && p.uid < UID_BASE + UID_SLOTS) uids.add(p.uid);
+      }
+  }
+  return uids;
+}
+
+test("two gateways creating sandboxes at once never run two tenants' sandboxes as one uid", { skip: isRoot ? false : "needs root (a uid per sandbox)", timeout: 300000 }, async () => {
+  const n = 8;
+  for (let round = 0; round < 3; round++) {
+    const made = await Promise.all([a, b].map((s) => Promise.all(Array.from({ length: n },
+      () => s.call("POST", "/v1/sandboxes", { tool: "local" })))));
+    for (const r of made.flat()) assert.equal(r.status, 201, r.text);
+    // Each kernel under its uid (a moment after sandboxd answered).
+    await waitFor(() => sandboxUids(a).size === n && sandboxUids(b).size === n, `${n} sandbox uids under each sandboxd`, 30000);
+    const ua = sandboxUids(a), ub = sandboxUids(b);
+    assert.deepEqual([...ua].filter((u) => ub.has(u)), [], `round ${round}: uids both gateways' sandboxes run as (${[...ua]} / ${[...ub]})`);
+    await Promise.all([a, b].flatMap((s, i) => made[i].map((r) => s.call("DELETE", `/v1/sandboxes/${r.json.id}`))));
   }
 });
