@@ -237,9 +237,16 @@ test("two gateways creating sandboxes at once never run two tenants' sandboxes a
     const made = await Promise.all([a, b].map((s) => Promise.all(Array.from({ length: n },
       () => s.call("POST", "/v1/sandboxes", { tool: "local" })))));
     for (const r of made.flat()) assert.equal(r.status, 201, r.text);
-    // Each kernel under its uid (a moment after sandboxd answered).
-    await waitFor(() => sandboxUids(a).size === n && sandboxUids(b).size === n, `${n} sandbox uids under each sandboxd`, 30000);
+    // Each kernel says its uid (bubblewrap maps it to itself)...
+    const ran = await Promise.all([a, b].flatMap((s, i) => made[i].map((r) =>
+      s.call("POST", `/v1/sandboxes/${r.json.id}/code`, { code: "import os\nprint(os.getuid())" }))));
+    for (const r of ran) assert.equal(r.status, 200, r.text);
+    const said = ran.map((r) => Number(r.json.stdout.trim()));
+    assert.equal(new Set(said).size, 2 * n, `round ${round}: the sandboxes' uids ${said}`);
+    // ... and /proc shows no uid under both gateways' sandboxd at once
+    // (sandboxes of earlier tests included).
     const ua = sandboxUids(a), ub = sandboxUids(b);
+    for (const [i, u] of said.entries()) assert.ok((i < n ? ua : ub).has(u), `uid ${u} under its sandboxd`);
     assert.deepEqual([...ua].filter((u) => ub.has(u)), [], `round ${round}: uids both gateways' sandboxes run as (${[...ua]} / ${[...ub]})`);
     await Promise.all([a, b].flatMap((s, i) => made[i].map((r) => s.call("DELETE", `/v1/sandboxes/${r.json.id}`))));
   }
