@@ -2,8 +2,8 @@
  * sandboxd's private parts (providers/sbxd_*.c), shared with sandboxd.c
  * and nothing else: the kernel's files held in memory, the seccomp
  * filter, cgroups, user-mode networking, the exec of one kernel, the
- * sandboxes' uids; and its runtime directory and sockets, whose addressing local.c (the
- * responders' side) uses too.
+ * sandboxes' uids; and its runtime directory and sockets, whose
+ * addressing local.c (the responders' side) uses too.
  */
 #ifndef SG_SBXD_H
 #define SG_SBXD_H

@@ -231,23 +231,74 @@ function sandboxUids(stack) {
   return uids;
 }
 
+// The uids of the reserved range some sandboxd holds a claim on, probed
+// in the host's claims file (an OFD lock on each uid's byte).
+function claimed() {
+  const probe = `import fcntl, os, struct
+fd = os.open("/run/sandgate/uids.lock", os.O_RDONLY)
+for u in range(${UID_BASE}, ${UID_BASE + UID_SLOTS}):
+    r = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, u, 1, 0))
+    if struct.unpack("hhqqi4x", r)[0] != fcntl.F_UNLCK:
+        print(u)`;
+  return new Set(execFileSync("python3", ["-c", probe], { timeout: 10000 }).toString().split("\n").filter(Boolean).map(Number));
+}
+
+// n new sandboxes on each of a and b at once, each run once: the uids
+// they say they run as, a's first.
+async function createBoth(n) {
+  const made = await Promise.all([a, b].map((s) => Promise.all(Array.from({ length: n },
+    () => s.call("POST", "/v1/sandboxes", { tool: "local" })))));
+  for (const r of made.flat()) assert.equal(r.status, 201, r.text);
+  // bubblewrap maps the sandbox's uid to itself inside.
+  const ran = await Promise.all([a, b].flatMap((s, i) => made[i].map((r) =>
+    s.call("POST", `/v1/sandboxes/${r.json.id}/code`, { code: "import os\nprint(os.getuid())" }))));
+  for (const r of ran) assert.equal(r.status, 200, r.text);
+  return { made, said: ran.map((r) => Number(r.json.stdout.trim())) };
+}
+
+const runBy = (uid) => procTable().some((p) => p.uid === uid);
+
 test("two gateways creating sandboxes at once never run two tenants' sandboxes as one uid", { skip: isRoot ? false : "needs root (a uid per sandbox)", timeout: 300000 }, async () => {
   const n = 8;
   for (let round = 0; round < 3; round++) {
-    const made = await Promise.all([a, b].map((s) => Promise.all(Array.from({ length: n },
-      () => s.call("POST", "/v1/sandboxes", { tool: "local" })))));
-    for (const r of made.flat()) assert.equal(r.status, 201, r.text);
-    // Each kernel says its uid (bubblewrap maps it to itself)...
-    const ran = await Promise.all([a, b].flatMap((s, i) => made[i].map((r) =>
-      s.call("POST", `/v1/sandboxes/${r.json.id}/code`, { code: "import os\nprint(os.getuid())" }))));
-    for (const r of ran) assert.equal(r.status, 200, r.text);
-    const said = ran.map((r) => Number(r.json.stdout.trim()));
+    const { made, said } = await createBoth(n);
     assert.equal(new Set(said).size, 2 * n, `round ${round}: the sandboxes' uids ${said}`);
-    // ... and /proc shows no uid under both gateways' sandboxd at once
-    // (sandboxes of earlier tests included).
-    const ua = sandboxUids(a), ub = sandboxUids(b);
-    for (const [i, u] of said.entries()) assert.ok((i < n ? ua : ub).has(u), `uid ${u} under its sandboxd`);
+    // /proc shows no uid under both gateways' sandboxd at once (the
+    // sandboxes of earlier tests included), and each is claimed.
+    const ua = sandboxUids(a), ub = sandboxUids(b), held = claimed();
+    for (const [i, u] of said.entries()) {
+      assert.ok((i < n ? ua : ub).has(u), `uid ${u} under its sandboxd`);
+      assert.ok(held.has(u), `uid ${u} claimed`);
+    }
     assert.deepEqual([...ua].filter((u) => ub.has(u)), [], `round ${round}: uids both gateways' sandboxes run as (${[...ua]} / ${[...ub]})`);
+    // Deleted: no claim left.
     await Promise.all([a, b].flatMap((s, i) => made[i].map((r) => s.call("DELETE", `/v1/sandboxes/${r.json.id}`))));
+    const after = claimed();
+    assert.deepEqual(said.filter((u) => after.has(u)), [], "claims of deleted sandboxes");
+  }
+});
+
+test("a sandboxd that dies leaves no claim on a uid behind", { skip: isRoot ? false : "needs root (a uid per sandbox)", timeout: 120000 }, async () => {
+  const { said } = await createBoth(3);
+  const mine = said.slice(0, 3), theirs = said.slice(3), old = a.processes().sandboxd;
+  const under = sandboxUids(a), kernels = procTable().filter((p) => under.has(p.uid));
+  try {
+    process.kill(old, "SIGKILL");
+    await waitFor(() => ![...under].some((u) => claimed().has(u)), "the killed sandboxd's claims to go", 15000);
+    const held = claimed();
+    assert.ok(theirs.every((u) => held.has(u) && runBy(u)), "the other gateway's sandboxes keep their uids");
+    // The master starts another sandboxd, which has uids to give; not one
+    // a kernel of the dead one may still run as.
+    await waitFor(() => (a.processes().sandboxd ?? old) !== old, "a new sandboxd", 15000);
+    const r = await a.call("POST", "/v1/sandboxes", { tool: "local" });
+    assert.equal(r.status, 201, r.text);
+    const ran = await a.call("POST", `/v1/sandboxes/${r.json.id}/code`, { code: "import os\nprint(os.getuid())" });
+    assert.equal(ran.status, 200, ran.text);
+    const uid = Number(ran.json.stdout.trim());
+    assert.ok(claimed().has(uid));
+    assert.ok(!kernels.some((p) => p.uid === uid && procOf(p.pid)), `uid ${uid} while a kernel of the dead sandboxd runs as it`);
+  } finally {
+    // A kernel may outlive its sandboxd (see the report); ours to end.
+    for (const p of kernels) try { if (procOf(p.pid)?.uid === p.uid) process.kill(p.pid, "SIGKILL"); } catch { /* gone */ }
   }
 });
