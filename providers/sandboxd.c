@@ -64,7 +64,7 @@ static int rundir = -1, kdir = -1;	/* our instance and its kernels/ */
 static char instdir[4096];		/* conf->dir/INST */
 static pid_t master;
 static int uids = -1;			/* root: the host's uid claims */
-static char uids_why[300];
+static char uids_why[400];
 
 static void
 on_signal(int sig)
@@ -442,10 +442,14 @@ drop_privileges(void)
 static void
 root_steps(void)
 {
+	char why[256];
+
 	if (conf->per_sandbox_uids && (uids = sg_sbxd_uids_open(SG_SBXD_UIDS_DIR,
-	    uids_why, sizeof(uids_why))) == -1)
-		fprintf(stderr, "sandgate: sandboxd: no local sandboxes: cannot "
-		    "claim sandbox uids: %s\n", uids_why);
+	    why, sizeof(why))) == -1) {
+		snprintf(uids_why, sizeof(uids_why), "local sandboxes cannot "
+		    "get a uid of their own: %s", why);
+		fprintf(stderr, "sandgate: sandboxd: %s\n", uids_why);
+	}
 	cg.mountinfo = cg.self_cgroup = NULL;
 	sg_cg_setup(&cg, conf->dir, conf->owner, conf->owner_gid);
 	if (!conf->wants_net)
