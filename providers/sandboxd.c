@@ -12,11 +12,12 @@
  * (PATH may be longer than AF_UNIX allows: see sbxd_sock.c.)
  * For each sandbox it binds the kernel's socket itself and passes the
  * listening fd (as fd 3) into bubblewrap. Started as root, it does what
- * needs root first (cgroups, the firewall), then becomes the gateway's
- * user keeping only CAP_SETUID, CAP_SETGID and CAP_KILL, raised for the
- * step that needs one: each sandbox gets its own uid from a reserved
- * range (claimed across the host's gateways: sbxd_uids.c), its own
- * cgroup, and slirp4netns when it may reach the internet.
+ * needs root first (the uid claims file, cgroups, the firewall), then
+ * becomes the gateway's user keeping only CAP_SETUID, CAP_SETGID and
+ * CAP_KILL, raised for the step that needs one: each sandbox gets its
+ * own uid from a reserved range (claimed across the host's gateways:
+ * sbxd_uids.c), its own cgroup, and slirp4netns when it may reach the
+ * internet.
  * Every file operation happens as the gateway's user.
  */
 #include <sys/prctl.h>
