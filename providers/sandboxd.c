@@ -12,10 +12,12 @@
  * (PATH may be longer than AF_UNIX allows: see sbxd_sock.c.)
  * For each sandbox it binds the kernel's socket itself and passes the
  * listening fd (as fd 3) into bubblewrap. Started as root, it does what
- * needs root first (cgroups, the firewall), then becomes the gateway's
- * user keeping only CAP_SETUID, CAP_SETGID and CAP_KILL, raised for the
- * step that needs one: each sandbox gets its own uid from a reserved
- * range, its own cgroup, and slirp4netns when it may reach the internet.
+ * needs root first (the uid claims file, cgroups, the firewall), then
+ * becomes the gateway's user keeping only CAP_SETUID, CAP_SETGID and
+ * CAP_KILL, raised for the step that needs one: each sandbox gets its
+ * own uid from a reserved range (claimed across the host's gateways:
+ * sbxd_uids.c), its own cgroup, and slirp4netns when it may reach the
+ * internet.
  * Every file operation happens as the gateway's user.
  */
 #include <sys/prctl.h>
@@ -43,6 +45,7 @@ struct kernel {
 	char	 id[48];
 	pid_t	 pid;
 	int	 slot;			/* uid = uid_base + slot when root */
+	int	 claimed;		/* that uid claimed in uids */
 	int	 cgroup;		/* it has a group of its own */
 	pid_t	 net_pid;		/* slirp4netns, or 0 */
 	int	 net_exit;		/* closing it ends slirp4netns */
@@ -61,6 +64,8 @@ static int wake[2] = { -1, -1 };
 static int rundir = -1, kdir = -1;	/* our instance and its kernels/ */
 static char instdir[4096];		/* conf->dir/INST */
 static pid_t master;
+static int uids = -1;			/* root: the host's uid claims */
+static char uids_why[400];
 
 static void
 on_signal(int sig)
@@ -112,6 +117,10 @@ bury(struct kernel *k)
 		close(k->net_exit);
 	if (k->sock[0] != '\0')
 		unlinkat(kdir, k->sock, 0);
+	/* Its processes are gone (what still dies keeps the uid busy in
+	 * /proc): another gateway may have the uid now. */
+	if (k->claimed)
+		sg_sbxd_uid_release(uids, conf->uid_base + (unsigned)k->slot);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -144,21 +153,25 @@ reap(void)
 		}
 }
 
-/* A free slot whose uid no process runs: another gateway on this host
- * (several masters on one box) may use the same range. */
+/* A free slot. As root, its uid claimed across the host (sbxd_uids.c):
+ * other gateways on this host take sandbox uids from the same range. */
 static struct kernel *
 free_slot(void)
 {
-	unsigned char busy[SG_SBXD_MAX];
+	unsigned char taken[SG_SBXD_MAX];
 	int i;
 
-	memset(busy, 0, sizeof(busy));
-	if (conf->per_sandbox_uids)
-		sg_sbxd_scan_uids((uid_t)-1, conf->uid_base, busy);
 	for (i = 0; i < SG_SBXD_MAX; i++)
-		if (kernels[i].pid == 0 && !busy[i])
-			return &kernels[i];
-	return NULL;
+		taken[i] = kernels[i].pid != 0;
+	if (!conf->per_sandbox_uids) {
+		for (i = 0; i < SG_SBXD_MAX && taken[i]; i++)
+			;
+		return i < SG_SBXD_MAX ? &kernels[i] : NULL;
+	}
+	if ((i = sg_sbxd_uid_pick(uids, conf->uid_base, taken)) == -1)
+		return NULL;
+	kernels[i].claimed = 1;
+	return &kernels[i];
 }
 
 static int
@@ -258,6 +271,8 @@ create(const json_t *req)
 		return refuse(NULL, "sandbox exists");
 	if ((no = read_spec(req, &s)) != NULL)
 		return no;
+	if (conf->per_sandbox_uids && uids == -1)
+		return refuse("config", uids_why);
 	if ((k = free_slot()) == NULL)
 		return refuse("rate", "too many local sandboxes");
 	snprintf(k->id, sizeof(k->id), "%s", id);
@@ -270,7 +285,8 @@ create(const json_t *req)
 	snprintf(k->sock, sizeof(k->sock), "%s.sock", id);
 	if (s.cgroup && sg_cg_create(&cg, id, s.memory_mb, s.max_procs, s.cpus,
 	    why, sizeof(why)) == -1) {
-		memset(k, 0, sizeof(*k));
+		k->cgroup = 0;
+		bury(k);
 		return refuse(NULL, why);
 	}
 	if ((s.lfd = sg_sbxd_listen(kdir, k->sock, 64)) == -1 || (s.net &&
@@ -423,10 +439,18 @@ drop_privileges(void)
 }
 
 /* What needs root happens first, before any file of the gateway's user
- * is touched: cgroups and the firewall. */
+ * is touched: the uid claims, cgroups and the firewall. */
 static void
 root_steps(void)
 {
+	char why[256];
+
+	if (conf->per_sandbox_uids && (uids = sg_sbxd_uids_open(SG_SBXD_UIDS_DIR,
+	    why, sizeof(why))) == -1) {
+		snprintf(uids_why, sizeof(uids_why), "local sandboxes cannot "
+		    "get a uid of their own: %s", why);
+		fprintf(stderr, "sandgate: sandboxd: %s\n", uids_why);
+	}
 	cg.mountinfo = cg.self_cgroup = NULL;
 	sg_cg_setup(&cg, conf->dir, conf->owner, conf->owner_gid);
 	if (!conf->wants_net)

@@ -1,9 +1,9 @@
 /*
  * sandboxd's private parts (providers/sbxd_*.c), shared with sandboxd.c
  * and nothing else: the kernel's files held in memory, the seccomp
- * filter, cgroups, user-mode networking, and the exec of one kernel;
- * and its runtime directory and sockets, whose addressing local.c (the
- * responders' side) uses too.
+ * filter, cgroups, user-mode networking, the exec of one kernel, the
+ * sandboxes' uids; and its runtime directory and sockets, whose
+ * addressing local.c (the responders' side) uses too.
  */
 #ifndef SG_SBXD_H
 #define SG_SBXD_H
@@ -182,6 +182,23 @@ int	 sg_sbxd_caps_raise(unsigned mask);
 int	 sg_sbxd_caps_lower(void);
 /* Become uid (group uid, no supplementary groups); our caps are gone. */
 int	 sg_sbxd_become(uid_t uid);
+
+/* ---- sbxd_uids.c: a uid per sandbox, across the host's gateways ---- */
+#define SG_SBXD_UIDS_DIR "/run/sandgate"
+/* As root, before dropping privileges: the file in which every gateway
+ * on the host claims its sandboxes' uids, dir/uids.lock, made when
+ * missing (dir too, mode 0755). Refused when dir or the file is a link,
+ * is not ours (root's), or others may change dir or open the file. A
+ * close-on-exec fd to keep open, or -1 with why. */
+int	 sg_sbxd_uids_open(const char *dir, char *why, size_t whysz);
+/* Claim uid in that file (fd): 1 ours until released or until we die, 0
+ * someone else's, -1 error. Our own claims are ours again: no conflict. */
+int	 sg_sbxd_uid_claim(int fd, uid_t uid);
+void	 sg_sbxd_uid_release(int fd, uid_t uid);
+/* A slot for a new sandbox, claimed in fd: not taken[] (one byte per
+ * slot: our own sandboxes), and no process runs base + slot. The search
+ * starts at a random slot. The slot, or -1 when none is free. */
+int	 sg_sbxd_uid_pick(int fd, unsigned base, const unsigned char *taken);
 /* One pass over /proc: how many processes (threads included, as
  * RLIMIT_NPROC counts) uid runs, and which uids base .. base + MAX - 1
  * any process runs (busy may be NULL). */

@@ -10,7 +10,6 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -328,40 +327,4 @@ sg_sbxd_exec_net(const struct sg_sbxd_spec *s, pid_t pid, int ready_fd,
 	arg(&a, num(&a, pid)); arg(&a, "tap0");
 	execve(a.v[0], (char *const *)a.v, envp);
 	_exit(122);
-}
-
-int
-sg_sbxd_scan_uids(uid_t uid, unsigned base, unsigned char *busy)
-{
-	char path[300], line[256];
-	struct dirent *de;
-	unsigned long u;
-	int n = 0, threads;
-	DIR *d;
-	FILE *f;
-
-	if ((d = opendir("/proc")) == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
-		if ((f = fopen(path, "re")) == NULL)
-			continue;
-		u = (unsigned long)-1;
-		threads = 1;
-		while (fgets(line, sizeof(line), f) != NULL) {
-			if (strncmp(line, "Uid:", 4) == 0)
-				u = strtoul(line + 4, NULL, 10);
-			else if (strncmp(line, "Threads:", 8) == 0)
-				threads = atoi(line + 8);
-		}
-		fclose(f);
-		if (u == (unsigned long)uid)
-			n += threads;
-		if (busy != NULL && u >= base && u < base + SG_SBXD_MAX)
-			busy[u - base] = 1;
-	}
-	closedir(d);
-	return n;
 }

@@ -5,14 +5,17 @@
 // sandbox's limits in force: when they shared one, the second to start
 // took it over and the other's sandboxes failed ("502 cannot set the
 // sandbox's cgroup limits: Permission denied") until it restarted, which
-// broke the second.
+// broke the second. Each sandbox's kernel runs under a uid of its own from
+// one range every gateway on the host shares: two gateways creating
+// sandboxes at the same moment once both took the first uid no process
+// ran yet, and two tenants' sandboxes ran as one uid (one RLIMIT_NPROC).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { Stack, waitFor, serviceUser, procOf } from "./harness.mjs";
+import { Stack, waitFor, serviceUser, procOf, procTable } from "./harness.mjs";
 
 const isRoot = process.getuid() === 0;
 const otherUser = process.env.SG_USER2 || "sgtest2";
@@ -103,7 +106,7 @@ class UserStack extends Stack {
 let a, b;
 
 before(async () => {
-  if (skip) return;
+  if (!isRoot) return;
   try {
     execFileSync("id", [otherUser], { stdio: "ignore", timeout: 10000 });
   } catch {
@@ -208,5 +211,94 @@ print(full)`;
     assert.equal(r.status, 200, r.text);
     assert.ok(Number(r.json.stdout.trim()) <= 1, `${r.json.stdout.trim()} of 3 children held 150 MiB at once on ${stack.user}'s gateway`);
     assert.equal((await stack.call("DELETE", `/v1/sandboxes/${id}`)).status, 200);
+  }
+});
+
+// The sandbox uids (sandgate's reserved range) the processes under
+// stack's sandboxd run as, from /proc.
+const UID_BASE = 1900000000, UID_SLOTS = 1024;
+function sandboxUids(stack) {
+  const table = procTable(), under = new Set([stack.processes().sandboxd]), uids = new Set();
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of table)
+      if (under.has(p.ppid) && !under.has(p.pid)) {
+        under.add(p.pid);
+        grew = true;
+        if (p.uid >= UID_BASE && p.uid < UID_BASE + UID_SLOTS) uids.add(p.uid);
+      }
+  }
+  return uids;
+}
+
+// The uids of the reserved range some sandboxd holds a claim on, probed
+// in the host's claims file (an OFD lock on each uid's byte).
+function claimed() {
+  const probe = `import fcntl, os, struct
+fd = os.open("/run/sandgate/uids.lock", os.O_RDONLY)
+for u in range(${UID_BASE}, ${UID_BASE + UID_SLOTS}):
+    r = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, u, 1, 0))
+    if struct.unpack("hhqqi4x", r)[0] != fcntl.F_UNLCK:
+        print(u)`;
+  return new Set(execFileSync("python3", ["-c", probe], { timeout: 10000 }).toString().split("\n").filter(Boolean).map(Number));
+}
+
+// n new sandboxes on each of a and b at once, each run once: the uids
+// they say they run as, a's first.
+async function createBoth(n) {
+  const made = await Promise.all([a, b].map((s) => Promise.all(Array.from({ length: n },
+    () => s.call("POST", "/v1/sandboxes", { tool: "local" })))));
+  for (const r of made.flat()) assert.equal(r.status, 201, r.text);
+  // bubblewrap maps the sandbox's uid to itself inside.
+  const ran = await Promise.all([a, b].flatMap((s, i) => made[i].map((r) =>
+    s.call("POST", `/v1/sandboxes/${r.json.id}/code`, { code: "import os\nprint(os.getuid())" }))));
+  for (const r of ran) assert.equal(r.status, 200, r.text);
+  return { made, said: ran.map((r) => Number(r.json.stdout.trim())) };
+}
+
+const runBy = (uid) => procTable().some((p) => p.uid === uid);
+
+test("two gateways creating sandboxes at once never run two tenants' sandboxes as one uid", { skip: isRoot ? false : "needs root (a uid per sandbox)", timeout: 300000 }, async () => {
+  const n = 8;
+  for (let round = 0; round < 3; round++) {
+    const { made, said } = await createBoth(n);
+    assert.equal(new Set(said).size, 2 * n, `round ${round}: the sandboxes' uids ${said}`);
+    // /proc shows no uid under both gateways' sandboxd at once (the
+    // sandboxes of earlier tests included), and each is claimed.
+    const ua = sandboxUids(a), ub = sandboxUids(b), held = claimed();
+    for (const [i, u] of said.entries()) {
+      assert.ok((i < n ? ua : ub).has(u), `uid ${u} under its sandboxd`);
+      assert.ok(held.has(u), `uid ${u} claimed`);
+    }
+    assert.deepEqual([...ua].filter((u) => ub.has(u)), [], `round ${round}: uids both gateways' sandboxes run as (${[...ua]} / ${[...ub]})`);
+    // Deleted: no claim left.
+    await Promise.all([a, b].flatMap((s, i) => made[i].map((r) => s.call("DELETE", `/v1/sandboxes/${r.json.id}`))));
+    const after = claimed();
+    assert.deepEqual(said.filter((u) => after.has(u)), [], "claims of deleted sandboxes");
+  }
+});
+
+test("a sandboxd that dies leaves no claim on a uid behind", { skip: isRoot ? false : "needs root (a uid per sandbox)", timeout: 120000 }, async () => {
+  const { said } = await createBoth(3);
+  const mine = said.slice(0, 3), theirs = said.slice(3), old = a.processes().sandboxd;
+  const under = sandboxUids(a), kernels = procTable().filter((p) => under.has(p.uid));
+  try {
+    process.kill(old, "SIGKILL");
+    await waitFor(() => ![...under].some((u) => claimed().has(u)), "the killed sandboxd's claims to go", 15000);
+    const held = claimed();
+    assert.ok(theirs.every((u) => held.has(u) && runBy(u)), "the other gateway's sandboxes keep their uids");
+    // The master starts another sandboxd, which has uids to give; not one
+    // a kernel of the dead one may still run as.
+    await waitFor(() => (a.processes().sandboxd ?? old) !== old, "a new sandboxd", 15000);
+    const r = await a.call("POST", "/v1/sandboxes", { tool: "local" });
+    assert.equal(r.status, 201, r.text);
+    const ran = await a.call("POST", `/v1/sandboxes/${r.json.id}/code`, { code: "import os\nprint(os.getuid())" });
+    assert.equal(ran.status, 200, ran.text);
+    const uid = Number(ran.json.stdout.trim());
+    assert.ok(claimed().has(uid));
+    assert.ok(!kernels.some((p) => p.uid === uid && procOf(p.pid)), `uid ${uid} while a kernel of the dead sandboxd runs as it`);
+  } finally {
+    // A kernel may outlive its sandboxd (see the report); ours to end.
+    for (const p of kernels) try { if (procOf(p.pid)?.uid === p.uid) process.kill(p.pid, "SIGKILL"); } catch { /* gone */ }
   }
 });
