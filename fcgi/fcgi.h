@@ -7,7 +7,6 @@
 
 #include <sys/types.h>
 
-#include <pthread.h>
 #include <stdint.h>
 
 #include "../core/config.h"
@@ -72,9 +71,10 @@ struct sg_board {
 	uint64_t	 requests[6];	/* by status class: 1xx..5xx, other */
 	uint64_t	 duration_ms;	/* summed over all requests */
 	uint64_t	 refused[2];	/* enum sg_refusal */
-	/* The queue (queue.c): one lock, robust (a responder may die
-	 * holding it), taken by responders only, never by the master. */
-	pthread_mutex_t	 qlock;
+	/* The queue (queue.c): its lock (the holder's pid, 0: free) and
+	 * how many wait for it; responders only, never the master. */
+	int		 qlock;
+	int		 qwaiters;
 	uint64_t	 qticket;	/* the next arrival's place */
 	uint64_t	 waited;	/* requests that had to wait */
 	uint64_t	 waited_ms;	/* and how long, summed */
@@ -117,9 +117,6 @@ int	 sg_board_short(const struct sg_board *, int n);
 /* board.c: sg_metrics_fn over the scoreboard; arg is a struct sg_seat. */
 size_t	 sg_board_metrics(void *arg, char *buf, size_t bufsz);
 
-/* queue.c: the queue's lock in the board, before the first fork: 0, or
- * -1 with errno. */
-int	 sg_queue_init(struct sg_board *);
 /* queue.c: sg_admit_fn over the board; arg is a struct sg_seat. */
 int	 sg_queue_admit(void *arg, const struct sg_req *, int heavy,
 	    struct sg_out *, struct sg_error *);

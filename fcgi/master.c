@@ -508,11 +508,6 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}
-	if (sg_queue_init(m.board) == -1) {
-		fprintf(stderr, "sandgate: the queue's lock: %s\n",
-		    strerror(errno));
-		return 1;
-	}
 	if (sg_mx_map() == -1) {
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;

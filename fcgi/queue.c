@@ -13,8 +13,9 @@
  * even while places are free.
  *
  * The state is the slots of the scoreboard (a request's place, key, cap
- * and arrival) under one process-shared lock, robust because a responder
- * may be killed holding it. Nothing is counted apart from the slots: a
+ * and arrival) under one lock in the board, which a responder killed
+ * holding it, or garbage written over it, cannot keep for good. Nothing is
+ * counted apart from the slots: a
  * responder that dies running frees its place when the master clears its
  * slot. A waiter sleeps on its slot's word (a futex), woken when it is
  * given its turn, and looks again every WAIT_TICK_MS for what no one
@@ -26,6 +27,7 @@
 #include <linux/futex.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +38,8 @@
 #include "../lib/util.h"
 
 #define WAIT_TICK_MS	250
+#define LOCK_NAP_MS	5	/* a lock waiter looks again this often */
+#define LOCK_STALE_MS	1000	/* a holder seen this long has lost it */
 
 /*
  * A tenant (the hex SHA-256 of a key, or "anonymous") as one 64-bit word,
@@ -50,37 +54,49 @@ tenant_word(const char *tenant)
 	return h != 0 ? h : 1;
 }
 
-int
-sg_queue_init(struct sg_board *b)
-{
-	pthread_mutexattr_t a;
-	int rc;
-
-	if ((rc = pthread_mutexattr_init(&a)) != 0)
-		goto out;
-	if ((rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED)) ==
-	    0 && (rc = pthread_mutexattr_setrobust(&a,
-	    PTHREAD_MUTEX_ROBUST)) == 0)
-		rc = pthread_mutex_init(&b->qlock, &a);
-	pthread_mutexattr_destroy(&a);
-out:
-	errno = rc;
-	return rc == 0 ? 0 : -1;
-}
-
-/* A holder that died left the lock to us: what it guarded is one word
- * per slot, each always whole, so it is consistent as it stands. */
+/*
+ * The queue's lock: the holder's pid in a word of the board, taken with an
+ * exchange. Every responder can write the board (one could be made to
+ * scribble on it), so nothing a word holds may stall the others for good:
+ * a holder that is gone loses the lock at once, and one a waiter sees
+ * holding it past LOCK_STALE_MS loses it then (what it guards is a scan of
+ * the slots: microseconds). Waiters sleep on the word; the holder wakes
+ * one when any wait.
+ */
 static void
 lock(struct sg_board *b)
 {
-	if (pthread_mutex_lock(&b->qlock) == EOWNERDEAD)
-		pthread_mutex_consistent(&b->qlock);
+	int free_word, seen, last = 0;
+	int64_t since = 0, now;
+	struct timespec ts = { 0, LOCK_NAP_MS * 1000000L };
+
+	for (;;) {
+		free_word = 0;
+		if (__atomic_compare_exchange_n(&b->qlock, &free_word, getpid(),
+		    0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return;
+		seen = free_word;
+		now = sg_now_ms();
+		if (seen != last) {
+			last = seen;
+			since = now;
+		} else if ((now - since >= LOCK_STALE_MS ||
+		    (now - since >= LOCK_NAP_MS && kill(seen, 0) == -1 &&
+		    errno == ESRCH)) && __atomic_compare_exchange_n(&b->qlock,
+		    &seen, getpid(), 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return;
+		__atomic_fetch_add(&b->qwaiters, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &b->qlock, FUTEX_WAIT, last, &ts, NULL, 0);
+		__atomic_fetch_sub(&b->qwaiters, 1, __ATOMIC_SEQ_CST);
+	}
 }
 
 static void
 unlock(struct sg_board *b)
 {
-	pthread_mutex_unlock(&b->qlock);
+	__atomic_store_n(&b->qlock, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&b->qwaiters, __ATOMIC_SEQ_CST) != 0)
+		syscall(SYS_futex, &b->qlock, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
 static int

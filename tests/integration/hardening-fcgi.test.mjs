@@ -8,7 +8,7 @@ import { spawn, spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
-import { startStack, waitFor as until, KEYS } from "./harness.mjs";
+import { startStack, waitFor as until, KEYS, request, holdStream, stopHolds } from "./harness.mjs";
 import { fcgiRequest, fcgiConn as connTo } from "./fcgi-client.mjs";
 
 const fcgiConn = (opts) => connTo(stack.fcgiAddr, opts);
@@ -31,40 +31,14 @@ before(async () => {
 after(async () => { await stack?.stop(); });
 
 // One request, bounded in time: {status, json, text, headers}.
-async function call(method, path, { key = KEYS.alice, body, ms = 15000 } = {}) {
-  const headers = key ? { authorization: `Bearer ${key}` } : {};
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const r = await fetch(stack.url(path), { method, headers, body, signal: AbortSignal.timeout(ms) });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, json, text, headers: r.headers };
-}
+const call = (method, path, opts) => request(stack, method, path, opts);
 
 const chat = (content, model = "gpt-test") =>
   JSON.stringify({ model, messages: [{ role: "user", content }] });
 
 // A slow stream holding one responder on a heavy route (40 words, 0.4 s
-// apart: long enough for a loaded machine, and it is cut short anyway);
-// resolves once its first bytes are in, so the responder is busy with it.
-async function hold(key) {
-  const ctrl = new AbortController();
-  const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
-  const r = await fetch(stack.url("/v1/chat/completions"), {
-    method: "POST", signal: ctrl.signal,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "slowstream", stream: true, messages: [{ role: "user", content: words }] }),
-  });
-  assert.equal(r.status, 200, "a hold stream starts");
-  const reader = r.body.getReader();
-  await reader.read();
-  const h = { ended: false, stop: () => ctrl.abort() };
-  h.done = (async () => {
-    try { while (!(await reader.read()).done); } catch { /* aborted */ }
-    h.ended = true;
-  })();
-  return h;
-}
+// apart: long enough for a loaded machine, and it is cut short anyway).
+const hold = (key) => holdStream(stack, key);
 
 // One sample of /metrics, by its name with labels as written there.
 async function metric(sample) {
@@ -75,8 +49,7 @@ async function metric(sample) {
 
 // Stop the holds; resolves once no responder works on them any more.
 async function release(holds) {
-  for (const h of holds) h.stop();
-  await Promise.all(holds.map((h) => h.done));
+  await stopHolds(holds);
   // Busy: the responder answering /metrics itself.
   await until(async () => (await metric('sandgate_responders{state="busy"}')) <= 1, "the holds to end");
 }

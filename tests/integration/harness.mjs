@@ -575,6 +575,46 @@ export function removeCgroup(d) {
   try { fs.rmdirSync(d); } catch { /* busy or gone */ }
 }
 
+// One request on stack with a raw body, bounded in time: {status, json,
+// text, headers}.
+export async function request(stack, method, p, { key = KEYS.alice, body, ms = 15000 } = {}) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const r = await fetch(stack.url(p), { method, headers, body, signal: AbortSignal.timeout(ms) });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: r.status, json, text, headers: r.headers };
+}
+
+// A slow stream holding one responder on a heavy route (the fake's
+// "slowstream": words 0.4 s apart, cut short by stop()); resolves once its
+// first bytes are in, so it runs, not waits. { ended, stop(), done }.
+export async function holdStream(stack, key, words = 40) {
+  const ctrl = new AbortController();
+  const text = Array.from({ length: words }, (_, i) => `w${i}`).join(" ");
+  const r = await fetch(stack.url("/v1/chat/completions"), {
+    method: "POST", signal: ctrl.signal,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "slowstream", stream: true, messages: [{ role: "user", content: text }] }),
+  });
+  if (r.status !== 200) throw new Error(`a hold stream did not start: ${r.status} ${await r.text()}`);
+  const reader = r.body.getReader();
+  await reader.read();
+  const h = { ended: false, stop: () => ctrl.abort() };
+  h.done = (async () => {
+    try { while (!(await reader.read()).done); } catch { /* aborted */ }
+    h.ended = true;
+  })();
+  return h;
+}
+
+// Stop holdStream()s; resolves once each has ended at the client.
+export async function stopHolds(holds) {
+  for (const h of holds) h.stop();
+  await Promise.all(holds.map((h) => h.done));
+}
+
 // Parse an SSE body into [{event, data}] (what a test compares).
 export function sseEvents(text) {
   return text.split(/\r\n\r\n|\n\n|\r\r/).filter((b) => b.trim()).map((b) => {

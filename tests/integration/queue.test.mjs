@@ -7,7 +7,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import OpenAI from "openai";
-import { startStack, KEYS } from "./harness.mjs";
+import { startStack, KEYS, request, holdStream, stopHolds } from "./harness.mjs";
 
 const DAN = "sk-dan-" + crypto.randomBytes(8).toString("hex");
 const stacks = [];
@@ -20,41 +20,14 @@ async function stackWith(opts) {
 }
 
 // One request, bounded in time: {status, json, text, headers}.
-async function call(stack, method, path, { key = KEYS.alice, body, ms = 60000 } = {}) {
-  const headers = key ? { authorization: `Bearer ${key}` } : {};
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const r = await fetch(stack.url(path), { method, headers, body, signal: AbortSignal.timeout(ms) });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, json, text, headers: r.headers };
-}
+const call = (stack, method, path, { ms = 60000, ...opts } = {}) => request(stack, method, path, { ms, ...opts });
 
 const chat = (content, model = "gpt-test") =>
   JSON.stringify({ model, messages: [{ role: "user", content }] });
 
-// A slow stream holding one responder on a heavy route; resolves once its
-// first bytes are in (it is running, not waiting).
-async function hold(stack, key) {
-  const ctrl = new AbortController();
-  const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(" ");
-  const r = await fetch(stack.url("/v1/chat/completions"), {
-    method: "POST", signal: ctrl.signal,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "slowstream", stream: true, messages: [{ role: "user", content: words }] }),
-  });
-  assert.equal(r.status, 200, "a hold stream starts");
-  const reader = r.body.getReader();
-  await reader.read();
-  const h = { stop: () => ctrl.abort() };
-  h.done = (async () => { try { while (!(await reader.read()).done); } catch { /* aborted */ } })();
-  return h;
-}
-
-async function release(holds) {
-  for (const h of holds) h.stop();
-  await Promise.all(holds.map((h) => h.done));
-}
+// A slow stream holding one responder on a heavy route, running.
+const hold = (stack, key) => holdStream(stack, key, 60);
+const release = stopHolds;
 
 async function metric(stack, sample) {
   const lines = (await call(stack, "GET", "/metrics", { key: null })).text.split("\n");

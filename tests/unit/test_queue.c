@@ -53,7 +53,7 @@ setup(void **state)
 		return -1;
 	fx->board = mmap(NULL, sizeof(*fx->board), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (fx->board == MAP_FAILED || sg_queue_init(fx->board) == -1)
+	if (fx->board == MAP_FAILED)
 		return -1;
 	fx->cfg.server.workers_max = 2;
 	fx->cfg.server.queue_timeout = 5;
@@ -338,6 +338,36 @@ deaths_free_what_they_held(void **state)
 	assert_int_equal(reap(k1), 0);
 }
 
+/*
+ * Garbage over the lock (a responder can write the board): a word naming
+ * no process is taken over at once; one naming a live process that never
+ * lets go (a forged holder) after LOCK_STALE_MS.
+ */
+static void
+a_forged_lock_does_not_stall(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_error err;
+	pid_t sleeper;
+	int64_t t0;
+
+	fx->board->qlock = 0x7ffffff0;	/* no such pid */
+	t0 = sg_now_ms();
+	assert_int_equal(admit(fx, 0, "a", -1, -1, &err), 0);
+	assert_true(sg_now_ms() - t0 < LOCK_STALE_MS);
+	assert_int_equal(fx->board->qlock, 0);
+	if ((sleeper = fork()) == 0) {
+		pause();
+		_exit(0);
+	}
+	fx->board->qlock = sleeper;
+	t0 = sg_now_ms();
+	assert_int_equal(admit(fx, 1, "b", -1, -1, &err), 0);
+	assert_true(sg_now_ms() - t0 >= LOCK_STALE_MS);
+	assert_true(sg_now_ms() - t0 < 3 * LOCK_STALE_MS);
+	assert_int_equal(reap(sleeper), 128 + SIGTERM);
+}
+
 /* Released: the key and class are cleared, so the key's next request
  * never finds this one counted. */
 static void
@@ -367,6 +397,7 @@ main(void)
 		T(capacity_after_the_wait),
 		T(a_gone_client_leaves_the_queue),
 		T(deaths_free_what_they_held),
+		T(a_forged_lock_does_not_stall),
 		T(release_clears_the_slot),
 	};
 #undef T
