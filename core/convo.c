@@ -8,10 +8,6 @@
 
 /* Responses walked back for one history: a bound on a request's work. */
 #define HISTORY_MAX	1000
-/* JSON values read from the store for one request, as in a body
- * (gateway.c): Jansson spends tens of bytes on each, so 8 MiB of small
- * items would build a tree of 150 MiB. */
-#define LOADED_MAX_VALUES	100000
 
 static int
 is_type(const json_t *item, const char *type)
@@ -38,7 +34,7 @@ store_down(struct sg_conv *c, struct sg_error *err)
 
 /*
  * JSON text of the conversation, read from the store: 0, or -1 with
- * OpenAI's context error once past c->max_bytes or LOADED_MAX_VALUES.
+ * OpenAI's context error once past c->max_bytes or SG_JSON_MAX_VALUES.
  * Counted before it is parsed, so a long history is refused having cost
  * at most that much.
  */
@@ -50,13 +46,13 @@ grow(struct sg_conv *c, const char *text, struct sg_error *err)
 
 	c->bytes += n;
 	c->values += sg_json_size(text, n, &depth);
-	if (c->bytes <= c->max_bytes && c->values <= LOADED_MAX_VALUES)
+	if (c->bytes <= c->max_bytes && c->values <= SG_JSON_MAX_VALUES)
 		return 0;
 	return sg_error_invalid(err, "input", "context_length_exceeded",
 	    "Your input exceeds the context window of this model. Please "
 	    "adjust your input and try again. (With what it continues, this "
 	    "conversation is over what this gateway carries: %zu bytes, %d "
-	    "JSON values.)", c->max_bytes, LOADED_MAX_VALUES);
+	    "JSON values.)", c->max_bytes, SG_JSON_MAX_VALUES);
 }
 
 int

@@ -21,6 +21,11 @@
 #include "http.h"
 #include "../store/store.h"
 
+/* JSON values one request may hold, its body and the history it loads
+ * together: Jansson spends tens of bytes on each, so max_body_bytes of
+ * small values would build a tree of 150 MiB. */
+#define SG_JSON_MAX_VALUES	100000
+
 struct sg_conv {
 	struct sg_store		*store;		/* borrowed */
 	const struct sg_req	*req;		/* borrowed */
