@@ -358,11 +358,6 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		    req->key };
 		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
 
-		if (sg_rw_wants_code(body) &&
-		    sg_sbx_may_use(&sbx, NULL, "tools", err) == -1) {
-			json_decref(body);
-			return -1;
-		}
 		watch(gw, req, out);
 		sg_loop_run(&env, m, surface, body, req, out);
 		unwatch(gw);

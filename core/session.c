@@ -211,9 +211,10 @@ alive(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 	return ok;
 }
 
-/* A kept sandbox code would run in (a session's, a continuation's):
- * refused before any upstream call when its tool is one the key may not
- * use, as a reload can take a tool away. */
+/* The sandbox code would run in: a kept one (a session's, a
+ * continuation's), else a new one of the interception tool. Refused
+ * before any upstream call when its tool is one the key may not use (a
+ * reload can take a tool away). */
 static int
 usable(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
     struct sg_error *err)
@@ -223,7 +224,7 @@ usable(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 
 	if (id[0] == '\0' || sg_store_sbx_get(env->store, id, req->tenant,
 	    &row) != SG_STORE_OK)
-		return 0;
+		return sg_sbx_may_use(env, NULL, "tools", err);
 	rc = sg_sbx_may_use(env, row.tool, "tools", err);
 	sg_store_sbx_clear(&row);
 	return rc;
@@ -259,6 +260,8 @@ sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
 		b->kind = kind;
 		return 0;
 	}
+	if (code && usable(env, req, "", err) == -1)
+		return -1;
 	if (env->cfg->interception.reuse_conversation) {
 		b->kind = SG_SBX_CONVERSATION;
 		/* Its container went since (expired, evicted, deleted). */

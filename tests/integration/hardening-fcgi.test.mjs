@@ -84,6 +84,22 @@ test("a key without the interception tool gets 403 before any upstream call", as
   assert.equal(ok.status, 200, "the same key without code_interpreter is served");
 });
 
+test("a key may run code in a container of a tool it may use, whatever the interception tool", async () => {
+  // dave may use local2 only; the interception tool is local. A container
+  // of local2 dave names is where the code runs: no 403 for local.
+  const c = await call("POST", "/v1/sandboxes", { key: DAVE, body: JSON.stringify({ tool: "local2" }) });
+  assert.equal(c.status, 201, c.text);
+  try {
+    const r = await call("POST", "/v1/responses", { key: DAVE, ms: 60000, body: JSON.stringify({
+      model: "ci-primes", input: "primes?", tools: [{ type: "code_interpreter", container: c.json.id }] }) });
+    assert.equal(r.status, 200, r.text);
+    const ci = r.json.output.find((o) => o.type === "code_interpreter_call");
+    assert.equal(ci?.container_id, c.json.id, "the code ran in dave's own container");
+  } finally {
+    await call("DELETE", `/v1/sandboxes/${c.json.id}`, { key: DAVE });
+  }
+});
+
 test("a body that would build a huge tree is refused before parsing, memory bounded", async () => {
   const before = stack.processes().responders.map(hwm);
   const base = Math.max(...before);
