@@ -28,8 +28,8 @@
  * user's, and so is any responder an attacker took over: a record is
  * untrusted, and a process it names is killed only if it is a leftover
  * as above, still the process that started at the time the record says.
- * A pidfd holds the process from the checks to the kill, so a pid reused
- * meanwhile is never hit.
+ * /proc/PID, open, holds the process from the checks to the kill, so a
+ * pid reused meanwhile is never hit.
  */
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -37,7 +37,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,35 +49,45 @@
 
 #define KILL_ROUNDS	300	/* of 10 ms: how long a sweep may wait */
 
-/* The uid of pid when its real, effective, saved and filesystem uids are
- * all that one, and its start time: 0, or -1. */
+/* The file name in dfd into buf (NUL-terminated): 0, or -1. */
 static int
-read_proc(pid_t pid, uid_t *uid, unsigned long long *start)
+slurp(int dfd, const char *name, char *buf, size_t sz)
 {
-	char path[64], buf[1024], *p;
-	unsigned long u[4];
 	ssize_t n;
-	int fd, i, ok = 0;
-	FILE *f;
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
-	while (!ok && fgets(buf, sizeof(buf), f) != NULL)
-		ok = sscanf(buf, "Uid: %lu %lu %lu %lu", &u[0], &u[1], &u[2],
-		    &u[3]) == 4;
-	fclose(f);
-	for (i = 1; ok && i < 4; i++)
-		ok = u[i] == u[0];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!ok || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, sz - 1);
 	close(fd);
 	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? 0 : -1;
+}
+
+/*
+ * Of the process open as pfd (/proc/PID): its uid when its real,
+ * effective, saved and filesystem uids are all that one, and its start
+ * time. 0, or -1 (one that ended, a zombie too: nothing to kill).
+ */
+static int
+read_proc(int pfd, uid_t *uid, unsigned long long *start)
+{
+	char buf[4096], *p;
+	unsigned long u[4];
+	int i;
+
+	if (slurp(pfd, "status", buf, sizeof(buf)) == -1 ||
+	    (p = strstr(buf, "\nState:\t")) == NULL || p[8] == 'Z' ||
+	    p[8] == 'X' || (p = strstr(buf, "\nUid:")) == NULL ||
+	    sscanf(p + 5, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
+		return -1;
+	for (i = 1; i < 4; i++)
+		if (u[i] != u[0])
+			return -1;
 	/* The name, in parentheses, may hold anything: fields follow the
 	 * last ')'. The start time is the 20th after it. */
-	if ((p = strrchr(buf, ')')) == NULL)
+	if (slurp(pfd, "stat", buf, sizeof(buf)) == -1 ||
+	    (p = strrchr(buf, ')')) == NULL)
 		return -1;
 	for (i = 0; i < 20 && p != NULL; i++)
 		p = strchr(p + 1, ' ');
@@ -89,6 +98,16 @@ read_proc(pid_t pid, uid_t *uid, unsigned long long *start)
 	return 0;
 }
 
+/* /proc/PID open, or -1. */
+static int
+open_proc(pid_t pid)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 int
 sg_sbxd_record(int kernels, const char *id, pid_t pid)
 {
@@ -97,7 +116,11 @@ sg_sbxd_record(int kernels, const char *id, pid_t pid)
 	uid_t uid;
 	int fd, n, rc;
 
-	if (read_proc(pid, &uid, &start) == -1)
+	if ((fd = open_proc(pid)) == -1)
+		return -1;
+	rc = read_proc(fd, &uid, &start);
+	close(fd);
+	if (rc == -1)
 		return -1;
 	n = snprintf(text, sizeof(text), "%d %llu\n", (int)pid, start);
 	snprintf(name, sizeof(name), "%s.pid", id);
@@ -130,15 +153,15 @@ hold(struct sg_sbxd_sweep *sw, unsigned slot)
 	return sw->held[slot];
 }
 
-/* pid's slot if it is a leftover (see the top; start: its start time, or
- * 0 for any), else -1: the cheap tests first. */
+/* The slot of the process open as pfd if it is a leftover (see the top;
+ * start: its start time, or 0 for any), else -1. */
 static int
-leftover(struct sg_sbxd_sweep *sw, pid_t pid, unsigned long long start)
+leftover(struct sg_sbxd_sweep *sw, int pfd, unsigned long long start)
 {
 	unsigned long long st;
 	uid_t uid;
 
-	return read_proc(pid, &uid, &st) == 0 && (start == 0 || st == start) &&
+	return read_proc(pfd, &uid, &st) == 0 && (start == 0 || st == start) &&
 	    uid >= sw->base && uid - sw->base < SG_SBXD_MAX &&
 	    !sw->taken[uid - sw->base] && hold(sw, uid - sw->base) ?
 	    (int)(uid - sw->base) : -1;
@@ -148,23 +171,22 @@ leftover(struct sg_sbxd_sweep *sw, pid_t pid, unsigned long long start)
 static int
 kill_leftover(struct sg_sbxd_sweep *sw, pid_t pid, unsigned long long start)
 {
-	struct pollfd p;
-	int fd, slot, rc = 0;
+	int pfd, slot, rc = 0;
 
-	if (sw->uids == -1 || pid <= 1 || leftover(sw, pid, start) == -1)
+	if (sw->uids == -1 || pid <= 1 || (pfd = open_proc(pid)) == -1)
 		return 0;
-	/* Checked again through a pidfd: the process it holds is the one
-	 * checked if it still runs after the checks. */
-	if ((fd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1)
-		return 0;
-	p = (struct pollfd){ .fd = fd, .events = POLLIN };
-	if ((slot = leftover(sw, pid, start)) != -1 && poll(&p, 1, 0) == 0) {
+	/* /proc/PID, once open, is that process, as a pidfd is: what is
+	 * read through it and signalled is never another that has the pid
+	 * since. (Before Linux 5.1, or under valgrind, kill(2) follows the
+	 * checks.) */
+	if ((slot = leftover(sw, pfd, start)) != -1) {
 		sg_sbxd_caps_raise(1u << CAP_KILL);
-		rc = syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) == 0;
+		rc = syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0 ||
+		    (errno == ENOSYS && kill(pid, SIGKILL) == 0);
 		sg_sbxd_caps_lower();
 		sw->hit[slot] |= rc;
 	}
-	close(fd);
+	close(pfd);
 	return rc;
 }
 
@@ -179,7 +201,8 @@ sg_sbxd_sweep_records(struct sg_sbxd_sweep *sw, int kernels)
 	DIR *d;
 	int fd, pid;
 
-	if (sw == NULL || sw->uids == -1 || (fd = dup(kernels)) == -1)
+	if (sw == NULL || sw->uids == -1 || (fd = openat(kernels, ".",
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);

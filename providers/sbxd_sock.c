@@ -177,7 +177,8 @@ each_entry(int dfd, int (*fn)(int, const char *, void *), void *arg)
 	DIR *d;
 	int fd, rc = 0;
 
-	if ((fd = dup(dfd)) == -1)
+	/* An open of its own: a dup would share (and leave) the offset. */
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return 0;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
