@@ -172,3 +172,33 @@ test("started as the service user, kernels run as that user and end with sandbox
   await waitFor(() => alive(olds).length === 0, "the kernels to end", 5000)
     .catch(() => assert.fail(`still running:\n${show(alive(olds))}`));
 });
+
+// Last: it leaves a dead. Its sandboxd is SIGKILLed, then its master
+// before it could start another: the next sandboxd on the store, as it
+// starts, ends what the dead one left.
+test("a gateway killed whole: the next sandboxd on its store ends the kernels it left", { skip }, async () => {
+  const ids = [await a.newSandbox("local"), ...(rootGateway() ? [await a.newSandbox("proc")] : [])];
+  for (const id of ids) await a.runCode(id, "1");
+  const ofB = await b.newSandbox("local");
+  await b.runCode(ofB, "y = 4");
+  const olds = descendants(a.processes().sandboxd);
+  const ofBs = descendants(b.processes().sandboxd);
+  const { master, sandboxd } = a.processes();
+  a.lighttpd.kill("SIGKILL"); // so that it does not start another
+  process.kill(sandboxd, "SIGKILL");
+  process.kill(master, "SIGKILL");
+  await waitFor(() => !a.processes().master, "a's master gone", 10000);
+  if (rootGateway()) {
+    await sleep(1000);
+    assert.ok(alive(olds).length > 0, "a root-started sandboxd's kernels outlive it");
+  }
+  const c = await startStack({ storePath: `${a.storeDir}/sandgate.db` });
+  try {
+    await waitFor(() => alive(olds).length === 0, "the dead gateway's kernels to end", 5000)
+      .catch(() => assert.fail(`still running:\n${show(alive(olds))}`));
+    assert.deepEqual(alive(ofBs), ofBs, "b's kernel was killed");
+    assert.equal((await c.runCode(ofB, "print(y)")).stdout, "4\n");
+  } finally {
+    await c.stop();
+  }
+});
