@@ -512,29 +512,29 @@ say_start(void)
 }
 
 /*
- * What sandboxds that died left running (sbxd_orphans.c), in the
- * directories sg_sbxd_rundir and sg_sbxd_dead pass to sw between these
- * two, and in this store's sandbox groups. Started as anyone but root,
- * there is nothing to do: kernels die with their sandboxd.
+ * End what sandboxds that died left running (sbxd_orphans.c): at start,
+ * as our instance is made, what its previous sandboxd left; then, and
+ * now and then, what dead instances beside it left; and what is in this
+ * store's sandbox groups. (Not root: uids is -1 and there is nothing to
+ * do, kernels die with their sandboxd.) 0, or -1 with why.
  */
-static void
-sweep_begin(struct sg_sbxd_sweep *sw)
+static int
+sweep(int start, char *why, size_t whysz)
 {
 	static unsigned char taken[SG_SBXD_MAX];
+	struct sg_sbxd_sweep sw;
+	int n;
 
 	taken_slots(taken);
-	sg_sbxd_sweep_begin(sw, conf->per_sandbox_uids ? uids : -1,
-	    conf->uid_base, taken);
-}
-
-static void
-sweep_end(struct sg_sbxd_sweep *sw)
-{
-	int n = sg_sbxd_sweep_end(sw, &cg);
-
-	if (n > 0)
+	sg_sbxd_sweep_begin(&sw, uids, conf->uid_base, taken);
+	if (!start)
+		sg_sbxd_dead(dirs.base, inst, &sw);
+	else if (sg_sbxd_rundir(conf->dir, inst, &dirs, &sw, why, whysz) == -1)
+		return -1;
+	if ((n = sg_sbxd_sweep_end(&sw, &cg)) > 0)
 		fprintf(stderr, "sandgate: sandboxd: ended %d sandbox%s a dead "
 		    "sandboxd left running\n", n, n == 1 ? "" : "es");
+	return 0;
 }
 
 static void
@@ -577,8 +577,7 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 {
 	struct pollfd p[2];
 	struct sigaction sa;
-	struct sg_sbxd_sweep sw;
-	char buf[256], why[8192];
+	char buf[256], why[8192] = "the path of its runtime directory is too long";
 	int64_t next_sweep;
 	int lfd, cfd;
 
@@ -606,12 +605,9 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 		fail_start("cannot drop privileges", strerror(errno));
 	follow_master();
 	snprintf(inst, sizeof(inst), "m%d", (int)master);
-	sweep_begin(&sw);
 	if (snprintf(instdir, sizeof(instdir), "%s/%s", conf->dir, inst) >=
-	    (int)sizeof(instdir) || sg_sbxd_rundir(conf->dir, inst, &dirs, &sw,
-	    why, sizeof(why)) == -1)
+	    (int)sizeof(instdir) || sweep(1, why, sizeof(why)) == -1)
 		fail_start("cannot start", why);
-	sweep_end(&sw);
 	next_sweep = sg_now_ms() + SG_SBXD_STALE_S * 1000;
 	if ((lfd = sg_sbxd_listen(dirs.dir, "sandboxd.sock", 128)) == -1)
 		fail_start("cannot listen on sandboxd.sock in its runtime "
@@ -632,9 +628,7 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 			break;
 		reap();
 		if (sg_now_ms() >= next_sweep) {
-			sweep_begin(&sw);
-			sg_sbxd_dead(dirs.base, inst, &sw);
-			sweep_end(&sw);
+			sweep(0, why, sizeof(why));
 			next_sweep = sg_now_ms() + SG_SBXD_STALE_S * 1000;
 		}
 		if ((p[0].revents & POLLIN) &&

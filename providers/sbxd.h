@@ -75,7 +75,7 @@ void	 sg_sbxd_rmtree(int at, const char *name, int depth);
 #define SG_SBXD_STALE_S	60
 
 struct sg_sbxd_dirs {
-	int	 base;		/* base */
+	int	 base;		/* base, the runtime directory */
 	int	 dir;		/* base/INST */
 	int	 kernels;	/* base/INST/kernels */
 	int	 lock;		/* base/INST/lock, locked: keep it open */
