@@ -15,7 +15,8 @@ CORE_SRC  = lib/log.c lib/multipart.c lib/util.c core/answer.c core/auth.c core/
 	    providers/e2b.c providers/envd.c providers/http.c providers/opensandbox.c providers/osb_files.c \
 	    providers/local.c providers/provider.c providers/result.c \
 	    providers/sandboxd.c providers/sbxd_cgroup.c providers/sbxd_exec.c \
-	    providers/sbxd_files.c providers/sbxd_net.c providers/sbxd_seccomp.c \
+	    providers/sbxd_files.c providers/sbxd_net.c providers/sbxd_orphans.c \
+	    providers/sbxd_seccomp.c \
 	    providers/sbxd_sock.c providers/sbxd_uids.c
 FCGI_SRC  = fcgi/board.c fcgi/listen.c fcgi/log.c fcgi/main.c fcgi/master.c fcgi/privs.c \
 	    fcgi/queue.c fcgi/reaper.c fcgi/responder.c

@@ -19,6 +19,9 @@
  * sbxd_uids.c), its own cgroup, and slirp4netns when it may reach the
  * internet.
  * Every file operation happens as the gateway's user.
+ * A sandboxd killed leaves its kernels running (their parent-death signal
+ * is dropped): the next one, or a live one of another gateway on the
+ * store, ends them (sbxd_orphans.c).
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -61,8 +64,8 @@ static int bwrap_ok, net_ok;
 static char bwrap_why[256], net_why[256];
 static volatile sig_atomic_t got_term;
 static int wake[2] = { -1, -1 };
-static int rundir = -1, kdir = -1;	/* our instance and its kernels/ */
-static char instdir[4096];		/* conf->dir/INST */
+static struct sg_sbxd_dirs dirs = { -1, -1, -1, -1 };	/* our instance */
+static char inst[32], instdir[4096];	/* mPID, conf->dir/INST */
 static pid_t master;
 static int uids = -1;			/* root: the host's uid claims */
 static char uids_why[400];
@@ -101,6 +104,8 @@ waitfor(pid_t pid)
 static void
 bury(struct kernel *k)
 {
+	char rec[64];
+
 	if (conf->per_sandbox_uids)
 		sg_sbxd_caps_raise(1u << CAP_KILL);
 	if (k->pid > 0)
@@ -115,8 +120,11 @@ bury(struct kernel *k)
 		sg_sbxd_caps_lower();
 	if (k->net_exit > 0)
 		close(k->net_exit);
-	if (k->sock[0] != '\0')
-		unlinkat(kdir, k->sock, 0);
+	if (k->sock[0] != '\0') {
+		unlinkat(dirs.kernels, k->sock, 0);
+		snprintf(rec, sizeof(rec), "%s.pid", k->id);
+		unlinkat(dirs.kernels, rec, 0);
+	}
 	/* Its processes are gone (what still dies keeps the uid busy in
 	 * /proc): another gateway may have the uid now. */
 	if (k->claimed)
@@ -153,6 +161,16 @@ reap(void)
 		}
 }
 
+/* Which slots our sandboxes have. */
+static void
+taken_slots(unsigned char *taken)
+{
+	int i;
+
+	for (i = 0; i < SG_SBXD_MAX; i++)
+		taken[i] = kernels[i].pid != 0;
+}
+
 /* A free slot. As root, its uid claimed across the host (sbxd_uids.c):
  * other gateways on this host take sandbox uids from the same range. */
 static struct kernel *
@@ -161,8 +179,7 @@ free_slot(void)
 	unsigned char taken[SG_SBXD_MAX];
 	int i;
 
-	for (i = 0; i < SG_SBXD_MAX; i++)
-		taken[i] = kernels[i].pid != 0;
+	taken_slots(taken);
 	if (!conf->per_sandbox_uids) {
 		for (i = 0; i < SG_SBXD_MAX && taken[i]; i++)
 			;
@@ -260,8 +277,9 @@ create(const json_t *req)
 	const char *id = json_string_value(json_object_get(req, "id"));
 	struct sg_sbxd_spec s;
 	struct kernel *k;
-	int info[2] = { -1, -1 }, block[2] = { -1, -1 }, rc = 0;
-	char why[300];
+	int info[2] = { -1, -1 }, block[2] = { -1, -1 }, go[2] = { -1, -1 };
+	int rc = -1;
+	char why[300], g;
 	json_t *no;
 	pid_t pid;
 
@@ -289,27 +307,41 @@ create(const json_t *req)
 		bury(k);
 		return refuse(NULL, why);
 	}
-	if ((s.lfd = sg_sbxd_listen(kdir, k->sock, 64)) == -1 || (s.net &&
-	    s.bwrap && (pipe2(info, O_CLOEXEC) == -1 ||
-	    pipe2(block, O_CLOEXEC) == -1))) {
+	if ((s.lfd = sg_sbxd_listen(dirs.kernels, k->sock, 64)) == -1 ||
+	    pipe2(go, O_CLOEXEC) == -1 || (s.net && s.bwrap &&
+	    (pipe2(info, O_CLOEXEC) == -1 || pipe2(block, O_CLOEXEC) == -1)))
 		snprintf(why, sizeof(why), "cannot make the kernel's socket: %s",
 		    strerror(errno));
-		rc = -1;
-	} else if ((pid = fork()) == 0) {
+	else if ((pid = fork()) == 0) {
+		/* Not before its record is made (sbxd_orphans.c): with us
+		 * dead before that, it goes too. */
+		close(go[1]);
+		if (sg_sbxd_read(go[0], &g, 1) != 1)
+			_exit(124);
 		s.info_fd = info[1];
 		s.block_fd = block[0];
 		sg_sbxd_exec(&s);
 	} else {
 		k->pid = pid > 0 ? pid : -1;
-		snprintf(why, sizeof(why), "%s", pid > 0 ? "cannot start the "
-		    "sandbox's network" : strerror(errno));
 		close(info[1]);
 		close(block[0]);
-		rc = pid > 0 && (!s.net || !s.bwrap || sg_sbxd_net_start(&s, info[0],
-		    block[1], &k->net_pid, &k->net_exit) == 0) ? 0 : -1;
+		if (pid == -1)
+			snprintf(why, sizeof(why), "%s", strerror(errno));
+		else if (sg_sbxd_record(dirs.kernels, k->id, pid) == -1 ||
+		    write(go[1], "g", 1) != 1)
+			snprintf(why, sizeof(why), "cannot record the sandbox: %s",
+			    strerror(errno));
+		else if (s.net && s.bwrap && sg_sbxd_net_start(&s, info[0],
+		    block[1], &k->net_pid, &k->net_exit) == -1)
+			snprintf(why, sizeof(why), "cannot start the sandbox's "
+			    "network");
+		else
+			rc = 0;
 	}
 	if (s.lfd != -1)
 		close(s.lfd);
+	close(go[0]);
+	close(go[1]);
 	close(info[0]);
 	close(block[1]);
 	if (rc == -1) {
@@ -479,6 +511,32 @@ say_start(void)
 		    net_why);
 }
 
+/*
+ * End what sandboxds that died left running (sbxd_orphans.c): at start,
+ * as our instance is made, what its previous sandboxd left; then, and
+ * now and then, what dead instances beside it left; and what is in this
+ * store's sandbox groups. (Not root: uids is -1 and there is nothing to
+ * do, kernels die with their sandboxd.) 0, or -1 with why.
+ */
+static int
+sweep(int start, char *why, size_t whysz)
+{
+	static unsigned char taken[SG_SBXD_MAX];
+	struct sg_sbxd_sweep sw;
+	int n;
+
+	taken_slots(taken);
+	sg_sbxd_sweep_begin(&sw, uids, conf->uid_base, taken);
+	if (!start)
+		sg_sbxd_dead(dirs.base, inst, &sw);
+	else if (sg_sbxd_rundir(conf->dir, inst, &dirs, &sw, why, whysz) == -1)
+		return -1;
+	if ((n = sg_sbxd_sweep_end(&sw, &cg)) > 0)
+		fprintf(stderr, "sandgate: sandboxd: ended %d sandbox%s a dead "
+		    "sandboxd left running\n", n, n == 1 ? "" : "es");
+	return 0;
+}
+
 static void
 stop_all(void)
 {
@@ -519,8 +577,8 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 {
 	struct pollfd p[2];
 	struct sigaction sa;
-	struct sg_sbxd_dirs dirs;
-	char buf[256], why[8192], inst[32];
+	char buf[256], why[8192] = "the path of its runtime directory is too long";
+	int64_t next_sweep;
 	int lfd, cfd;
 
 	conf = c;
@@ -548,15 +606,13 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	follow_master();
 	snprintf(inst, sizeof(inst), "m%d", (int)master);
 	if (snprintf(instdir, sizeof(instdir), "%s/%s", conf->dir, inst) >=
-	    (int)sizeof(instdir) || sg_sbxd_rundir(conf->dir, inst, &dirs, why,
-	    sizeof(why)) == -1)
+	    (int)sizeof(instdir) || sweep(1, why, sizeof(why)) == -1)
 		fail_start("cannot start", why);
-	rundir = dirs.dir;
-	kdir = dirs.kernels;
-	if ((lfd = sg_sbxd_listen(rundir, "sandboxd.sock", 128)) == -1)
+	next_sweep = sg_now_ms() + SG_SBXD_STALE_S * 1000;
+	if ((lfd = sg_sbxd_listen(dirs.dir, "sandboxd.sock", 128)) == -1)
 		fail_start("cannot listen on sandboxd.sock in its runtime "
 		    "directory", strerror(errno));
-	if (sg_sbxd_files_load(&files, conf->kernel_src, instdir, rundir,
+	if (sg_sbxd_files_load(&files, conf->kernel_src, instdir, dirs.dir,
 	    why, sizeof(why)) == -1 ||
 	    sg_sbxd_seccomp(&seccomp, why, sizeof(why)) == -1)
 		fail_start("cannot prepare kernels", why);
@@ -571,6 +627,10 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 		if (getppid() != master)
 			break;
 		reap();
+		if (sg_now_ms() >= next_sweep) {
+			sweep(0, why, sizeof(why));
+			next_sweep = sg_now_ms() + SG_SBXD_STALE_S * 1000;
+		}
 		if ((p[0].revents & POLLIN) &&
 		    (cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) != -1) {
 			answer(cfd);
@@ -579,7 +639,6 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	}
 	stop_all();
 	/* Nothing of ours stays behind: the instance goes with us. */
-	if ((cfd = open(conf->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1)
-		sg_sbxd_rmtree(cfd, inst, 5);
+	sg_sbxd_rmtree(dirs.base, inst, 5);
 	_exit(0);
 }

@@ -67,25 +67,34 @@ void	 sg_sbxd_rmtree(int at, const char *name, int depth);
  * Several gateways (masters) may share one store, and so one runtime
  * directory beside it: each sandboxd has an instance directory of its
  * own there, base/INST (INST: "m" and its master's pid), holding its
- * socket, its kernels' sockets in kernels/ and a lock it holds for its
- * life, so anyone can tell a live instance from one a killed sandboxd
- * left. Stale entries older than this are removed by the next start.
+ * socket, its kernels' sockets and records (sbxd_orphans.c) in kernels/
+ * and a lock it holds for its life, so anyone can tell a live instance
+ * from one a killed sandboxd left. Stale entries older than this are
+ * removed by the next start, or by a live sandboxd's periodic sweep.
  */
 #define SG_SBXD_STALE_S	60
 
 struct sg_sbxd_dirs {
+	int	 base;		/* base, the runtime directory */
 	int	 dir;		/* base/INST */
 	int	 kernels;	/* base/INST/kernels */
 	int	 lock;		/* base/INST/lock, locked: keep it open */
 };
+struct sg_sbxd_sweep;
 
 /* As the gateway's user: base and base/inst and its kernels/, ours (mode
  * 0700; a link or a file in their place is replaced), the instance's lock
  * taken, what a previous sandboxd of this instance left in kernels/ and
- * what dead instances left in base removed. Close-on-exec fds in dirs.
- * 0, or -1 with why. */
+ * what dead instances left in base removed (sg_sbxd_dead). Records in
+ * those kernels/ go to sweep first (NULL: none). Close-on-exec fds in
+ * dirs. 0, or -1 with why. */
 int	 sg_sbxd_rundir(const char *base, const char *inst,
-	    struct sg_sbxd_dirs *dirs, char *why, size_t whysz);
+	    struct sg_sbxd_dirs *dirs, struct sg_sbxd_sweep *sweep, char *why,
+	    size_t whysz);
+/* Each instance in the directory open as base but self that no live
+ * sandboxd holds: the records in its kernels/ to sweep (NULL: none); then
+ * removed once it is SG_SBXD_STALE_S old. */
+void	 sg_sbxd_dead(int base, const char *self, struct sg_sbxd_sweep *sweep);
 /* 1 when instance name in the directory open as base is held by a live
  * sandboxd, else 0. */
 int	 sg_sbxd_alive(int base, const char *name);
@@ -135,6 +144,14 @@ int	 sg_cg_enter(const struct sg_cg *, const char *id);
 /* SIGKILL every process in the sandbox's group until it is empty (at most
  * a few seconds); the caller holds CAP_KILL. Then the group is removed. */
 void	 sg_cg_destroy(const struct sg_cg *, const char *id);
+/* Remove the sandbox's group, given a moment for its last processes to
+ * go; one still busy stays. */
+void	 sg_cg_remove(const struct sg_cg *, const char *id);
+/* fn(id, pid, arg) for each process of each sandbox's group, as
+ * cgroup.procs lists them (v1: in the pids hierarchy, which holds every
+ * process). The sum of what fn returns. */
+int	 sg_cg_each_proc(const struct sg_cg *,
+	    int (*fn)(const char *id, pid_t pid, void *arg), void *arg);
 const char *sg_cg_describe(const struct sg_cg *);
 
 /* ---- sbxd_net.c: user-mode networking for internet sandboxes ---- */
@@ -203,5 +220,39 @@ int	 sg_sbxd_uid_pick(int fd, unsigned base, const unsigned char *taken);
  * RLIMIT_NPROC counts) uid runs, and which uids base .. base + MAX - 1
  * any process runs (busy may be NULL). */
 int	 sg_sbxd_scan_uids(uid_t uid, unsigned base, unsigned char *busy);
+
+/* ---- sbxd_orphans.c: the sandboxes a dead sandboxd left running ---- */
+/* In kernels/ (open as kernels), the record of sandbox id's first process,
+ * pid, made before that process may run: ID.pid, "PID START\n" (START its
+ * start time, /proc/PID/stat's field 22). 0, or -1 with errno. */
+int	 sg_sbxd_record(int kernels, const char *id, pid_t pid);
+
+#define SG_SBXD_SWEEP_GROUPS 32	/* emptied groups removed in one sweep */
+
+struct sg_sbxd_sweep {
+	int		 uids;		/* the uid claims; -1: kill nothing */
+	unsigned	 base;
+	const unsigned char *taken;	/* borrowed: our own sandboxes' slots */
+	unsigned char	 held[SG_SBXD_MAX];	/* claimed for this sweep */
+	unsigned char	 hit[SG_SBXD_MAX];	/* a process of it killed */
+	char		 groups[SG_SBXD_SWEEP_GROUPS][48];	/* emptied */
+	int		 ngroups;
+};
+/*
+ * A sweep for leftover sandboxes: processes whose every uid is one sandbox
+ * uid, base + slot, that is not one of ours (taken) and that no live
+ * sandboxd claims (claimed for the sweep, so none can start a sandbox
+ * under it meanwhile). Only those are killed, whatever a record says.
+ */
+void	 sg_sbxd_sweep_begin(struct sg_sbxd_sweep *, int uids, unsigned base,
+	    const unsigned char *taken);
+/* The records in kernels/ (a dead sandboxd's; untrusted: its user may
+ * write there): each process they name that still runs, started when the
+ * record says, killed if a leftover. */
+void	 sg_sbxd_sweep_records(struct sg_sbxd_sweep *, int kernels);
+/* The leftovers in cg's sandbox groups killed until none is left (a few
+ * seconds at most) and their groups removed; the claims released. How
+ * many sandboxes (uids) the whole sweep killed processes of. */
+int	 sg_sbxd_sweep_end(struct sg_sbxd_sweep *, const struct sg_cg *);
 
 #endif

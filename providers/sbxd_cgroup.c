@@ -550,10 +550,46 @@ sg_cg_destroy(const struct sg_cg *cg, const char *id)
 			break;
 		usleep(10000);
 	}
+	sg_cg_remove(cg, id);
+}
+
+void
+sg_cg_remove(const struct sg_cg *cg, const char *id)
+{
+	char dirs[SG_CG_NCTL][600];
+	int i, n, round;
+
+	if (cg->mode == SG_CG_NONE || each_dir(cg, id, dirs, &n) == 0)
+		return;
 	for (i = 0; i < n; i++)
 		for (round = 0; round < 50 && rmdir(dirs[i]) == -1 &&
 		    errno == EBUSY; round++)
 			usleep(10000);
+}
+
+int
+sg_cg_each_proc(const struct sg_cg *cg, int (*fn)(const char *, pid_t, void *),
+    void *arg)
+{
+	const char *top = cg->dir[SG_CG_PIDS];
+	char dir[600], buf[65536], *p, *end;
+	struct dirent *de;
+	int sum = 0;
+	DIR *d;
+
+	if (cg->mode == SG_CG_NONE || (d = opendir(top)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "cntr_", 5) != 0 ||
+		    join(dir, sizeof(dir), top, de->d_name) == -1 ||
+		    get(dir, "cgroup.procs", buf, sizeof(buf)) <= 0)
+			continue;
+		for (p = buf; (end = strchr(p, '\n')) != NULL; p = end + 1)
+			if (atoi(p) > 0)
+				sum += fn(de->d_name, (pid_t)atoi(p), arg);
+	}
+	closedir(d);
+	return sum;
 }
 
 const char *

@@ -177,7 +177,8 @@ each_entry(int dfd, int (*fn)(int, const char *, void *), void *arg)
 	DIR *d;
 	int fd, rc = 0;
 
-	if ((fd = dup(dfd)) == -1)
+	/* An open of its own: a dup would share (and leave) the offset. */
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return 0;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
@@ -190,7 +191,7 @@ each_entry(int dfd, int (*fn)(int, const char *, void *), void *arg)
 	return rc;
 }
 
-/* Kernel sockets a previous sandboxd left (its kernels died with it). */
+/* Kernel sockets and records a previous sandboxd left. */
 static int
 remove_entry(int dfd, const char *name, void *arg)
 {
@@ -224,23 +225,57 @@ sg_sbxd_alive(int base, const char *name)
 	return alive;
 }
 
+/* The records in kernels/ of instance name in base to sweep: opened one
+ * level at a time, never through a link. */
+static void
+sweep_kernels(int base, const char *name, struct sg_sbxd_sweep *sweep)
+{
+	int dfd, kfd;
+
+	if (sweep == NULL || (dfd = openat(base, name, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	if ((kfd = openat(dfd, "kernels", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		sg_sbxd_sweep_records(sweep, kfd);
+		close(kfd);
+	}
+	close(dfd);
+}
+
+struct dead {
+	const char		*self;
+	struct sg_sbxd_sweep	*sweep;
+};
+
 /*
- * What dead instances left in base: their directories (a sandboxd killed
- * before it could clean up; its kernels died with it) and anything else
- * but instances (arg: our own). Only what is a minute old: a starting
- * sandboxd makes its directory a moment before it locks it.
+ * What dead instances left in base: their kernels still running (a
+ * sandboxd killed, its kernels' parent-death signal dropped: see
+ * sbxd_orphans.c), then their directories, and anything else but
+ * instances. Only what is a minute old is removed: a starting sandboxd
+ * makes its directory a moment before it locks it.
  */
 static int
-remove_dead(int base, const char *name, void *self)
+remove_dead(int base, const char *name, void *arg)
 {
+	struct dead *dead = arg;
 	struct stat st;
 
-	if (strcmp(name, self) != 0 &&
-	    fstatat(base, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    st.st_mtime <= time(NULL) - SG_SBXD_STALE_S &&
-	    !sg_sbxd_alive(base, name))
+	if (strcmp(name, dead->self) == 0 || sg_sbxd_alive(base, name))
+		return 0;
+	sweep_kernels(base, name, dead->sweep);
+	if (fstatat(base, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_mtime <= time(NULL) - SG_SBXD_STALE_S)
 		sg_sbxd_rmtree(base, name, 5);
 	return 0;
+}
+
+void
+sg_sbxd_dead(int base, const char *self, struct sg_sbxd_sweep *sweep)
+{
+	struct dead dead = { self, sweep };
+
+	each_entry(base, remove_dead, &dead);
 }
 
 struct found {
@@ -361,16 +396,16 @@ advise(const char *base, char *why, size_t whysz)
 
 int
 sg_sbxd_rundir(const char *base, const char *inst, struct sg_sbxd_dirs *dirs,
-    char *why, size_t whysz)
+    struct sg_sbxd_sweep *sweep, char *why, size_t whysz)
 {
 	const char *what = "";
-	int bfd, saved;
+	int saved;
 
 	dirs->dir = dirs->kernels = dirs->lock = -1;
-	if ((bfd = own_dir(AT_FDCWD, base)) == -1)
+	if ((dirs->base = own_dir(AT_FDCWD, base)) == -1)
 		goto fail;
 	what = inst;
-	if ((dirs->dir = own_dir(bfd, inst)) == -1)
+	if ((dirs->dir = own_dir(dirs->base, inst)) == -1)
 		goto fail;
 	what = "its lock (is another sandboxd of this gateway running?)";
 	if ((dirs->lock = take_lock(dirs->dir)) == -1)
@@ -378,9 +413,11 @@ sg_sbxd_rundir(const char *base, const char *inst, struct sg_sbxd_dirs *dirs,
 	what = "kernels/";
 	if ((dirs->kernels = own_dir(dirs->dir, "kernels")) == -1)
 		goto fail;
+	/* What the previous sandboxd of this instance left: it is dead, as
+	 * its lock was free. */
+	sg_sbxd_sweep_records(sweep, dirs->kernels);
 	each_entry(dirs->kernels, remove_entry, NULL);
-	each_entry(bfd, remove_dead, (void *)inst);
-	close(bfd);
+	sg_sbxd_dead(dirs->base, inst, sweep);
 	return 0;
 fail:
 	saved = errno;
@@ -388,12 +425,12 @@ fail:
 	    what[0] != '\0' ? ": " : "", strerror(saved));
 	if (what[0] == '\0' && (saved == EACCES || saved == EPERM))
 		advise(base, why, whysz);
-	if (bfd != -1)
-		close(bfd);
+	if (dirs->base != -1)
+		close(dirs->base);
 	if (dirs->dir != -1)
 		close(dirs->dir);
 	if (dirs->lock != -1)
 		close(dirs->lock);
-	dirs->dir = dirs->kernels = dirs->lock = -1;
+	dirs->base = dirs->dir = dirs->kernels = dirs->lock = -1;
 	return -1;
 }

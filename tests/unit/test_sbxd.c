@@ -460,7 +460,7 @@ rundir_is_ours_and_cleaned(void **state)
 	mkdirs(fx->dir, "victim");
 	put_file(fx->dir, "victim/precious", "x");
 	assert_int_equal(symlink(victim, path), 0);
-	assert_int_equal(sg_sbxd_rundir(path, "m1", &d, why, sizeof(why)), 0);
+	assert_int_equal(sg_sbxd_rundir(path, "m1", &d, NULL, why, sizeof(why)), 0);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0700);
@@ -471,24 +471,26 @@ rundir_is_ours_and_cleaned(void **state)
 	snprintf(path, sizeof(path), "%s/local", dir);
 	assert_true((bfd = open(path, O_RDONLY | O_DIRECTORY)) != -1);
 	assert_int_equal(sg_sbxd_alive(bfd, "m1"), 1);
+	close(d.base);
 	close(d.dir);
 	close(d.kernels);
 	close(d.lock);
 	assert_int_equal(sg_sbxd_alive(bfd, "m1"), 0);
 
-	assert_int_equal(sg_sbxd_rundir(path, "m1", &d, why, sizeof(why)), 0);
+	assert_int_equal(sg_sbxd_rundir(path, "m1", &d, NULL, why, sizeof(why)), 0);
 	assert_int_equal(faccessat(d.kernels, "cntr_1.sock", F_OK, 0), -1);
 	assert_int_equal(faccessat(d.kernels, "junk", F_OK, 0), -1);
 	/* One instance at a time. */
-	assert_int_equal(sg_sbxd_rundir(path, "m1", &e, why, sizeof(why)), -1);
+	assert_int_equal(sg_sbxd_rundir(path, "m1", &e, NULL, why, sizeof(why)), -1);
 	assert_contains(why, "lock");
 	close(bfd);
+	close(d.base);
 	close(d.dir);
 	close(d.kernels);
 	close(d.lock);
 	/* Not a directory we can make: -1 and why. */
 	snprintf(path, sizeof(path), "%s/victim/precious/local", fx->dir);
-	assert_int_equal(sg_sbxd_rundir(path, "m2", &d, why, sizeof(why)), -1);
+	assert_int_equal(sg_sbxd_rundir(path, "m2", &d, NULL, why, sizeof(why)), -1);
 	assert_int_equal(d.dir, -1);
 	assert_contains(why, path);
 }
@@ -506,7 +508,7 @@ rundir_leaves_live_instances_alone(void **state)
 	int bfd;
 
 	snprintf(path, sizeof(path), "%s/local", fx->dir);
-	assert_int_equal(sg_sbxd_rundir(path, "m10", &a, why, sizeof(why)), 0);
+	assert_int_equal(sg_sbxd_rundir(path, "m10", &a, NULL, why, sizeof(why)), 0);
 	close(sg_sbxd_listen(a.kernels, "cntr_a.sock", 1));
 	assert_true((bfd = open(path, O_RDONLY | O_DIRECTORY)) != -1);
 	mkdirs(path, "m11/kernels");
@@ -516,7 +518,7 @@ rundir_leaves_live_instances_alone(void **state)
 	assert_int_equal(utimensat(bfd, "m10", old, 0), 0);
 	assert_int_equal(utimensat(bfd, "m11", old, 0), 0);
 	assert_int_equal(utimensat(bfd, "sandboxd.sock", old, AT_SYMLINK_NOFOLLOW), 0);
-	assert_int_equal(sg_sbxd_rundir(path, "m13", &b, why, sizeof(why)), 0);
+	assert_int_equal(sg_sbxd_rundir(path, "m13", &b, NULL, why, sizeof(why)), 0);
 	assert_int_equal(faccessat(a.kernels, "cntr_a.sock", F_OK, 0), 0);
 	assert_int_equal(faccessat(bfd, "m11", F_OK, 0), -1);
 	assert_int_equal(faccessat(bfd, "sandboxd.sock", F_OK, 0), -1);
@@ -527,9 +529,11 @@ rundir_leaves_live_instances_alone(void **state)
 	assert_int_equal(sg_sbxd_live_instance(bfd, name, sizeof(name)), 0);
 	assert_true(strcmp(name, "m10") == 0 || strcmp(name, "m13") == 0);
 	close(bfd);
+	close(a.base);
 	close(a.dir);
 	close(a.kernels);
 	close(a.lock);
+	close(b.base);
 	close(b.dir);
 	close(b.kernels);
 	close(b.lock);
