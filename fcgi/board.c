@@ -51,6 +51,19 @@ sg_board_short(const struct sg_board *b, int n)
 	return n > 0;
 }
 
+/* Busy slots on heavy routes, running or waiting their turn. */
+int
+sg_board_heavy(const struct sg_board *b)
+{
+	int i, n = 0, used = sg_board_used(b);
+
+	for (i = 0; i < used; i++)
+		n += __atomic_load_n(&b->slots[i].state, __ATOMIC_ACQUIRE) ==
+		    SG_SLOT_BUSY && __atomic_load_n(&b->slots[i].cls,
+		    __ATOMIC_RELAXED) == SG_CLASS_HEAVY;
+	return n;
+}
+
 void
 sg_board_count(struct sg_board *b, int status, int64_t ms)
 {

@@ -17,10 +17,10 @@
 
 #define SG_RESERVE	2	/* responders beyond the pool's most, for
 				 * light routes while every one is taken */
-/* Responders the pool may hold: workers_max serving heavy requests and
- * as many again (at least 64) holding the requests that wait their turn,
- * so that the queue sees every key that waits, not only the first ones
- * in the listen backlog. */
+/* Responders the pool may hold once workers_max heavy requests are under
+ * way: as many again (at least 64) holding the requests that wait their
+ * turn, so that the queue sees every key that waits, not only the first
+ * ones in the listen backlog. */
 #define SG_POOL_MAX(wmax)	((wmax) + ((wmax) < 64 ? 64 : (wmax)))
 #define SG_SLOTS	(2 * (SG_POOL_MAX(256) + SG_RESERVE))	/* plus room
 				 * for a retiring generation */
@@ -112,6 +112,8 @@ void	 sg_board_set(struct sg_board *, int slot, int state);
 /* board.c: how many slots to scan: the master's count, bounded (every
  * responder can write the board). */
 int	 sg_board_used(const struct sg_board *);
+/* board.c: busy slots on heavy routes, running or waiting their turn. */
+int	 sg_board_heavy(const struct sg_board *);
 /* board.c: 1 when fewer than n slots are idle or starting. */
 int	 sg_board_short(const struct sg_board *, int n);
 /* board.c: sg_metrics_fn over the scoreboard; arg is a struct sg_seat. */

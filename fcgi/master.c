@@ -297,22 +297,25 @@ spare_state(int st)
 }
 
 /*
- * Grow when no responder is free, shrink spare ones idle too long. The
- * pool grows past workers_max (to SG_POOL_MAX), for the requests that
- * wait their turn (queue.c): at most workers_max heavy ones run. At its
- * most with none free, the pool is full: the master then watches the
- * backlog, and a connection waiting there gets a reserve responder (up to
- * SG_RESERVE at once) that serves it and exits. A reserve never waits for
- * a turn, so light routes still answer when the queue fills the pool.
+ * Grow when no responder is free, shrink spare ones idle too long, up to
+ * workers_max; once workers_max heavy requests are under way, up to
+ * SG_POOL_MAX, for the requests that wait their turn (queue.c) and the
+ * light routes. (Read from the board, which any responder can write: a
+ * lie only moves the size between those two bounds.) At its most with
+ * none free, the pool is full: the master then watches the backlog, and a
+ * connection waiting there gets a reserve responder (up to SG_RESERVE at
+ * once) that serves it and exits. A reserve never waits for a turn, so
+ * light routes still answer when the queue fills the pool.
  */
 static void
 balance_responders(struct master *m, int64_t now)
 {
 	const struct sg_cfg *cfg = m->cfg;
 	int i, live = 0, spare = 0, reserves = 0, rspare = 0, oldest = -1;
+	int most = cfg->server.workers_max;
 	int64_t oldest_since = now;
 
-	for (i = 0; i < SG_SLOTS; i++) {
+	for (i = 0; i < m->used; i++) {
 		const struct sg_slot *s = &m->board->slots[i];
 		int st = slot_state(s);
 
@@ -333,8 +336,9 @@ balance_responders(struct master *m, int64_t now)
 	m->want_reserve = 0;
 	if (now < m->spawn_after)
 		return;
-	while (live < cfg->server.workers_min ||
-	    (spare == 0 && live < SG_POOL_MAX(cfg->server.workers_max))) {
+	if (sg_board_heavy(m->board) >= most)
+		most = SG_POOL_MAX(most);
+	while (live < cfg->server.workers_min || (spare == 0 && live < most)) {
 		spawn(m, 0);
 		live++;
 		spare++;
@@ -344,7 +348,7 @@ balance_responders(struct master *m, int64_t now)
 		retire(&m->kids[oldest]);
 	/* A reserve that found nothing to take is not needed once a
 	 * responder of the pool is free again. */
-	for (i = 0; i < SG_SLOTS && spare > 0 && rspare > 0; i++)
+	for (i = 0; i < m->used && spare > 0 && rspare > 0; i++)
 		if (m->kids[i].pid != 0 && m->kids[i].reserve &&
 		    !m->kids[i].retiring &&
 		    slot_state(&m->board->slots[i]) == SG_SLOT_IDLE)
