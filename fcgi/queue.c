@@ -279,9 +279,10 @@ wait_turn(struct sg_board *b, struct sg_slot *s, int max,
 /*
  * sg_admit_fn. A light route goes at once. A heavy one takes its place in
  * the queue and its turn comes at once when a place is free and no one
- * is before it; else it waits. A reserve responder (the pool at its most,
- * every responder holding a request) waits for no one: its work is the
- * light routes.
+ * is before it; else it waits. A reserve responder (forked while every
+ * responder of the pool held a connection) waits too, unless the queue is
+ * full (as many heavy requests as the pool may ever hold): then its work
+ * is the light routes, and a heavy request is refused at once.
  */
 int
 sg_queue_admit(void *arg, const struct sg_req *req, int heavy,
@@ -309,7 +310,8 @@ sg_queue_admit(void *arg, const struct sg_req *req, int heavy,
 	unlock(b);
 	if (qstate(s) == SG_Q_RUNNING)
 		return 0;
-	if (seat->reserve || timeout == 0)
+	if (timeout == 0 || (seat->reserve &&
+	    sg_board_heavy(b) > SG_POOL_MAX(max)))
 		return withdraw(b, s) ? 0 : refuse(b, s, 0, err);
 	start = sg_now_ms();
 	__atomic_fetch_add(&b->waited, 1, __ATOMIC_RELAXED);

@@ -250,7 +250,7 @@ a_key_cap_is_hard(void **state)
 }
 
 /* Every place taken past the wait: 503; with queue_timeout 0, or on a
- * reserve responder, at once. */
+ * reserve responder once the queue is full, at once. */
 static void
 capacity_after_the_wait(void **state)
 {
@@ -258,6 +258,7 @@ capacity_after_the_wait(void **state)
 	struct sg_error err;
 	pid_t k0, k1;
 	int64_t t0;
+	int i;
 
 	fx->cfg.server.queue_timeout = 1;
 	k0 = child(fx, 0, "k0", -1);
@@ -277,12 +278,26 @@ capacity_after_the_wait(void **state)
 	assert_true(sg_now_ms() - t0 < 1000);
 	assert_string_equal(err.message, "The gateway is at capacity (2 "
 	    "requests under way); retry shortly.");
-	fx->cfg.server.queue_timeout = 30;
+	/* A reserve responder waits while the queue has room... */
+	fx->cfg.server.queue_timeout = 1;
 	fx->seat.reserve = 1;
+	t0 = sg_now_ms();
 	assert_int_equal(admit(fx, 2, "k2", -1, -1, &err), -1);
+	assert_true(sg_now_ms() - t0 >= 1000);
+	/* ... and refuses at once once it is full: its work is the light
+	 * routes. */
+	fx->cfg.server.queue_timeout = 30;
+	fx->board->used = 3 + SG_POOL_MAX(2);
+	for (i = 3; i < fx->board->used; i++) {
+		sg_board_set(fx->board, i, SG_SLOT_BUSY);
+		fx->board->slots[i].cls = SG_CLASS_HEAVY;
+	}
+	t0 = sg_now_ms();
+	assert_int_equal(admit(fx, 2, "k2", -1, -1, &err), -1);
+	assert_true(sg_now_ms() - t0 < 1000);
 	assert_int_equal(err.status, 503);
 	fx->seat.reserve = 0;
-	assert_int_equal(fx->board->refused[SG_REFUSED_CAPACITY], 3);
+	assert_int_equal(fx->board->refused[SG_REFUSED_CAPACITY], 4);
 	assert_int_equal(reap(k0), 0);
 	assert_int_equal(reap(k1), 0);
 }
