@@ -615,6 +615,37 @@ export async function stopHolds(holds) {
   await Promise.all(holds.map((h) => h.done));
 }
 
+// Python for a sandbox: n children each map 150 MiB of shared memory
+// (MAP_SHARED: no rlimit counts it) and say so once they hold it all; it
+// prints how many did, and how many of them ended well. Under a memory
+// limit of 256 MiB at most one can.
+export function sharedMemoryBomb(n) {
+  return `import mmap, os, time
+r, w = os.pipe()
+kids = []
+for i in range(${n}):
+    pid = os.fork()
+    if pid == 0:
+        held = []
+        for step in range(15):
+            m = mmap.mmap(-1, 10 << 20)
+            m.write(b'x' * (10 << 20))
+            held.append(m)
+        os.write(w, b'1')
+        time.sleep(3)
+        os._exit(0)
+    kids.append(pid)
+os.close(w)
+full = 0
+while True:
+    b = os.read(r, 16)
+    if not b:
+        break
+    full += len(b)
+ends = [os.waitpid(p, 0)[1] for p in kids]
+print(full, sum(1 for s in ends if s == 0))`;
+}
+
 // Parse an SSE body into [{event, data}] (what a test compares).
 export function sseEvents(text) {
   return text.split(/\r\n\r\n|\n\n|\r\r/).filter((b) => b.trim()).map((b) => {

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { startStack, waitFor as until, serviceUser, localLimits, freePort, procTable } from "./harness.mjs";
+import { startStack, waitFor as until, serviceUser, localLimits, freePort, procTable, sharedMemoryBomb } from "./harness.mjs";
 
 const isRoot = process.getuid() === 0;
 // Started by root (lighttpd's bin-path as root), sandboxd gives each
@@ -171,30 +171,7 @@ test("memory is limited per sandbox: four processes of shared memory cannot hold
   await withSandbox("small", async (id) => {
     // Four children map 150 MiB each (MAP_SHARED: RLIMIT_DATA does not
     // count it), 600 MiB in all under memory_mb = 256.
-    const r = await run(id, `import mmap, os, time
-r, w = os.pipe()
-kids = []
-for i in range(4):
-    pid = os.fork()
-    if pid == 0:
-        held = []
-        for step in range(15):
-            m = mmap.mmap(-1, 10 << 20)
-            m.write(b'x' * (10 << 20))
-            held.append(m)
-        os.write(w, b'1')
-        time.sleep(3)
-        os._exit(0)
-    kids.append(pid)
-os.close(w)
-full = 0
-while True:
-    b = os.read(r, 16)
-    if not b:
-        break
-    full += len(b)
-ends = [os.waitpid(p, 0)[1] for p in kids]
-print(full, sum(1 for s in ends if s == 0))`, 30);
+    const r = await run(id, sharedMemoryBomb(4), 30);
     const [full, clean] = r.stdout.trim().split(" ").map(Number);
     assert.ok(full <= 1, `${full} of 4 children held 150 MiB at once (${r.stdout.trim()})`);
     assert.ok(clean <= 1);

@@ -15,7 +15,7 @@ import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { Stack, waitFor, serviceUser, procOf, procTable } from "./harness.mjs";
+import { Stack, waitFor, serviceUser, procOf, procTable, sharedMemoryBomb } from "./harness.mjs";
 
 const isRoot = process.getuid() === 0;
 const otherUser = process.env.SG_USER2 || "sgtest2";
@@ -180,36 +180,13 @@ test("two gateways of two users run local code side by side, each restarted in t
 test("the memory limit holds in each gateway's sandboxes", { skip: skip ?? false, timeout: 120000 }, async () => {
   // Three children map 150 MiB each (MAP_SHARED: no rlimit counts it),
   // 450 MiB in all under memory_mb = 256: at most one holds it at once.
-  const code = `import mmap, os, time
-r, w = os.pipe()
-kids = []
-for i in range(3):
-    pid = os.fork()
-    if pid == 0:
-        held = []
-        for step in range(15):
-            m = mmap.mmap(-1, 10 << 20)
-            m.write(b'x' * (10 << 20))
-            held.append(m)
-        os.write(w, b'1')
-        time.sleep(3)
-        os._exit(0)
-    kids.append(pid)
-os.close(w)
-full = 0
-while True:
-    b = os.read(r, 16)
-    if not b:
-        break
-    full += len(b)
-for p in kids:
-    os.waitpid(p, 0)
-print(full)`;
+  const code = sharedMemoryBomb(3);
   for (const stack of [a, b]) {
     const id = await fresh(stack, "small", 256);
     const r = await stack.call("POST", `/v1/sandboxes/${id}/code`, { code, timeout: 30 });
     assert.equal(r.status, 200, r.text);
-    assert.ok(Number(r.json.stdout.trim()) <= 1, `${r.json.stdout.trim()} of 3 children held 150 MiB at once on ${stack.user}'s gateway`);
+    const [full] = r.json.stdout.trim().split(" ").map(Number);
+    assert.ok(full <= 1, `${full} of 3 children held 150 MiB at once on ${stack.user}'s gateway`);
     assert.equal((await stack.call("DELETE", `/v1/sandboxes/${id}`)).status, 200);
   }
 });
