@@ -10,21 +10,20 @@ SG_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -MMD -MP \
 	    $(shell pkg-config --cflags libpq 2>/dev/null) $(CFLAGS)
 LIBS	  = -lfcgi -lcurl -ljansson -lconfig -lsqlite3 -lpq -lcrypto -lseccomp
 
-CORE_SRC  = lib/log.c lib/multipart.c lib/util.c core/answer.c core/auth.c core/bridge.c core/bridge_req.c core/cfiles.c core/cite.c core/codedec.c core/config.c core/containers.c core/config_parts.c core/config_read.c core/convo.c core/error.c core/files.c core/gateway.c \
-	    core/http.c core/loop.c core/metrics.c core/outfiles.c core/pool.c core/resp_api.c core/respids.c core/rewrite.c core/reap.c core/router.c core/sandbox.c core/sandbox_api.c core/sbx_box.c core/sbx_files.c core/session.c core/sse.c core/stream.c core/stream_chat.c core/turn.c core/upload.c core/upstream.c store/backup.c store/copy.c store/db.c store/files.c store/pg.c store/pool.c store/responses.c store/sandbox.c store/schema.c store/session.c store/sqlite.c store/store.c \
-	    providers/e2b.c providers/envd.c providers/http.c providers/opensandbox.c providers/osb_files.c \
-	    providers/local.c providers/provider.c providers/result.c \
-	    providers/sandboxd.c providers/sbxd_cgroup.c providers/sbxd_exec.c \
-	    providers/sbxd_files.c providers/sbxd_net.c providers/sbxd_orphans.c \
-	    providers/sbxd_seccomp.c \
-	    providers/sbxd_sock.c providers/sbxd_uids.c
-FCGI_SRC  = fcgi/board.c fcgi/listen.c fcgi/log.c fcgi/main.c fcgi/master.c fcgi/privs.c \
-	    fcgi/queue.c fcgi/reaper.c fcgi/responder.c
-CLI_SRC   = cli/sandgate.c cli/sessions.c
+# The library every program links: one line per folder (each folder's
+# README says what it owns and what it may include: tests/layers.txt).
+LIB_SRC   = $(wildcard lib/*.c) $(wildcard store/*.c) \
+	    $(wildcard providers/*.c) $(wildcard providers/local/*.c) \
+	    $(wildcard core/http/*.c) $(wildcard core/config/*.c) \
+	    $(wildcard core/state/*.c) $(wildcard core/upstream/*.c) \
+	    $(wildcard core/render/*.c) $(wildcard core/loop/*.c) \
+	    $(wildcard core/api/*.c)
+FCGI_SRC  = $(wildcard fcgi/*.c)
+CLI_SRC   = $(wildcard cli/*.c)
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
 FUZZ_SRC  = $(wildcard fuzz/fuzz_*.c)
 
-CORE_OBJ  = $(CORE_SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ   = $(LIB_SRC:%.c=$(B)/obj/%.o)
 FCGI_OBJ  = $(FCGI_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ   = $(CLI_SRC:%.c=$(B)/obj/%.o)
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -40,7 +39,7 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(SG_CFLAGS) -c $< -o $@
 
-$(B)/libsandgate.a: $(CORE_OBJ)
+$(B)/libsandgate.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 $(B)/sandgate-fcgi: $(FCGI_OBJ) $(B)/libsandgate.a
@@ -155,8 +154,10 @@ install: all
 	install -m 0755 etc/shared-hosting/sandgate.fcgi \
 		$(DESTDIR)$(PREFIX)/share/sandgate/shared-hosting/
 	install -d $(DESTDIR)$(PREFIX)/share/sandgate/kernel
-	install -m 0644 providers/kernel/kernel.py providers/kernel/sg_cells.py \
-		providers/kernel/sg_ipython.py providers/kernel/sg_mpl.py \
+	install -m 0644 providers/local/kernel/kernel.py \
+		providers/local/kernel/sg_cells.py \
+		providers/local/kernel/sg_ipython.py \
+		providers/local/kernel/sg_mpl.py \
 		$(DESTDIR)$(PREFIX)/share/sandgate/kernel/
 
 clean:

@@ -4,7 +4,7 @@
 #ifndef SG_CLI_H
 #define SG_CLI_H
 
-#include "../core/config.h"
+#include "../core/config/config.h"
 #include "../store/store.h"
 
 /* The store, migrated, as its owner (see become_store_owner). NULL and a

@@ -19,9 +19,9 @@
 #include <curl/curl.h>
 
 #include "cli.h"
-#include "../core/gateway.h"
-#include "../core/config.h"
-#include "../core/sandbox.h"
+#include "../core/api/gateway.h"
+#include "../core/config/config.h"
+#include "../core/state/sandbox.h"
 #include "../lib/util.h"
 #include "../store/store.h"
 

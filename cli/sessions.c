@@ -12,7 +12,7 @@
 #include <curl/curl.h>
 
 #include "cli.h"
-#include "../core/sandbox.h"
+#include "../core/state/sandbox.h"
 
 /*
  * Every key the config and the store know, read once before any session

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fcgi.h"
-#include "../core/error.h"
+#include "../core/http/error.h"
 #include "../lib/util.h"
 
 /* A new state for a slot; whom it serves and the route class are

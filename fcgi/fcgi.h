@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "../core/config.h"
+#include "../core/config/config.h"
 
 /* Room for a reason that names a path or two (a store's path may be
  * long): a truncated line loses the part that says why. */

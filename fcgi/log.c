@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "fcgi.h"
-#include "../core/http.h"
+#include "../core/http/http.h"
 #include "../lib/log.h"
 
 /*

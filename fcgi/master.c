@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "fcgi.h"
-#include "../core/metrics.h"
+#include "../core/state/metrics.h"
 #include "../lib/util.h"
 
 #define TICK_MS		1000

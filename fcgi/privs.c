@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "fcgi.h"
-#include "../core/gateway.h"
+#include "../core/api/gateway.h"
 #include "../store/store.h"
 
 int

@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "fcgi.h"
-#include "../core/error.h"
-#include "../core/gateway.h"
+#include "../core/api/gateway.h"
+#include "../core/http/error.h"
 #include "../lib/util.h"
 
 #define WAIT_TICK_MS	250

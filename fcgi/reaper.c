@@ -2,7 +2,7 @@
  * The reaper: one child of the master that sweeps, every REAP_EVERY
  * seconds, the sandboxes whose life at their provider has passed (design
  * §5, "No leaks"): what nobody deleted, and what a dead responder left.
- * It also keeps the tools' warm sandboxes (core/pool.c).
+ * It also keeps the tools' warm sandboxes (core/state/pool.c).
  */
 #include <sys/prctl.h>
 
@@ -16,9 +16,9 @@
 #include <curl/curl.h>
 
 #include "fcgi.h"
-#include "../core/gateway.h"
-#include "../core/pool.h"
-#include "../core/sandbox.h"
+#include "../core/api/gateway.h"
+#include "../core/state/pool.h"
+#include "../core/state/sandbox.h"
 #include "../lib/log.h"
 
 #define REAP_EVERY	30

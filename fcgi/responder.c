@@ -24,8 +24,8 @@
 #include <fcgiapp.h>
 
 #include "fcgi.h"
-#include "../core/metrics.h"
-#include "../core/gateway.h"
+#include "../core/api/gateway.h"
+#include "../core/state/metrics.h"
 #include "../lib/util.h"
 
 #define DRAIN_MAX	(1LL << 30)	/* read at most this much of a refused body */

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/codedec.h"
-#include "../lib/util.h"
 #include "cuts.h"
+#include "../core/render/codedec.h"
+#include "../lib/util.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/config.h"
+#include "../core/config/config.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

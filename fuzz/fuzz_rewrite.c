@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/rewrite.h"
+#include "../core/loop/rewrite.h"
 #include "../lib/util.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/router.h"
+#include "../core/http/router.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/sse.h"
-#include "../lib/util.h"
 #include "cuts.h"
+#include "../core/upstream/sse.h"
+#include "../lib/util.h"
 
 #define MAX_EVENT 4096
 

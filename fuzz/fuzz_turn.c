@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../core/sse.h"
-#include "../core/turn.h"
+#include "../core/loop/turn.h"
+#include "../core/upstream/sse.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -32,7 +32,7 @@ struct sg_tool {
 	int	 cpu;		/* CPUs it may use; 0: the default (local: 1,
 				 * opensandbox: the provider's) */
 	int	 limits_process; /* local: limits = "process" (no cgroup) */
-	int	 warm;		/* sandboxes kept created ahead (core/pool.c) */
+	int	 warm;		/* sandboxes kept created ahead (core/state/pool.c) */
 	char	*kernel;	/* local: "auto" (NULL), "ipython" or "python" */
 	char	*local_dir;	/* local: sandboxd's runtime dir (beside the
 				 * store), filled by the config loader */
@@ -171,7 +171,7 @@ int		 sg_exec_timeout(struct sg_exec *, int rc, long status,
  * when this process may not look. */
 int		 sg_local_gone(const json_t *handle);
 
-/* sandboxd, the local provider's supervisor (providers/sandboxd.c). */
+/* sandboxd, the local provider's supervisor (providers/local/sandboxd.c). */
 struct sg_sandboxd_conf {
 	const char	*dir;		/* runtime dir: sandboxd.sock, kernels/ */
 	const char	*kernel_src;	/* holds kernel.py and its modules */

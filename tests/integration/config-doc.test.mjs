@@ -1,7 +1,7 @@
 // docs/configuration.md against the config reader: every setting the C
 // code accepts has a row in its group's table, every row is a setting
 // `sandgate check-config` reads, and the ranges, allowed words and numeric
-// defaults in the tables are the code's. Reads core/*.c as text (no build
+// defaults in the tables are the code's. Reads core/config/*.c as text (no build
 // of its own) and runs the built `sandgate` (SG_BUILD, default build/).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -30,8 +30,8 @@ function cnum(expr) {
 
 // ---- the code ----------------------------------------------------------
 function fromCode() {
-  const cfg = read("core/config.c");
-  const parts = read("core/config_parts.c");
+  const cfg = read("core/config/config.c");
+  const parts = read("core/config/config_parts.c");
   const all = cfg + "\n" + parts;
   const arrays = {};
   for (const m of all.matchAll(/static const char \*const (\w+)\[\] = \{([^}]*)\}/g))
@@ -103,7 +103,7 @@ function fromCode() {
   for (const p of Object.values(pairs))
     defaults.push({ group: p.group, key: p.key, value: `[${p.min}, ${p.max}]` });
 
-  const rd = read("core/config_read.c");
+  const rd = read("core/config/config_read.c");
   const prefixes = [...rd.matchAll(/strncmp\(spec, "([^"]+)", \d+\)/g)].map((m) => m[1]);
   const path = /#define SG_DEFAULT_CONFIG "([^"]+)"/.exec(cfg)[1];
   const env = /getenv\("(\w+)"\)/.exec(cfg)[1];
@@ -169,7 +169,7 @@ test("every setting the reader accepts has a row in its group's table", () => {
   const missing = [];
   for (const [g, ks] of Object.entries(code.keys))
     for (const k of ks) if (rowsOf(g, k).length === 0) missing.push(where(g, k));
-  assert.deepEqual(missing, [], `accepted by core/config*.c, not in ${DOC}`);
+  assert.deepEqual(missing, [], `accepted by core/config/*.c, not in ${DOC}`);
 });
 
 test("every row of the tables is a setting the reader accepts", () => {

@@ -1,10 +1,10 @@
 /*
- * core/answer: usage summed over turns (the upstream's numbers may be
+ * core/render/answer: usage summed over turns (the upstream's numbers may be
  * anything: a sum never overflows), and the answers leave what they are
  * given unchanged (they share it rather than copy it). The Responses
  * objects carry OpenAI's fields in OpenAI's order at each moment (the
  * reference's §5.4 transcript), echo the client's request, never the
- * upstream's; core/stream shows them in its lifecycle events.
+ * upstream's; core/render/stream shows them in its lifecycle events.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,8 +19,8 @@
 
 #include <jansson.h>
 
-#include "../../core/answer.h"
-#include "../../core/stream.h"
+#include "../../core/render/answer.h"
+#include "../../core/render/stream.h"
 
 /* OpenAI's response keys in order (§5.4). usage and user are always
  * there, null while unknown, as on OpenAI's wire (its spec types neither

@@ -1,5 +1,5 @@
 /*
- * core/auth: who is calling. Config keys come from a real config file,
+ * core/api/auth: who is calling. Config keys come from a real config file,
  * store keys from a real (temp) store, as in production.
  */
 #include <stdarg.h>
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/auth.h"
-#include "../../core/config.h"
+#include "../../core/api/auth.h"
+#include "../../core/config/config.h"
 #include "../../lib/util.h"
 #include "../../store/store.h"
 #include "testutil.h"

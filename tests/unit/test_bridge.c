@@ -1,5 +1,5 @@
 /*
- * core/bridge: the Responses API on a Chat-only upstream. The request
+ * core/upstream/bridge: the Responses API on a Chat-only upstream. The request
  * side (sg_bridge_request: a Responses body as a Chat body; sg_bridge_check:
  * a 400 naming what Chat cannot carry) is checked body by body; the stream
  * side (sg_bridge_event / sg_bridge_end) is fed Chat chunks as the SSE
@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "../../core/bridge.h"
+#include "../../core/upstream/bridge.h"
 #include "testutil.h"
 
 /* ================================================== JSON helpers */

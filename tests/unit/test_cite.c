@@ -1,5 +1,5 @@
 /*
- * core/cite: a link to a container file (sandbox:/mnt/data/...) in the
+ * core/render/cite: a link to a container file (sandbox:/mnt/data/...) in the
  * model's text gets a container_file_citation covering exactly the URL,
  * its indexes in code points (not bytes); the newest copy of the path in
  * this container of this key is named; a link to no file, another
@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../core/cite.h"
+#include "../../core/render/cite.h"
 #include "testutil.h"
 
 #define A	"aaaa"

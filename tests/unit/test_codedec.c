@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "../../core/codedec.h"
-#include "../../core/rewrite.h"
+#include "../../core/render/codedec.h"
+#include "../../core/loop/rewrite.h"
 
 struct out {
 	char	buf[4096];

@@ -1,5 +1,5 @@
 /*
- * core/config: the libconfig file of design §3.2. Each test writes a
+ * core/config/config: the libconfig file of design §3.2. Each test writes a
  * config into its own temp dir and loads it. Bad configs must name the
  * offending setting as "FILE:LINE:"; the line is found by a "# <-- HERE"
  * marker on it, so the configs stay readable and the numbers never drift.
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/config.h"
+#include "../../core/config/config.h"
 #include "../../lib/util.h"
 #include "testutil.h"
 

@@ -1,5 +1,5 @@
 /*
- * core/convo: what the upstream gets for previous_response_id (its own
+ * core/state/convo: what the upstream gets for previous_response_id (its own
  * id and the outputs it waits for, or the whole history), item_references
  * and replayed code calls, per key; what is stored, and when.
  */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/convo.h"
+#include "../../core/state/convo.h"
 #include "testutil.h"
 
 struct fx {

@@ -1,5 +1,5 @@
 /*
- * core/error + core/http: the OpenAI error shape, and CGI-style responses
+ * core/http/error + core/http/http: the OpenAI error shape, and CGI-style responses
  * written through a memory-backed struct sg_out.
  */
 #include <stdarg.h>
@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
-#include "../../core/error.h"
-#include "../../core/http.h"
+#include "../../core/http/error.h"
+#include "../../core/http/http.h"
 #include "testutil.h"
 
 #define FFFD "\xef\xbf\xbd"

@@ -1,5 +1,5 @@
 /*
- * core/gateway: what it checks before any upstream or sandbox work — the
+ * core/api/gateway: what it checks before any upstream or sandbox work — the
  * size of a body's JSON tree, the key's sandbox tools, and admission (the
  * hook fcgi/ fills from the scoreboard). Model calls go to a closed port,
  * so whatever passes the checks ends as a quick 502.
@@ -16,7 +16,7 @@
 
 #include <curl/curl.h>
 
-#include "../../core/gateway.h"
+#include "../../core/api/gateway.h"
 #include "../../lib/util.h"
 #include "../../store/store.h"
 #include "testutil.h"

@@ -1,5 +1,5 @@
 /*
- * core/metrics: counts from forked children reach the parent's scrape;
+ * core/state/metrics: counts from forked children reach the parent's scrape;
  * histograms are cumulative with +Inf equal to the count; a tool's row is
  * shared by everyone counting it; nothing is counted before sg_mx_map.
  */
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../core/config.h"
-#include "../../core/metrics.h"
+#include "../../core/config/config.h"
+#include "../../core/state/metrics.h"
 #include "../../lib/util.h"
 
 static struct sg_tool tools[2] = { { .name = "e2b" }, { .name = "local" } };

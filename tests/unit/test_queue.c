@@ -21,7 +21,7 @@
 
 #include "../../fcgi/board.c"
 #include "../../fcgi/queue.c"
-#include "../../core/http.h"
+#include "../../core/http/http.h"
 #include "testutil.h"
 
 struct fx {

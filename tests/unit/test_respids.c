@@ -1,5 +1,5 @@
 /*
- * core/respids: previous_response_id on the passthrough is checked
+ * core/upstream/respids: previous_response_id on the passthrough is checked
  * against the ids relayed to the same key from the same upstream, and
  * the ids of answers and streams are noted; the members are found in the
  * JSON text without building it. A real store in a temp dir.
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/respids.h"
+#include "../../core/upstream/respids.h"
 #include "testutil.h"
 
 #define UP	"http://127.0.0.1:9/v1"

@@ -1,5 +1,5 @@
 /*
- * core/rewrite: what the interception loop does to request bodies and to
+ * core/loop/rewrite: what the interception loop does to request bodies and to
  * a run's result. Bodies are compared whole with json_equal against
  * expected literals (single quotes stand for double quotes), on both
  * surfaces; tool results are checked for order, ANSI stripping, image
@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "../../core/rewrite.h"
+#include "../../core/loop/rewrite.h"
 
 #define R	SG_SURFACE_RESPONSES
 #define C	SG_SURFACE_CHAT

@@ -1,5 +1,5 @@
 /*
- * core/router: REQUEST_URI minus the mount prefix, and the route table.
+ * core/http/router: REQUEST_URI minus the mount prefix, and the route table.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "../../core/router.h"
+#include "../../core/http/router.h"
 
 /* The route path of uri under prefix, asserting it is accepted. */
 static void

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../providers/sbxd.h"
+#include "../../providers/local/sbxd.h"
 #include "testutil.h"
 
 

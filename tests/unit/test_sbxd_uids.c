@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../providers/sbxd.h"
+#include "../../providers/local/sbxd.h"
 #include "testutil.h"
 
 /* Far above any account, and not sandgate's own range. */

@@ -1,5 +1,5 @@
 /*
- * core/sse: the incremental SSE parser. Every capture is checked against
+ * core/upstream/sse: the incremental SSE parser. Every capture is checked against
  * the events it must give, then fed whole, split into two feeds at every
  * byte position, and one byte at a time: the events and the relayed bytes
  * must be the same whichever way the network cut the stream.
@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "../../core/sse.h"
+#include "../../core/upstream/sse.h"
 
 #define MAX_EVENT (1 << 20)
 

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "../../core/sse.h"
-#include "../../core/turn.h"
+#include "../../core/upstream/sse.h"
+#include "../../core/loop/turn.h"
 
 static const char chat_stream[] =
     "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Let me \"},\"finish_reason\":null}]}\n\n"

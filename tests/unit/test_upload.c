@@ -1,5 +1,5 @@
 /*
- * core/upload: a multipart upload read through sg_in in chunks of any
+ * core/http/upload: a multipart upload read through sg_in in chunks of any
  * size: the file part lands whole in NAME.part and nothing is left behind
  * on any refusal (past max_bytes, a malformed body, no file part, a name
  * that is a path, a client that broke off); fields are kept.
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/upload.h"
+#include "../../core/http/upload.h"
 #include "testutil.h"
 
 #define CTYPE "multipart/form-data; boundary=XyZ"

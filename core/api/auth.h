@@ -1,0 +1,27 @@
+/*
+ * sg_auth: who is calling. A Bearer key is hashed (SHA-256) and looked up
+ * among the config's keys, then the store's. The tenant is the key's hash:
+ * sandboxes and sessions belong to it, so keys never see each other's.
+ */
+#ifndef SG_AUTH_H
+#define SG_AUTH_H
+
+#include "../config/config.h"
+#include "../http/error.h"
+
+struct sg_store;
+
+struct sg_auth {
+	char	name[64];	/* key name, for logs; never the key */
+	char	tenant[65];	/* hex SHA-256 of the key, or "anonymous" */
+	/* Borrowed from the config: the key's limits and tools. NULL for a
+	 * key of the store and for anonymous callers (the auth defaults). */
+	const struct sg_cfg_key *key;
+};
+
+/* 0 and *who filled, or -1 with a 401 (or a 503 from the store) in err.
+ * store may be NULL (then only config keys count). */
+int	sg_auth_check(const struct sg_cfg *, struct sg_store *,
+	    const char *authorization, struct sg_auth *who, struct sg_error *);
+
+#endif

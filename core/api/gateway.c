@@ -1,0 +1,531 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "auth.h"
+#include "cfiles.h"
+#include "containers.h"
+#include "gateway.h"
+#include "resp_api.h"
+#include "../http/router.h"
+#include "../loop/loop.h"
+#include "../loop/rewrite.h"
+#include "../state/convo.h"
+#include "../state/files.h"
+#include "../state/metrics.h"
+#include "../state/sandbox.h"
+#include "../upstream/upstream.h"
+#include "../../lib/util.h"
+#include "../../store/store.h"
+
+struct sg_gw {
+	const struct sg_cfg	*cfg;
+	struct sg_store		*store;
+	struct sg_upstream	*up;
+	struct sg_prov		 prov;
+	sg_metrics_fn		 metrics;
+	void			*metrics_arg;
+	sg_admit_fn		 admit;
+	void			*admit_arg;
+	int64_t			 store_ok_ms;	/* when the store last answered */
+};
+
+/* /healthz asks the store at most this often while it answers: a health
+ * check polled hard should cost the store nothing. */
+#define STORE_CHECK_MS	1000
+
+/* What sg_json_size may find in a model route's body before it is
+ * parsed: Jansson spends tens of bytes on each value, so a body of
+ * max_body_bytes made of "0," would build a tree of hundreds of MiB. */
+#define BODY_MAX_DEPTH	128
+
+#define ADMIT_RETRY	"retry-after: 1\r\n"	/* seconds: load moves fast */
+
+int
+sg_gw_store_open(const struct sg_cfg *cfg, struct sg_store **out, char *err,
+    size_t errsz)
+{
+	if (sg_store_open(cfg->store.url != NULL ? cfg->store.url :
+	    cfg->store.path, out, err, errsz) != SG_STORE_OK)
+		return -1;
+	if (cfg->store.box != NULL && sg_store_set_box(*out, cfg->store.box) !=
+	    SG_STORE_OK) {
+		snprintf(err, errsz, "%s", sg_store_errmsg(*out));
+		sg_store_close(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+const char *
+sg_gw_store_name(const struct sg_cfg *cfg)
+{
+	return cfg->store.url != NULL ? "PostgreSQL store" : cfg->store.path;
+}
+
+int
+sg_gw_new(const struct sg_cfg *cfg, struct sg_gw **out, char *err,
+    size_t errsz)
+{
+	struct sg_gw *gw;
+
+	*out = NULL;
+	if ((gw = calloc(1, sizeof(*gw))) == NULL) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	gw->cfg = cfg;
+	gw->store_ok_ms = INT64_MIN / 2;	/* never */
+	sg_prov_init(&gw->prov);
+	if (sg_gw_store_open(cfg, &gw->store, err, errsz) != 0) {
+		free(gw);
+		return -1;
+	}
+	if ((gw->up = sg_upstream_new()) == NULL) {
+		snprintf(err, errsz, "cannot make a libcurl handle");
+		sg_gw_free(gw);
+		return -1;
+	}
+	/* Relayed response ids are recorded per key in the store. */
+	sg_upstream_use_store(gw->up, gw->store);
+	*out = gw;
+	return 0;
+}
+
+void
+sg_gw_free(struct sg_gw *gw)
+{
+	if (gw == NULL)
+		return;
+	sg_upstream_free(gw->up);
+	sg_prov_free(&gw->prov);
+	sg_store_close(gw->store);
+	free(gw);
+}
+
+void
+sg_gw_set_metrics(struct sg_gw *gw, sg_metrics_fn fn, void *arg)
+{
+	gw->metrics = fn;
+	gw->metrics_arg = arg;
+}
+
+void
+sg_gw_set_admit(struct sg_gw *gw, sg_admit_fn fn, void *arg)
+{
+	gw->admit = fn;
+	gw->admit_arg = arg;
+}
+
+int
+sg_gw_streams(const struct sg_req *req)
+{
+	/* A container file comes as a form (streamed) or as JSON naming
+	 * an uploaded file (read whole, like any JSON body). */
+	return sg_route_streams(sg_route_find(req->method, req->path)) &&
+	    req->content_type != NULL && strncasecmp(req->content_type,
+	    "multipart/form-data", 19) == 0;
+}
+
+void
+sg_gw_req_init(const struct sg_cfg *cfg, struct sg_req *req)
+{
+	req->start_ms = sg_now_ms();
+	if (sg_rand_id(req->id, sizeof(req->id), "req_", 16) == -1)
+		snprintf(req->id, sizeof(req->id), "req_unknown");
+	if (sg_route_path(cfg->server.mount_prefix, req->uri, req->path,
+	    sizeof(req->path)) == -1)
+		req->path[0] = '\0';
+}
+
+static void
+healthz(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	struct sg_error err;
+	json_t *body;
+
+	if (req->start_ms - gw->store_ok_ms >= STORE_CHECK_MS) {
+		if (sg_store_ping(gw->store) != 0) {
+			gw->store_ok_ms = INT64_MIN / 2;
+			sg_error_set(&err, 503, "server_error", NULL, NULL,
+			    "The store does not answer: %s",
+			    sg_store_errmsg(gw->store));
+			sg_http_error(out, req, &err);
+			return;
+		}
+		gw->store_ok_ms = req->start_ms;
+	}
+	body = json_pack("{s:s}", "status", "ok");
+	sg_http_json(out, req, 200, body);
+	json_decref(body);
+}
+
+struct sbx_counts {
+	char	*buf;
+	size_t	 sz, n;
+};
+
+static int
+sbx_count(void *arg, const char *tool, int kind, int64_t count)
+{
+	const char *name = sg_sbx_kind_name(kind);
+	struct sbx_counts *c = arg;
+	int w;
+
+	if (name == NULL || c->n >= c->sz)
+		return 0;
+	w = snprintf(c->buf + c->n, c->sz - c->n, "sandgate_sandboxes{tool=\"%s\","
+	    "kind=\"%s\"} %lld\n", tool, name, (long long)count);
+	if (w > 0 && (size_t)w < c->sz - c->n)
+		c->n += (size_t)w;
+	return 0;
+}
+
+/* The store's live sandboxes by tool and kind: sessions and the
+ * containers kept for conversations among them. */
+static size_t
+sbx_metrics(struct sg_gw *gw, char *buf, size_t sz)
+{
+	struct sbx_counts c = { buf, sz, 0 };
+	int w;
+
+	w = snprintf(buf, sz, "# HELP sandgate_sandboxes Live sandboxes, by tool "
+	    "and kind.\n# TYPE sandgate_sandboxes gauge\n");
+	if (w < 0 || (size_t)w >= sz)
+		return 0;
+	c.n = (size_t)w;
+	sg_store_sbx_counts(gw->store, sbx_count, &c);
+	return c.n;
+}
+
+static void
+metrics(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	char buf[8192], sbx[4096];
+	struct sg_buf more = { 0 };
+	struct sg_error err;
+	size_t n = 0, m;
+
+	if (gw->metrics != NULL)
+		n = gw->metrics(gw->metrics_arg, buf, sizeof(buf));
+	m = sbx_metrics(gw, sbx, sizeof(sbx));
+	if (sg_mx_render(gw->cfg, &more) == -1) {
+		free(more.p);
+		sg_error_server(&err, 500, "out of memory");
+		sg_http_error(out, req, &err);
+		return;
+	}
+	if (sg_http_begin(out, req, 200, "text/plain; version=0.0.4", NULL) == 0 &&
+	    out->write(out, buf, n) == 0 && out->write(out, sbx, m) == 0)
+		out->write(out, more.p, more.len);
+	free(more.p);
+}
+
+static void
+models(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	json_t *data = json_array(), *body;
+	size_t i;
+
+	for (i = 0; i < gw->cfg->nmodels; i++) {
+		const char *name = gw->cfg->models[i].name;
+
+		if (strcmp(name, "*") != 0)
+			json_array_append_new(data, json_pack("{s:s,s:s,s:i,s:s}",
+			    "id", name, "object", "model", "created", 0,
+			    "owned_by", "sandgate"));
+	}
+	body = json_pack("{s:s,s:o}", "object", "list", "data", data);
+	sg_http_json(out, req, 200, body);
+	json_decref(body);
+}
+
+/* Parse and check the body of a model route. New reference or NULL with
+ * err filled. */
+static json_t *
+model_body(const struct sg_req *req, struct sg_error *err)
+{
+	json_error_t jerr;
+	json_t *body, *model;
+	size_t values;
+	int depth;
+
+	values = sg_json_size(req->body != NULL ? req->body : "",
+	    req->body_len, &depth);
+	if (values > SG_JSON_MAX_VALUES || depth > BODY_MAX_DEPTH) {
+		sg_error_invalid(err, NULL, "request_too_complex", "The JSON "
+		    "body of your request is too complex to process (about "
+		    "%zu values, nested %d deep); the limits are %d values "
+		    "and a depth of %d.", values, depth, SG_JSON_MAX_VALUES,
+		    BODY_MAX_DEPTH);
+		return NULL;
+	}
+	body = json_loadb(req->body != NULL ? req->body : "", req->body_len,
+	    JSON_ALLOW_NUL, &jerr);
+	if (body == NULL) {
+		sg_error_invalid(err, NULL, NULL, "We could not parse the JSON "
+		    "body of your request: %s (line %d, column %d).", jerr.text,
+		    jerr.line, jerr.column);
+		return NULL;
+	}
+	if (!json_is_object(body)) {
+		json_decref(body);
+		sg_error_invalid(err, NULL, "invalid_type", "The body of your "
+		    "request must be a JSON object.");
+		return NULL;
+	}
+	model = json_object_get(body, "model");
+	if (model == NULL || json_is_null(model)) {
+		json_decref(body);
+		sg_error_invalid(err, "model", "missing_required_parameter",
+		    "Missing required parameter: 'model'.");
+		return NULL;
+	}
+	if (!json_is_string(model)) {
+		json_decref(body);
+		sg_error_invalid(err, "model", "invalid_type", "Invalid type for "
+		    "'model': expected a string.");
+		return NULL;
+	}
+	return body;
+}
+
+static void watch(struct sg_gw *, const struct sg_req *, struct sg_out *);
+
+/*
+ * The loop serves a request whose code tool sandgate runs, and on
+ * /v1/responses one whose state sandgate holds: every one when the gateway
+ * keeps the model's conversations, else one that names sandgate's ids.
+ * A code tool with interception off goes to the upstream as it is.
+ */
+static int
+looped(struct sg_gw *gw, const struct sg_cfg_model *m, enum sg_surface s,
+    const json_t *body, const struct sg_req *req)
+{
+	/* A Chat-only upstream's Responses are all sandgate's (bridged). */
+	if (s == SG_SURFACE_RESPONSES && m->api == SG_API_CHAT)
+		return 1;
+	if (sg_rw_wants_code(body))
+		return gw->cfg->interception.enabled;
+	return s == SG_SURFACE_RESPONSES && (m->state == SG_STATE_GATEWAY ||
+	    sg_conv_needed(gw->store, req, body));
+}
+static void unwatch(struct sg_gw *);
+
+static int
+model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
+    enum sg_surface surface, struct sg_error *err)
+{
+	const struct sg_cfg_model *m;
+	const char *name;
+	json_t *body;
+	char *text;
+	int rc;
+
+	if ((body = model_body(req, err)) == NULL)
+		return -1;
+	name = json_string_value(json_object_get(body, "model"));
+	snprintf(req->model, sizeof(req->model), "%s", name);
+	if ((m = sg_cfg_model(gw->cfg, name)) == NULL) {
+		sg_error_set(err, 404, "invalid_request_error", "model_not_found",
+		    "model", "The model `%s` does not exist or you do not have "
+		    "access to it.", name);
+		json_decref(body);
+		return -1;
+	}
+	if (m->api_base == NULL || (m->api_key == NULL &&
+	    m->api_key_problem != NULL)) {
+		sg_error_server(err, 500, "Model %s is not usable on this "
+		    "gateway: %s.", name, m->api_key_problem);
+		json_decref(body);
+		return -1;
+	}
+	if (surface == SG_SURFACE_RESPONSES && m->api == SG_API_CHAT &&
+	    sg_rw_wants_code(body) && !gw->cfg->interception.enabled) {
+		sg_error_set(err, 400, "invalid_request_error",
+		    "unsupported_parameter", "tools", "The code_interpreter tool "
+		    "needs interception on a model whose upstream speaks only "
+		    "Chat Completions.");
+		json_decref(body);
+		return -1;
+	}
+	if (looped(gw, m, surface, body, req)) {
+		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov,
+		    req->key };
+		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
+
+		watch(gw, req, out);
+		sg_loop_run(&env, m, surface, body, req, out);
+		unwatch(gw);
+		json_decref(body);
+		return 0;
+	}
+	if (m->model != NULL)
+		json_object_set_new(body, "model", json_string(m->model));
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (text == NULL)
+		return sg_error_server(err, 500, "out of memory");
+	rc = sg_upstream_relay(gw->up, m, surface, text, strlen(text),
+	    req->start_ms + (int64_t)gw->cfg->server.request_timeout * 1000,
+	    req, out, err);
+	free(text);
+	return rc;
+}
+
+static int
+client_gone(void *arg)
+{
+	struct sg_out *out = arg;
+
+	return !out->alive(out);
+}
+
+/* Provider calls give up with the request, or when the client leaves. */
+static void
+watch(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	gw->prov.deadline_ms = req->start_ms +
+	    (int64_t)gw->cfg->server.request_timeout * 1000;
+	gw->prov.stop = client_gone;
+	gw->prov.stop_arg = out;
+}
+
+static void
+unwatch(struct sg_gw *gw)
+{
+	gw->prov.stop = NULL;
+	gw->prov.stop_arg = NULL;
+}
+
+static void
+sandbox_route(struct sg_gw *gw, enum sg_route route, const char *id,
+    struct sg_req *req, struct sg_out *out)
+{
+	struct sg_sbx_env env = { gw->cfg, gw->store, &gw->prov, req->key };
+
+	watch(gw, req, out);
+	if (route >= SG_ROUTE_CNTR_CREATE && route <= SG_ROUTE_CNTR_DELETE)
+		sg_cntr_api(&env, route, id, req, out);
+	else if (route >= SG_ROUTE_CFILE_CREATE &&
+	    route <= SG_ROUTE_CFILE_CONTENT)
+		sg_cfile_api(&env, route, id, req, out);
+	else
+		sg_sbx_api(&env, route, id, req, out);
+	unwatch(gw);
+}
+
+static void
+files_route(struct sg_gw *gw, enum sg_route route, const char *id,
+    struct sg_req *req, struct sg_out *out)
+{
+	struct sg_files_env env = { gw->cfg, gw->store };
+
+	sg_files_api(&env, route, id, req, out);
+}
+
+/* Model and sandbox routes, uploads and downloads hold a responder for
+ * long; the rest answer at once and must keep answering when the heavy
+ * ones fill the pool. */
+static int
+route_heavy(enum sg_route route)
+{
+	return route != SG_ROUTE_HEALTHZ && route != SG_ROUTE_METRICS &&
+	    route != SG_ROUTE_MODELS && route != SG_ROUTE_RESP_GET &&
+	    route != SG_ROUTE_RESP_DELETE && route != SG_ROUTE_RESP_ITEMS &&
+	    route != SG_ROUTE_FILE_LIST && route != SG_ROUTE_FILE_GET &&
+	    route != SG_ROUTE_FILE_DELETE && route != SG_ROUTE_CNTR_LIST &&
+	    route != SG_ROUTE_CNTR_GET && route != SG_ROUTE_CFILE_LIST &&
+	    route != SG_ROUTE_CFILE_GET && route != SG_ROUTE_CFILE_DELETE;
+}
+
+void
+sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
+{
+	char id[128];
+	enum sg_route route = sg_route_match(req->method, req->path, id,
+	    sizeof(id));
+	struct sg_auth who;
+	struct sg_error err;
+	int rc = 0;
+
+	req->route = route;
+
+	if (route == SG_ROUTE_NONE) {
+		sg_error_set(&err, 404, "invalid_request_error", NULL, NULL,
+		    "Invalid URL (%s %s)", req->method, req->path[0] != '\0' ?
+		    req->path : req->uri);
+		sg_http_error(out, req, &err);
+		return;
+	}
+	if (sg_route_authed(route)) {
+		if (sg_auth_check(gw->cfg, gw->store, req->authorization, &who,
+		    &err) == -1) {
+			sg_http_error(out, req, &err);
+			return;
+		}
+		snprintf(req->key_name, sizeof(req->key_name), "%s", who.name);
+		memcpy(req->tenant, who.tenant, sizeof(req->tenant));
+		req->key = who.key;
+	}
+	if (gw->admit != NULL && gw->admit(gw->admit_arg, req,
+	    route_heavy(route), out, &err) == -1) {
+		sg_http_error_head(out, req, &err, ADMIT_RETRY);
+		return;
+	}
+	switch (route) {
+	case SG_ROUTE_HEALTHZ:
+		healthz(gw, req, out);
+		break;
+	case SG_ROUTE_METRICS:
+		metrics(gw, req, out);
+		break;
+	case SG_ROUTE_MODELS:
+		models(gw, req, out);
+		break;
+	case SG_ROUTE_CHAT:
+		rc = model_route(gw, req, out, SG_SURFACE_CHAT, &err);
+		break;
+	case SG_ROUTE_RESPONSES:
+		rc = model_route(gw, req, out, SG_SURFACE_RESPONSES, &err);
+		break;
+	case SG_ROUTE_SBX_CREATE:
+	case SG_ROUTE_SBX_LIST:
+	case SG_ROUTE_SBX_GET:
+	case SG_ROUTE_SBX_DELETE:
+	case SG_ROUTE_SBX_RUN:
+	case SG_ROUTE_CODE:
+	case SG_ROUTE_CNTR_CREATE:
+	case SG_ROUTE_CNTR_LIST:
+	case SG_ROUTE_CNTR_GET:
+	case SG_ROUTE_CNTR_DELETE:
+	case SG_ROUTE_CFILE_CREATE:
+	case SG_ROUTE_CFILE_LIST:
+	case SG_ROUTE_CFILE_GET:
+	case SG_ROUTE_CFILE_DELETE:
+	case SG_ROUTE_CFILE_CONTENT:
+		sandbox_route(gw, route, id, req, out);
+		break;
+	case SG_ROUTE_RESP_GET:
+	case SG_ROUTE_RESP_DELETE:
+	case SG_ROUTE_RESP_ITEMS:
+		sg_resp_api(gw->store, route, id, req, out);
+		break;
+	case SG_ROUTE_FILE_CREATE:
+	case SG_ROUTE_FILE_LIST:
+	case SG_ROUTE_FILE_GET:
+	case SG_ROUTE_FILE_DELETE:
+	case SG_ROUTE_FILE_CONTENT:
+		files_route(gw, route, id, req, out);
+		break;
+	case SG_ROUTE_NONE:
+	case SG_ROUTE_NROUTES:
+		break;
+	}
+	if (rc == -1 && !out->started)
+		sg_http_error(out, req, &err);
+}

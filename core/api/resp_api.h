@@ -1,0 +1,18 @@
+/*
+ * sg_resp_api: the stored responses routes (GET and DELETE
+ * /v1/responses/{id}, GET /v1/responses/{id}/input_items). What is
+ * stored, and when, is sg_conv's (convo.h).
+ */
+#ifndef SG_RESP_API_H
+#define SG_RESP_API_H
+
+#include "../http/http.h"
+#include "../http/router.h"
+#include "../../store/store.h"
+
+/* Answer route for response id on behalf of req's key. Never fails: an
+ * error becomes an OpenAI-shaped reply. */
+void	 sg_resp_api(struct sg_store *, enum sg_route, const char *id,
+	    const struct sg_req *, struct sg_out *);
+
+#endif

@@ -1,0 +1,604 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loop.h"
+#include "outfiles.h"
+#include "rewrite.h"
+#include "session.h"
+#include "turn.h"
+#include "../render/answer.h"
+#include "../render/stream.h"
+#include "../state/convo.h"
+#include "../state/metrics.h"
+#include "../upstream/bridge.h"
+#include "../../lib/util.h"
+
+/* One request in the loop. */
+struct run {
+	struct sg_loop_env	*env;
+	const struct sg_cfg_model *m;
+	enum sg_surface		 s;
+	const struct sg_req	*req;
+	struct sg_out		*out;
+	const char		*tool;		/* the function tool's name; ""
+						 * when the client has no code tool */
+	struct sg_rw_info	 info;
+	json_t			*work;		/* the body sent upstream */
+	json_t			*output;	/* Responses: items for the client */
+	json_t			*texts;		/* Chat: each turn's text */
+	json_t			*client_calls;	/* calls of the client's tools */
+	json_t			*usage;		/* summed over every turn */
+	json_t			*prints;	/* fingerprints of code rounds */
+	struct sg_bind		 bind;		/* the sandbox code runs in */
+	struct sg_conv		 conv;		/* Responses: its state */
+	struct sg_turn		 last;
+	struct sg_stream	*stream;	/* a streaming client's renderer */
+	struct sg_cite		 cite;		/* links to the sandbox's files */
+	char			 peek[48];	/* a session's sandbox, unbound */
+	int			(*stop)(void *);	/* the provider's, saved */
+	void			*stop_arg;
+};
+
+/* The request's sandbox, made or found on its first need. */
+static const char *
+ensure_sandbox(void *arg, struct sg_error *err)
+{
+	struct run *r = arg;
+
+	return sg_bind_sandbox(r->env->sbx, r->req, &r->bind, err);
+}
+
+/* A code call of this turn: {call_id, arguments}. Both surfaces. */
+struct call {
+	const char	*id;
+	const char	*args;
+	size_t		 argslen;
+	const json_t	*raw;	/* the upstream's item or tool call */
+};
+
+static int
+collect_calls(struct run *r, struct sg_turn *t, struct call *calls, int max)
+{
+	const json_t *it, *fn;
+	const char *name;
+	int n = 0;
+	size_t i;
+
+	if (r->s == SG_SURFACE_RESPONSES) {
+		json_array_foreach(t->items, i, it) {
+			if (strcmp(json_string_value(json_object_get(it, "type")) ?
+			    json_string_value(json_object_get(it, "type")) : "",
+			    "function_call") != 0)
+				continue;
+			name = json_string_value(json_object_get(it, "name"));
+			if (name != NULL && r->tool[0] != '\0' &&
+			    strcmp(name, r->tool) == 0 && n < max) {
+				calls[n].id = json_string_value(json_object_get(it,
+				    "call_id"));
+				calls[n].args = json_string_value(json_object_get(it,
+				    "arguments"));
+				calls[n].argslen = json_string_length(
+				    json_object_get(it, "arguments"));
+				calls[n++].raw = it;
+			} else
+				json_array_append(r->client_calls, (json_t *)it);
+		}
+		return n;
+	}
+	json_array_foreach(t->tool_calls, i, it) {
+		fn = json_object_get(it, "function");
+		name = json_string_value(json_object_get(fn, "name"));
+		if (name != NULL && r->tool[0] != '\0' &&
+		    strcmp(name, r->tool) == 0 && n < max) {
+			calls[n].id = json_string_value(json_object_get(it, "id"));
+			calls[n].args = json_string_value(json_object_get(fn,
+			    "arguments"));
+			calls[n].argslen = json_string_length(json_object_get(fn,
+			    "arguments"));
+			calls[n++].raw = it;
+		} else
+			json_array_append(r->client_calls, (json_t *)it);
+	}
+	return n;
+}
+
+/* The calls compared without their ids: an identical round repeats. */
+static int
+repeated(struct run *r, struct call *calls, int n)
+{
+	json_t *fp = json_array(), *p;
+	char *text;
+	size_t i;
+	int k, seen = 0;
+
+	for (k = 0; k < n; k++)
+		json_array_append_new(fp, json_stringn(calls[k].args ?
+		    calls[k].args : "", calls[k].argslen));
+	text = json_dumps(fp, JSON_COMPACT);
+	json_decref(fp);
+	json_array_foreach(r->prints, i, p)
+		if (text != NULL && strcmp(json_string_value(p), text) == 0)
+			seen = 1;
+	if (text != NULL)
+		json_array_append_new(r->prints, json_string(text));
+	free(text);
+	return seen;
+}
+
+/* New reference: a call's outputs. An image is made once, straight into
+ * its string (a PNG may be megabytes). */
+static json_t *
+call_outputs(const json_t *result, const char *logs)
+{
+	json_t *outs = json_array(), *res, *url;
+	size_t i;
+
+	json_array_append_new(outs, json_pack("{s:s,s:s}", "type", "logs",
+	    "logs", logs));
+	json_array_foreach(json_object_get(result, "results"), i, res) {
+		const char *png = json_string_value(json_object_get(res, "png"));
+
+		if (png != NULL && (url = json_sprintf("data:image/png;base64,%s",
+		    png)) != NULL)
+			json_array_append_new(outs, json_pack("{s:s,s:o}", "type",
+			    "image", "url", url));
+	}
+	return outs;
+}
+
+/* note (new, or NULL) before text (new): one new string. */
+static char *
+with_note(char *note, char *text)
+{
+	char *both;
+
+	if (note == NULL || text == NULL) {
+		free(note);
+		return text;
+	}
+	if (asprintf(&both, "%s%s", note, text) == -1)
+		both = NULL;
+	free(note);
+	if (both == NULL)
+		return text;
+	free(text);
+	return both;
+}
+
+/* Run one call; its text for the model in *text (new). -1 with err when
+ * the sandbox failed (the request then fails). */
+static int
+run_call(struct run *r, const struct call *c, char **text, json_t **item,
+    struct sg_error *err)
+{
+	const char *sid = r->stream != NULL ? sg_stream_item_id(r->stream,
+	    c->id) : NULL;
+	json_t *result = NULL;
+	char *code, *problem, *note = NULL, id[48];
+
+	*item = NULL;
+	/* What runs is what the client was shown streaming, or nothing. */
+	if (sg_rw_code_arg(c->args, c->argslen, &code, &problem) == 0 &&
+	    r->stream != NULL && !sg_stream_code_agrees(r->stream, c->id, code,
+	    strlen(code))) {
+		free(code);
+		code = NULL;
+		problem = strdup(SG_RW_INVALID_ARGS);
+	}
+	if (code == NULL) {
+		*text = problem;
+	} else {
+		if (ensure_sandbox(r, err) == NULL) {
+			free(code);
+			return -1;
+		}
+		if (r->stream != NULL)
+			sg_stream_code_running(r->stream, c->id, code);
+		if (sg_bind_run(r->env->sbx, r->req, &r->bind, code, &result,
+		    &note, err) == -1) {
+			free(code);
+			return -1;
+		}
+		*text = with_note(note, sg_rw_tool_result(result));
+	}
+	if (sid != NULL)
+		snprintf(id, sizeof(id), "%s", sid);
+	else
+		sg_rand_id(id, sizeof(id), "ci_", 16);
+	/* A call whose code raised is still completed: the traceback is in
+	 * its logs, and the model reads it. */
+	*item = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o}", "id", id, "type",
+	    "code_interpreter_call", "status", "completed", "code", code,
+	    "container_id", r->bind.sandbox, "outputs", r->info.include_outputs ?
+	    call_outputs(result, *text) : json_null());
+	if (r->stream != NULL)
+		sg_stream_code_done(r->stream, c->id, *item);
+	free(code);
+	json_decref(result);
+	return 0;
+}
+
+/* The follow-up carries this turn as it came, then the tool results
+ * (Responses: outs, the function_call_output items). */
+static void
+append_followup(struct run *r, struct sg_turn *t, struct call *calls, int n,
+    char **texts, const json_t *outs)
+{
+	const char *key = r->s == SG_SURFACE_CHAT ? "messages" : "input";
+	json_t *list = json_object_get(r->work, key), *tcs, *msg;
+	size_t i;
+	int k;
+
+	if (json_is_string(list)) {
+		list = json_pack("[{s:s,s:O}]", "role", "user", "content", list);
+		json_object_set_new(r->work, key, list);
+	} else if (!json_is_array(list)) {
+		list = json_array();
+		json_object_set_new(r->work, key, list);
+	}
+	if (r->s == SG_SURFACE_RESPONSES) {
+		json_t *it;
+
+		json_array_foreach(t->items, i, it)
+			json_array_append_new(list, sg_conv_upitem(&r->conv, it));
+		json_array_extend(list, (json_t *)outs);
+		return;
+	}
+	tcs = json_array();
+	for (k = 0; k < n; k++)
+		json_array_append(tcs, (json_t *)calls[k].raw);
+	msg = json_pack("{s:s,s:o}", "role", "assistant", "tool_calls", tcs);
+	if (t->text.len > 0)
+		json_object_set_new(msg, "content", json_stringn(t->text.p,
+		    t->text.len));
+	json_array_append_new(list, msg);
+	for (k = 0; k < n; k++)
+		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "role",
+		    "tool", "tool_call_id", calls[k].id ? calls[k].id : "",
+		    "content", texts[k]));
+}
+
+/* What the client sees of a turn, in order: Responses items other than
+ * calls of the code tool; Chat text. */
+static void
+keep_visible(struct run *r, struct sg_turn *t)
+{
+	const json_t *it;
+	size_t i;
+
+	if (r->s == SG_SURFACE_CHAT) {
+		if (t->text.len > 0)
+			json_array_append_new(r->texts, json_stringn(t->text.p,
+			    t->text.len));
+		return;
+	}
+	json_array_foreach(t->items, i, it) {
+		const char *type = json_string_value(json_object_get(it, "type"));
+
+		if (type != NULL && strcmp(type, "function_call") != 0) {
+			json_array_append(r->output, (json_t *)it);
+			sg_conv_output(&r->conv, json_pack("[O]", it));
+		}
+	}
+}
+
+/* Events for a streaming client: the turn learns from each, then the
+ * renderer shows it; a NULL event is time passing. */
+static int
+stream_event(void *arg, const struct sg_sse_event *ev)
+{
+	struct run *r = arg;
+	json_t *j;
+
+	if (ev == NULL) {
+		sg_stream_tick(r->stream);
+		return 0;
+	}
+	sg_turn_event(&r->last, ev);
+	if (!ev->has_data || strcmp(ev->data, "[DONE]") == 0 ||
+	    (j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) == NULL)
+		return 0;
+	if (json_is_object(j) && (json_object_get(j, "error") == NULL ||
+	    json_object_get(j, "type") != NULL))
+		sg_stream_upstream(r->stream, j);
+	json_decref(j);
+	return 0;
+}
+
+/* While code runs: keepalives to the client, and stop if it left. */
+static int
+stream_stop(void *arg)
+{
+	struct run *r = arg;
+
+	sg_stream_tick(r->stream);
+	return r->stop != NULL ? r->stop(r->stop_arg) : 0;
+}
+
+static int
+bridged(const struct run *r)
+{
+	return r->s == SG_SURFACE_RESPONSES && r->m->api == SG_API_CHAT;
+}
+
+/* One upstream call. 0; or -1 with the reply already sent (an upstream
+ * error passed on as it came) or err filled. */
+static int
+upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
+{
+	int64_t deadline = r->req->start_ms +
+	    (int64_t)r->env->cfg->server.request_timeout * 1000;
+	sg_sse_fn fn = r->stream != NULL ? stream_event : sg_turn_event;
+	void *arg = r->stream != NULL ? (void *)r : (void *)t;
+	char *body = NULL, *errbody = NULL;
+	long status = 0;
+	int rc;
+
+	sg_turn_init(t, r->s);
+	if (r->stream != NULL)
+		sg_stream_next_turn(r->stream);
+	/* A Chat-only upstream answers a Responses body through the
+	 * bridge: the turn sees Responses events all the same. */
+	if (bridged(r))
+		rc = sg_bridge_events(r->env->up, r->m, r->work, deadline, r->req,
+		    r->out, fn, arg, &status, &errbody, err);
+	else if ((body = json_dumps(r->work, JSON_COMPACT)) == NULL)
+		return sg_error_server(err, 500, "out of memory");
+	else
+		rc = sg_upstream_events(r->env->up, r->m, r->s, body,
+		    strlen(body), deadline, r->req, r->out, fn, arg, &status,
+		    &errbody, err);
+	free(body);
+	if (rc == -1 && errbody != NULL && r->out->started) {
+		/* Too late for a status: the error as the stream's end. */
+		json_t *e = json_loads(errbody, 0, NULL);
+		const char *msg = json_string_value(json_object_get(
+		    json_object_get(e, "error"), "message"));
+
+		sg_error_set(err, (int)status, "server_error", NULL, NULL,
+		    "The upstream of model %s answered HTTP %ld: %s", r->m->name,
+		    status, msg != NULL ? msg : "no message");
+		json_decref(e);
+		free(errbody);
+		return -1;
+	}
+	if (rc == -1 && errbody != NULL) {
+		/* The upstream's own error, with its own status. */
+		if (sg_http_begin(r->out, r->req, (int)status, "application/json",
+		    NULL) == 0)
+			r->out->write(r->out, errbody, strlen(errbody));
+		free(errbody);
+		return -1;
+	}
+	if (rc == 0 && t->error != NULL) {
+		const char *msg = json_string_value(json_object_get(t->error,
+		    "message"));
+
+		return sg_error_server(err, 502, "The upstream of model %s failed "
+		    "mid-stream: %s", r->m->name, msg != NULL ? msg : "no message");
+	}
+	if (rc == 0 && t->usage != NULL)
+		sg_answer_add_usage(r->usage, t->usage);
+	return rc;
+}
+
+/* Calls of the client's own functions end the loop: Responses shows them
+ * as output items (Chat as the message's tool_calls, in chat_answer). */
+static void
+client_calls_out(struct run *r)
+{
+	json_t *c;
+	size_t i;
+
+	if (r->s == SG_SURFACE_RESPONSES)
+		json_array_foreach(r->client_calls, i, c) {
+			json_array_append(r->output, c);
+			sg_conv_output(&r->conv, json_pack("[O]", c));
+		}
+}
+
+/* New reference: the function_call_output items of a round (Responses),
+ * and what the upstream saw of each call kept for the client's item. */
+static json_t *
+round_outputs(struct run *r, struct call *calls, int n, char **texts)
+{
+	json_t *outs = json_array(), *o;
+	int k;
+
+	if (r->s != SG_SURFACE_RESPONSES)
+		return outs;
+	for (k = 0; k < n; k++) {
+		o = json_pack("{s:s,s:s,s:s}", "type", "function_call_output",
+		    "call_id", calls[k].id ? calls[k].id : "", "output",
+		    texts[k]);
+		json_array_append(outs, o);
+		sg_conv_output(&r->conv, json_pack("[O,o]", calls[k].raw, o));
+	}
+	return outs;
+}
+
+/* The files this round's code wrote, copied out; the model learns of
+ * them after the round's last result. */
+static void
+files_written(struct run *r, char **text)
+{
+	char *note = NULL, *both;
+
+	if (r->bind.sandbox[0] == '\0')
+		return;
+	sg_outf_collect(r->env->sbx, r->req->tenant, r->bind.sandbox, &note);
+	if (note == NULL)
+		return;
+	if (asprintf(&both, "%s%s", *text, note) != -1) {
+		free(*text);
+		*text = both;
+	}
+	free(note);
+}
+
+static int
+loop(struct run *r, struct sg_error *err)
+{
+	int max = r->m->max_agentic_loops > 0 ? r->m->max_agentic_loops :
+	    r->env->cfg->interception.max_agentic_loops;
+	struct call calls[32];
+	char *texts[32];
+	json_t *item, *outs;
+	int rounds = 0, n, k, final = 0, rc;
+
+	for (;;) {
+		sg_turn_free(&r->last);
+		if (upstream_turn(r, &r->last, err) == -1)
+			return -1;
+		keep_visible(r, &r->last);
+		n = collect_calls(r, &r->last, calls, 32);
+		/* The loop ends with an answer, a call for the client, or the
+		 * one call made with tool_choice none. */
+		if (n == 0 || final) {
+			client_calls_out(r);
+			return 0;
+		}
+		for (k = 0; k < n; k++)
+			texts[k] = NULL;
+		for (rc = 0, k = 0; k < n && rc == 0; k++) {
+			rc = run_call(r, &calls[k], &texts[k], &item, err);
+			if (rc == 0 && r->s == SG_SURFACE_RESPONSES)
+				json_array_append_new(r->output, item);
+			else
+				json_decref(item);
+		}
+		if (rc == -1) {
+			for (k = 0; k < n; k++)
+				free(texts[k]);
+			return -1;
+		}
+		files_written(r, &texts[n - 1]);
+		outs = round_outputs(r, calls, n, texts);
+		if (json_array_size(r->client_calls) == 0)
+			append_followup(r, &r->last, calls, n, texts, outs);
+		for (k = 0; k < n; k++)
+			free(texts[k]);
+		/* A client function call: the client continues from here, and
+		 * the upstream still waits for the code calls' outputs. */
+		if (json_array_size(r->client_calls) > 0) {
+			sg_conv_pending(&r->conv, outs);
+			client_calls_out(r);
+			return 0;
+		}
+		json_decref(outs);
+		rounds++;
+		sg_mx_round();
+		final = rounds >= max || repeated(r, calls, n);
+		sg_rw_followup(r->work, r->s, r->tool, final);
+	}
+}
+
+void
+sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
+    enum sg_surface s, const json_t *body, const struct sg_req *req,
+    struct sg_out *out)
+{
+	struct run r = { .env = env, .m = m, .s = s, .req = req, .out = out,
+	    .tool = sg_rw_wants_code(body) ? env->cfg->interception.tool_name :
+	    "" };
+	json_int_t created = (json_int_t)time(NULL);
+	struct sg_error err;
+	json_t *answer = NULL;
+	int rc, new_conv;
+
+	/* Every path that fails fills err; this is only a safe default. */
+	sg_error_server(&err, 500, "The interception loop failed.");
+	/* What a Chat upstream cannot do is refused before anything. */
+	if (bridged(&r) && sg_bridge_check(body, &err) == -1) {
+		sg_http_error(out, req, &err);
+		return;
+	}
+	r.work = json_deep_copy(body);
+	r.output = json_array();
+	r.texts = json_array();
+	r.client_calls = json_array();
+	r.usage = json_object();
+	r.prints = json_array();
+	sg_turn_init(&r.last, s);
+	r.cite = (struct sg_cite){ env->sbx->store, req->tenant,
+	    r.bind.sandbox, r.peek };
+	/* Before the rewrite: it reads the client's own tools. */
+	rc = sg_bind_init(env->sbx, req, r.work, &r.bind, &err);
+	/* A conversation's container is found again by what a Responses
+	 * follow-up carries; no Chat request can name it. */
+	if (rc == 0 && s == SG_SURFACE_CHAT &&
+	    r.bind.kind == SG_SBX_CONVERSATION)
+		r.bind.kind = SG_SBX_EPHEMERAL;
+	new_conv = rc == 0 && r.bind.kind == SG_SBX_CONVERSATION &&
+	    r.bind.sandbox[0] == '\0';
+	if (rc == 0 && s == SG_SURFACE_RESPONSES)
+		sg_bind_peek(env->sbx, req, &r.bind, r.peek);
+	/* Before the rewrite too: it asks for reasoning's encrypted form
+	 * when the upstream is to keep nothing. */
+	if (rc == 0 && s == SG_SURFACE_RESPONSES)
+		rc = sg_conv_begin(&r.conv, env->sbx->store, m, req, r.work,
+		    env->cfg->interception.tool_name,
+		    env->cfg->server.max_body_bytes, &err);
+	sg_rw_first(r.work, s, r.tool, &r.info);
+	if (m->model != NULL)
+		json_object_set_new(r.work, "model", json_string(m->model));
+	if (json_is_true(json_object_get(body, "stream"))) {
+		/* Live: the renderer writes as the loop goes; provider calls
+		 * keep the client alive while code runs. */
+		r.stream = sg_stream_new(s, req, out, body, r.tool,
+		    r.info.include_outputs, ensure_sandbox, &r);
+		if (s == SG_SURFACE_RESPONSES && r.stream != NULL)
+			sg_stream_cite(r.stream, &r.cite);
+		r.stop = env->sbx->prov->stop;
+		r.stop_arg = env->sbx->prov->stop_arg;
+		env->sbx->prov->stop = stream_stop;
+		env->sbx->prov->stop_arg = &r;
+	}
+	if (rc == 0)
+		rc = loop(&r, &err);
+	if (rc == 0)
+		answer = s == SG_SURFACE_CHAT ? sg_answer_chat(r.last.head, body,
+		    r.texts, r.client_calls, r.last.finish_reason, r.usage) :
+		    sg_answer_responses(r.last.response, body, r.output, r.usage,
+		    r.stream != NULL ? sg_stream_id(r.stream) : NULL);
+	if (answer != NULL && s == SG_SURFACE_RESPONSES)
+		sg_cite_output(&r.cite, json_object_get(answer, "output"));
+	/* OpenAI's created_at is when the request came, not the last turn
+	 * (a stream's answer carries its own, from the same moment). */
+	if (answer != NULL && s == SG_SURFACE_RESPONSES && r.stream == NULL)
+		json_object_set_new(answer, "created_at", json_integer(created));
+	/* The request's own sandbox goes with the request, on every path;
+	 * so does a conversation's new one when no answer leads to it. */
+	if (answer == NULL && new_conv)
+		r.bind.kind = SG_SBX_EPHEMERAL;
+	sg_bind_end(env->sbx, req, &r.bind);
+	if (answer != NULL && s == SG_SURFACE_RESPONSES)
+		sg_conv_save(&r.conv, answer, json_string_value(json_object_get(
+		    r.last.response, "id")), r.bind.sandbox[0] != '\0' ?
+		    r.bind.sandbox : NULL);
+	if (r.stream != NULL) {
+		env->sbx->prov->stop = r.stop;
+		env->sbx->prov->stop_arg = r.stop_arg;
+		if (answer != NULL)
+			sg_stream_finish(r.stream, answer);
+		else if (sg_stream_begun(r.stream))
+			sg_stream_fail(r.stream, &err);
+		else if (!out->started)
+			sg_http_error(out, req, &err);
+		sg_stream_free(r.stream);
+	} else if (answer != NULL)
+		sg_http_json(out, req, 200, answer);
+	else if (!out->started)
+		sg_http_error(out, req, &err);
+	json_decref(answer);
+	sg_turn_free(&r.last);
+	json_decref(r.work);
+	json_decref(r.output);
+	json_decref(r.texts);
+	json_decref(r.client_calls);
+	json_decref(r.usage);
+	json_decref(r.prints);
+	sg_conv_free(&r.conv);
+}

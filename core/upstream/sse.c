@@ -1,0 +1,156 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "sse.h"
+#include "../../lib/util.h"
+
+
+struct sg_sse {
+	struct sg_buf	 raw;	/* current event, as received */
+	struct sg_buf	 line;	/* current line, no terminator */
+	struct sg_buf	 data;	/* joined data lines */
+	char		 name[64];
+	int		 has_data;
+	int		 prev_cr;	/* last byte was '\r': a '\n' may follow */
+	size_t		 max;
+	sg_sse_fn	 fn;
+	void		*arg;
+};
+
+struct sg_sse *
+sg_sse_new(size_t max, sg_sse_fn fn, void *arg)
+{
+	struct sg_sse *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	s->max = max;
+	s->fn = fn;
+	s->arg = arg;
+	return s;
+}
+
+void
+sg_sse_free(struct sg_sse *s)
+{
+	if (s == NULL)
+		return;
+	free(s->raw.p);
+	free(s->line.p);
+	free(s->data.p);
+	free(s);
+}
+
+/* One complete line (terminator stripped): apply its field. */
+static int
+take_line(struct sg_sse *s)
+{
+	const char *l = s->line.p != NULL ? s->line.p : "";
+	size_t n = s->line.len, flen;
+	const char *val;
+	size_t vlen;
+
+	if (n == 0 || l[0] == ':')
+		return 0;
+	val = memchr(l, ':', n);
+	flen = val != NULL ? (size_t)(val - l) : n;
+	if (val != NULL) {
+		val++;
+		if (val < l + n && *val == ' ')
+			val++;
+		vlen = n - (size_t)(val - l);
+	} else {
+		val = "";
+		vlen = 0;
+	}
+	if (flen == 4 && memcmp(l, "data", 4) == 0) {
+		if (s->has_data && sg_buf_add(&s->data, "\n", 1) == -1)
+			return -1;
+		s->has_data = 1;
+		return sg_buf_add(&s->data, val, vlen);
+	}
+	if (flen == 5 && memcmp(l, "event", 5) == 0) {
+		if (vlen >= sizeof(s->name))
+			vlen = sizeof(s->name) - 1;
+		memcpy(s->name, val, vlen);
+		s->name[vlen] = '\0';
+	}
+	return 0;
+}
+
+static int
+dispatch(struct sg_sse *s)
+{
+	struct sg_sse_event ev;
+	int rc;
+
+	ev.raw = s->raw.p;
+	ev.rawlen = s->raw.len;
+	ev.name = s->name;
+	/* A comment-only block must not show the previous event's data. */
+	ev.data = s->has_data && s->data.p != NULL ? s->data.p : "";
+	ev.datalen = s->data.len;
+	ev.has_data = s->has_data;
+	rc = s->fn(s->arg, &ev);
+	s->raw.len = s->data.len = 0;
+	s->name[0] = '\0';
+	s->has_data = 0;
+	return rc;
+}
+
+int
+sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
+{
+	size_t i = 0, j;
+	char c;
+
+	while (i < len) {
+		c = buf[i];
+		if (c != '\n' && c != '\r') {
+			/* A run of a line's bytes, taken whole. */
+			for (j = i + 1; j < len && buf[j] != '\n' &&
+			    buf[j] != '\r'; j++)
+				;
+			if (sg_buf_add(&s->raw, buf + i, j - i) == -1 ||
+			    sg_buf_add(&s->line, buf + i, j - i) == -1)
+				return -1;
+			s->prev_cr = 0;
+			if (s->raw.len > s->max)
+				return -1;
+			i = j;
+			continue;
+		}
+		if (sg_buf_add(&s->raw, &c, 1) == -1)
+			return -1;
+		i++;
+		if (c == '\n' && s->prev_cr) {
+			/* Second half of "\r\n": the line already ended. */
+			s->prev_cr = 0;
+			continue;
+		}
+		s->prev_cr = c == '\r';
+		if (s->line.len == 0) {
+			if (dispatch(s) == -1)
+				return -1;
+			continue;
+		}
+		if (take_line(s) == -1)
+			return -1;
+		s->line.len = 0;
+	}
+	return 0;
+}
+
+const char *
+sg_sse_pending(const struct sg_sse *s, size_t *len)
+{
+	*len = s->raw.len;
+	return s->raw.p;
+}
+
+int
+sg_sse_at_boundary(const struct sg_sse *s)
+{
+	/* A lone '\n' after "\r\r" belongs to the finished event's bytes. */
+	return s->raw.len == 0 || (s->raw.len == 1 && s->raw.p[0] == '\n');
+}
