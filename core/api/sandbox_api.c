@@ -2,16 +2,15 @@
  * The direct sandbox API: POST/GET /v1/sandboxes, GET/DELETE
  * /v1/sandboxes/{id}, POST /v1/sandboxes/{id}/code and the one-shot
  * POST /v1/code. Sandboxes belong to the caller's key; another key's
- * answer 404, never 403, so ids leak nothing. Here too the one refusal
- * of a tool the key may not use (sg_sbx_may_use), for every route.
+ * answer 404, never 403, so ids leak nothing. Every route refuses a
+ * tool the key may not use first (sg_sbx_may_use).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sandbox_api.h"
 #include "../http/router.h"
-#include "../state/sandbox.h"
-
 
 /* Optional string member: 0 and *out (borrowed, NULL when absent). */
 static int
@@ -61,18 +60,6 @@ code_args(const struct sg_cfg *cfg, const json_t *b, const char **code,
 	*timeout = secs > cfg->server.request_timeout ?
 	    cfg->server.request_timeout : (int)ceil(secs);
 	return 0;
-}
-
-int
-sg_sbx_may_use(const struct sg_sbx_env *env, const char *tool,
-    const char *param, struct sg_error *err)
-{
-	if (tool == NULL)
-		tool = env->cfg->interception.sandbox_tool;
-	if (tool == NULL || sg_cfg_key_may_use(env->key, tool))
-		return 0;
-	return sg_error_set(err, 403, "invalid_request_error", "tool_not_allowed",
-	    param, "This API key may not use the sandbox tool '%s'.", tool);
 }
 
 /* The caller's sandbox id in *row (sg_store_sbx_clear it), when its key

@@ -3,43 +3,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "loop.h"
-#include "outfiles.h"
-#include "rewrite.h"
-#include "session.h"
-#include "turn.h"
+#include "loop_int.h"
 #include "../render/answer.h"
-#include "../render/stream.h"
-#include "../state/convo.h"
 #include "../state/metrics.h"
 #include "../upstream/bridge.h"
 #include "../../lib/util.h"
-
-/* One request in the loop. */
-struct run {
-	struct sg_loop_env	*env;
-	const struct sg_cfg_model *m;
-	enum sg_surface		 s;
-	const struct sg_req	*req;
-	struct sg_out		*out;
-	const char		*tool;		/* the function tool's name; ""
-						 * when the client has no code tool */
-	struct sg_rw_info	 info;
-	json_t			*work;		/* the body sent upstream */
-	json_t			*output;	/* Responses: items for the client */
-	json_t			*texts;		/* Chat: each turn's text */
-	json_t			*client_calls;	/* calls of the client's tools */
-	json_t			*usage;		/* summed over every turn */
-	json_t			*prints;	/* fingerprints of code rounds */
-	struct sg_bind		 bind;		/* the sandbox code runs in */
-	struct sg_conv		 conv;		/* Responses: its state */
-	struct sg_turn		 last;
-	struct sg_stream	*stream;	/* a streaming client's renderer */
-	struct sg_cite		 cite;		/* links to the sandbox's files */
-	char			 peek[48];	/* a session's sandbox, unbound */
-	int			(*stop)(void *);	/* the provider's, saved */
-	void			*stop_arg;
-};
 
 /* The request's sandbox, made or found on its first need. */
 static const char *
@@ -48,216 +16,6 @@ ensure_sandbox(void *arg, struct sg_error *err)
 	struct run *r = arg;
 
 	return sg_bind_sandbox(r->env->sbx, r->req, &r->bind, err);
-}
-
-/* A code call of this turn: {call_id, arguments}. Both surfaces. */
-struct call {
-	const char	*id;
-	const char	*args;
-	size_t		 argslen;
-	const json_t	*raw;	/* the upstream's item or tool call */
-};
-
-static int
-collect_calls(struct run *r, struct sg_turn *t, struct call *calls, int max)
-{
-	const json_t *it, *fn;
-	const char *name;
-	int n = 0;
-	size_t i;
-
-	if (r->s == SG_SURFACE_RESPONSES) {
-		json_array_foreach(t->items, i, it) {
-			if (strcmp(json_string_value(json_object_get(it, "type")) ?
-			    json_string_value(json_object_get(it, "type")) : "",
-			    "function_call") != 0)
-				continue;
-			name = json_string_value(json_object_get(it, "name"));
-			if (name != NULL && r->tool[0] != '\0' &&
-			    strcmp(name, r->tool) == 0 && n < max) {
-				calls[n].id = json_string_value(json_object_get(it,
-				    "call_id"));
-				calls[n].args = json_string_value(json_object_get(it,
-				    "arguments"));
-				calls[n].argslen = json_string_length(
-				    json_object_get(it, "arguments"));
-				calls[n++].raw = it;
-			} else
-				json_array_append(r->client_calls, (json_t *)it);
-		}
-		return n;
-	}
-	json_array_foreach(t->tool_calls, i, it) {
-		fn = json_object_get(it, "function");
-		name = json_string_value(json_object_get(fn, "name"));
-		if (name != NULL && r->tool[0] != '\0' &&
-		    strcmp(name, r->tool) == 0 && n < max) {
-			calls[n].id = json_string_value(json_object_get(it, "id"));
-			calls[n].args = json_string_value(json_object_get(fn,
-			    "arguments"));
-			calls[n].argslen = json_string_length(json_object_get(fn,
-			    "arguments"));
-			calls[n++].raw = it;
-		} else
-			json_array_append(r->client_calls, (json_t *)it);
-	}
-	return n;
-}
-
-/* The calls compared without their ids: an identical round repeats. */
-static int
-repeated(struct run *r, struct call *calls, int n)
-{
-	json_t *fp = json_array(), *p;
-	char *text;
-	size_t i;
-	int k, seen = 0;
-
-	for (k = 0; k < n; k++)
-		json_array_append_new(fp, json_stringn(calls[k].args ?
-		    calls[k].args : "", calls[k].argslen));
-	text = json_dumps(fp, JSON_COMPACT);
-	json_decref(fp);
-	json_array_foreach(r->prints, i, p)
-		if (text != NULL && strcmp(json_string_value(p), text) == 0)
-			seen = 1;
-	if (text != NULL)
-		json_array_append_new(r->prints, json_string(text));
-	free(text);
-	return seen;
-}
-
-/* New reference: a call's outputs. An image is made once, straight into
- * its string (a PNG may be megabytes). */
-static json_t *
-call_outputs(const json_t *result, const char *logs)
-{
-	json_t *outs = json_array(), *res, *url;
-	size_t i;
-
-	json_array_append_new(outs, json_pack("{s:s,s:s}", "type", "logs",
-	    "logs", logs));
-	json_array_foreach(json_object_get(result, "results"), i, res) {
-		const char *png = json_string_value(json_object_get(res, "png"));
-
-		if (png != NULL && (url = json_sprintf("data:image/png;base64,%s",
-		    png)) != NULL)
-			json_array_append_new(outs, json_pack("{s:s,s:o}", "type",
-			    "image", "url", url));
-	}
-	return outs;
-}
-
-/* note (new, or NULL) before text (new): one new string. */
-static char *
-with_note(char *note, char *text)
-{
-	char *both;
-
-	if (note == NULL || text == NULL) {
-		free(note);
-		return text;
-	}
-	if (asprintf(&both, "%s%s", note, text) == -1)
-		both = NULL;
-	free(note);
-	if (both == NULL)
-		return text;
-	free(text);
-	return both;
-}
-
-/* Run one call; its text for the model in *text (new). -1 with err when
- * the sandbox failed (the request then fails). */
-static int
-run_call(struct run *r, const struct call *c, char **text, json_t **item,
-    struct sg_error *err)
-{
-	const char *sid = r->stream != NULL ? sg_stream_item_id(r->stream,
-	    c->id) : NULL;
-	json_t *result = NULL;
-	char *code, *problem, *note = NULL, id[48];
-
-	*item = NULL;
-	/* What runs is what the client was shown streaming, or nothing. */
-	if (sg_rw_code_arg(c->args, c->argslen, &code, &problem) == 0 &&
-	    r->stream != NULL && !sg_stream_code_agrees(r->stream, c->id, code,
-	    strlen(code))) {
-		free(code);
-		code = NULL;
-		problem = strdup(SG_RW_INVALID_ARGS);
-	}
-	if (code == NULL) {
-		*text = problem;
-	} else {
-		if (ensure_sandbox(r, err) == NULL) {
-			free(code);
-			return -1;
-		}
-		if (r->stream != NULL)
-			sg_stream_code_running(r->stream, c->id, code);
-		if (sg_bind_run(r->env->sbx, r->req, &r->bind, code, &result,
-		    &note, err) == -1) {
-			free(code);
-			return -1;
-		}
-		*text = with_note(note, sg_rw_tool_result(result));
-	}
-	if (sid != NULL)
-		snprintf(id, sizeof(id), "%s", sid);
-	else
-		sg_rand_id(id, sizeof(id), "ci_", 16);
-	/* A call whose code raised is still completed: the traceback is in
-	 * its logs, and the model reads it. */
-	*item = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o}", "id", id, "type",
-	    "code_interpreter_call", "status", "completed", "code", code,
-	    "container_id", r->bind.sandbox, "outputs", r->info.include_outputs ?
-	    call_outputs(result, *text) : json_null());
-	if (r->stream != NULL)
-		sg_stream_code_done(r->stream, c->id, *item);
-	free(code);
-	json_decref(result);
-	return 0;
-}
-
-/* The follow-up carries this turn as it came, then the tool results
- * (Responses: outs, the function_call_output items). */
-static void
-append_followup(struct run *r, struct sg_turn *t, struct call *calls, int n,
-    char **texts, const json_t *outs)
-{
-	const char *key = r->s == SG_SURFACE_CHAT ? "messages" : "input";
-	json_t *list = json_object_get(r->work, key), *tcs, *msg;
-	size_t i;
-	int k;
-
-	if (json_is_string(list)) {
-		list = json_pack("[{s:s,s:O}]", "role", "user", "content", list);
-		json_object_set_new(r->work, key, list);
-	} else if (!json_is_array(list)) {
-		list = json_array();
-		json_object_set_new(r->work, key, list);
-	}
-	if (r->s == SG_SURFACE_RESPONSES) {
-		json_t *it;
-
-		json_array_foreach(t->items, i, it)
-			json_array_append_new(list, sg_conv_upitem(&r->conv, it));
-		json_array_extend(list, (json_t *)outs);
-		return;
-	}
-	tcs = json_array();
-	for (k = 0; k < n; k++)
-		json_array_append(tcs, (json_t *)calls[k].raw);
-	msg = json_pack("{s:s,s:o}", "role", "assistant", "tool_calls", tcs);
-	if (t->text.len > 0)
-		json_object_set_new(msg, "content", json_stringn(t->text.p,
-		    t->text.len));
-	json_array_append_new(list, msg);
-	for (k = 0; k < n; k++)
-		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "role",
-		    "tool", "tool_call_id", calls[k].id ? calls[k].id : "",
-		    "content", texts[k]));
 }
 
 /* What the client sees of a turn, in order: Responses items other than
@@ -399,45 +157,6 @@ client_calls_out(struct run *r)
 		}
 }
 
-/* New reference: the function_call_output items of a round (Responses),
- * and what the upstream saw of each call kept for the client's item. */
-static json_t *
-round_outputs(struct run *r, struct call *calls, int n, char **texts)
-{
-	json_t *outs = json_array(), *o;
-	int k;
-
-	if (r->s != SG_SURFACE_RESPONSES)
-		return outs;
-	for (k = 0; k < n; k++) {
-		o = json_pack("{s:s,s:s,s:s}", "type", "function_call_output",
-		    "call_id", calls[k].id ? calls[k].id : "", "output",
-		    texts[k]);
-		json_array_append(outs, o);
-		sg_conv_output(&r->conv, json_pack("[O,o]", calls[k].raw, o));
-	}
-	return outs;
-}
-
-/* The files this round's code wrote, copied out; the model learns of
- * them after the round's last result. */
-static void
-files_written(struct run *r, char **text)
-{
-	char *note = NULL, *both;
-
-	if (r->bind.sandbox[0] == '\0')
-		return;
-	sg_outf_collect(r->env->sbx, r->req->tenant, r->bind.sandbox, &note);
-	if (note == NULL)
-		return;
-	if (asprintf(&both, "%s%s", *text, note) != -1) {
-		free(*text);
-		*text = both;
-	}
-	free(note);
-}
-
 static int
 loop(struct run *r, struct sg_error *err)
 {
@@ -453,7 +172,7 @@ loop(struct run *r, struct sg_error *err)
 		if (upstream_turn(r, &r->last, err) == -1)
 			return -1;
 		keep_visible(r, &r->last);
-		n = collect_calls(r, &r->last, calls, 32);
+		n = sg_call_collect(r, &r->last, calls, 32);
 		/* The loop ends with an answer, a call for the client, or the
 		 * one call made with tool_choice none. */
 		if (n == 0 || final) {
@@ -463,7 +182,7 @@ loop(struct run *r, struct sg_error *err)
 		for (k = 0; k < n; k++)
 			texts[k] = NULL;
 		for (rc = 0, k = 0; k < n && rc == 0; k++) {
-			rc = run_call(r, &calls[k], &texts[k], &item, err);
+			rc = sg_call_run(r, &calls[k], &texts[k], &item, err);
 			if (rc == 0 && r->s == SG_SURFACE_RESPONSES)
 				json_array_append_new(r->output, item);
 			else
@@ -474,10 +193,10 @@ loop(struct run *r, struct sg_error *err)
 				free(texts[k]);
 			return -1;
 		}
-		files_written(r, &texts[n - 1]);
-		outs = round_outputs(r, calls, n, texts);
+		sg_call_files(r, &texts[n - 1]);
+		outs = sg_call_outputs(r, calls, n, texts);
 		if (json_array_size(r->client_calls) == 0)
-			append_followup(r, &r->last, calls, n, texts, outs);
+			sg_call_followup(r, &r->last, calls, n, texts, outs);
 		for (k = 0; k < n; k++)
 			free(texts[k]);
 		/* A client function call: the client continues from here, and
@@ -490,7 +209,7 @@ loop(struct run *r, struct sg_error *err)
 		json_decref(outs);
 		rounds++;
 		sg_mx_round();
-		final = rounds >= max || repeated(r, calls, n);
+		final = rounds >= max || sg_call_repeated(r, calls, n);
 		sg_rw_followup(r->work, r->s, r->tool, final);
 	}
 }

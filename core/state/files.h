@@ -1,7 +1,7 @@
 /*
- * sg_files: OpenAI's Files API (/v1/files), and what container files
- * share with it: where a file's bytes live, its JSON, sending it, and the
- * reaper's pruning.
+ * sg_files: the tenants' files, what /v1/files and container files share:
+ * where a file's bytes live, its JSON, its quota, sending it, and the
+ * reaper's pruning. The routes: core/api/files_api.h.
  */
 #ifndef SG_FILES_H
 #define SG_FILES_H
@@ -10,7 +10,6 @@
 
 #include "../config/config.h"
 #include "../http/http.h"
-#include "../http/router.h"
 #include "../http/upload.h"
 #include "../../store/store.h"
 
@@ -21,9 +20,6 @@ struct sg_files_env {
 
 #define SG_FILES_IDS_MAX	50	/* OpenAI's most file_ids in a request */
 
-/* Answer one of the SG_ROUTE_FILE_* routes for req's tenant. */
-void	 sg_files_api(const struct sg_files_env *, enum sg_route,
-	    const char *id, struct sg_req *, struct sg_out *);
 /* New reference: the file object OpenAI answers for f. */
 json_t	*sg_files_json(const struct sg_store_file *f);
 /* Where the bytes of file id are: 0, or -1 when the path does not fit. */

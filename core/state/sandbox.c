@@ -13,28 +13,6 @@
 #define UNLOCK_TRY_MS	8000	/* longer than a database's restart */
 #define UNLOCK_PAUSE_US	100000
 
-const char *
-sg_sbx_kind_name(int kind)
-{
-	static const char *const kinds[] = { "ephemeral", "session",
-	    "conversation", "explicit", "warm" };
-
-	return kind >= SG_SBX_EPHEMERAL && kind <= SG_SBX_WARM ?
-	    kinds[kind] : NULL;
-}
-
-/*
- * One logfmt line per sandbox made or deleted (ids, tool names and kinds
- * carry no spaces: the config's names are checked, the rest are ours).
- */
-void
-sg_sbx_log(const char *event, const char *id, const char *tool,
-    const char *extra)
-{
-	fprintf(stderr, "event=%s id=%s tool=%s%s%s\n", event, id, tool,
-	    extra[0] != '\0' ? " " : "", extra);
-}
-
 static int
 not_found(struct sg_error *err, const char *id)
 {
@@ -46,61 +24,6 @@ static int
 store_error(struct sg_sbx_env *env, struct sg_error *err)
 {
 	return sg_error_store(err, sg_store_errmsg(env->store));
-}
-
-/* A provider failure as the error a client gets. Credentials are never
- * echoed: only the tool's name. */
-int
-sg_sbx_prov_error(const struct sg_tool *t, const struct sg_prov_error *pe,
-    const char *id, struct sg_error *err)
-{
-	switch (pe->rc) {
-	case SG_PROV_AUTH:
-		return sg_error_final(err, 502, "Sandbox tool %s: the provider "
-		    "refused its credentials; check the tool's api_key.", t->name);
-	case SG_PROV_RATE:
-		return sg_error_set(err, 429, "requests", "rate_limit_exceeded",
-		    NULL, "Sandbox tool %s is rate limited by its provider: %s",
-		    t->name, pe->message);
-	case SG_PROV_TIMEOUT:
-		/* A run that started is a result (TimeoutError): this one
-		 * never answered, and asking again would wait as long again. */
-		return sg_error_final(err, 504, "Sandbox tool %s: %s", t->name,
-		    pe->message);
-	case SG_PROV_GONE:
-		return not_found(err, id);
-	case SG_PROV_CAP:
-		return sg_error_invalid(err, "code", "output_too_large", "%s",
-		    pe->message);
-	case SG_PROV_STOPPED:
-		return sg_error_set(err, 499, "server_error", NULL, NULL,
-		    "The client closed the connection.");
-	case SG_PROV_CONFIG:
-		return sg_error_server(err, 500, "%s", pe->message);
-	default:
-		return sg_error_server(err, 502, "Sandbox tool %s: %s", t->name,
-		    pe->message);
-	}
-}
-
-static const struct sg_tool *
-tool_of(struct sg_sbx_env *env, const char *name, const struct sg_provider_ops
-    **ops, struct sg_error *err)
-{
-	const struct sg_tool *t = sg_cfg_tool(env->cfg, name);
-
-	if (t == NULL) {
-		sg_error_invalid(err, "tool", "invalid_value", "No sandbox tool "
-		    "named '%s' is configured.", name);
-		return NULL;
-	}
-	if ((*ops = sg_provider_ops(t->provider)) == NULL) {
-		sg_error_server(err, 500, "Sandbox tool %s uses the %s provider, "
-		    "which this build of sandgate does not have yet.", t->name,
-		    sg_provider_name(t->provider));
-		return NULL;
-	}
-	return t;
 }
 
 /* Life at the provider: a request's own sandbox outlives the request, a
@@ -136,35 +59,6 @@ evict(struct sg_sbx_env *env, const char *victim)
 		sg_log("sandgate: evicting sandbox %s: %s", victim,
 		    why);
 	sg_store_sbx_clear(&row);
-}
-
-int
-sg_sbx_make(struct sg_sbx_env *env, const struct sg_tool *t,
-    const struct sg_provider_ops *ops, const char *id, int kind, int life,
-    json_t **handle, struct sg_prov_error *pe, char *extra, size_t sz)
-{
-	const char *k = sg_sbx_kind_name(kind);
-	int64_t t0 = sg_now_ms();
-	int rc;
-
-	*handle = NULL;
-	rc = ops->create(env->prov, t, id, life, handle, pe);
-	snprintf(extra, sz, "kind=%s ms=%lld%s%s", k != NULL ? k : "other",
-	    (long long)(sg_now_ms() - t0), rc != SG_PROV_OK ? " reason=" : "",
-	    rc != SG_PROV_OK ? sg_prov_rc_name(rc) : "");
-	if (rc == SG_PROV_OK) {
-		sg_mx_sbx(t->name, SG_MX_CREATED, sg_now_ms() - t0);
-		return rc;
-	}
-	sg_sbx_log("sandbox_create_failed", id, t->name, extra);
-	sg_mx_sbx(t->name, SG_MX_CREATE_FAILED, 0);
-	/* An answer from the provider means nothing was created; a timeout
-	 * might have, so that row stays for the reaper. */
-	if (rc != SG_PROV_TIMEOUT && rc != SG_PROV_STOPPED)
-		sg_store_sbx_remove(env->store, id);
-	else
-		sg_store_sbx_abandon(env->store, id);
-	return rc;
 }
 
 /* The provider's half of a create, for a row already recorded. */
@@ -216,7 +110,7 @@ sg_sbx_create(struct sg_sbx_env *env, const char *tenant, const char *tool,
 
 	memset(out, 0, sizeof(*out));
 	if (sg_sbx_may_use(env, tool, "tool", err) == -1 ||
-	    (t = tool_of(env, tool != NULL ? tool :
+	    (t = sg_sbx_tool(env, tool != NULL ? tool :
 	    env->cfg->interception.sandbox_tool, &ops, err)) == NULL)
 		return -1;
 	if (sg_rand_id(id, sizeof(id), "cntr_", 16) == -1)
@@ -285,7 +179,7 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
 	*lost = 0;
 	snprintf(max, sizeof(max), "%d", env->cfg->sessions.max_per_key);
 	if (sg_sbx_may_use(env, NULL, "tools", err) == -1 ||
-	    (t = tool_of(env, env->cfg->interception.sandbox_tool, &ops,
+	    (t = sg_sbx_tool(env, env->cfg->interception.sandbox_tool, &ops,
 	    err)) == NULL)
 		return -1;
 	for (;;) {
@@ -348,7 +242,7 @@ sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
 		    "id", "Container with id '%s' is not ready (%s).", id,
 		    row->state);
 	}
-	if ((*t = tool_of(env, row->tool, ops, err)) != NULL &&
+	if ((*t = sg_sbx_tool(env, row->tool, ops, err)) != NULL &&
 	    (*t)->provider == SG_PROVIDER_LOCAL && !sg_sbx_ours(env, row)) {
 		sg_sbx_other_box(env, row, err);
 		sg_store_sbx_clear(row);
@@ -534,86 +428,4 @@ sg_sbx_json(const struct sg_cfg *cfg, const struct sg_store_sbx *row)
 	    "created_at", (json_int_t)row->created_at,
 	    "last_active_at", (json_int_t)row->last_used_at,
 	    "expires_at", (json_int_t)row->expires_at);
-}
-
-static int
-remove_row(struct sg_sbx_env *env, const struct sg_store_sbx *row, char *why,
-    size_t whysz)
-{
-	if (sg_store_sbx_remove(env->store, row->id) == SG_STORE_OK)
-		return 0;
-	snprintf(why, whysz, "%s", sg_store_errmsg(env->store));
-	return -1;
-}
-
-/*
- * A row left "creating" by a creator that died: the provider may have
- * made the sandbox all the same. Found by the label create gave it: OK
- * with *handle; GONE when the provider has none (or cannot be asked: a
- * local sandbox dies with the request making it); else an error in why.
- */
-static int
-find_orphan(struct sg_sbx_env *env, const struct sg_store_sbx *row,
-    json_t **handle, char *why, size_t whysz)
-{
-	const struct sg_provider_ops *ops;
-	const struct sg_tool *t;
-	struct sg_prov_error pe;
-	struct sg_error err;
-	int rc;
-
-	if ((t = tool_of(env, row->tool, &ops, &err)) == NULL) {
-		snprintf(why, whysz, "%s", err.message);
-		return SG_PROV_FAILED;
-	}
-	if (ops->find == NULL)
-		return SG_PROV_GONE;
-	rc = ops->find(env->prov, t, row->id, handle, &pe);
-	if (rc != SG_PROV_OK && rc != SG_PROV_GONE)
-		snprintf(why, whysz, "%s", pe.message);
-	return rc;
-}
-
-int
-sg_sbx_destroy_row(struct sg_sbx_env *env, const struct sg_store_sbx *row,
-    char *why, size_t whysz)
-{
-	const struct sg_provider_ops *ops;
-	const struct sg_tool *t = NULL;
-	struct sg_prov_error pe;
-	struct sg_error err;
-	json_t *handle;
-	int rc = SG_PROV_OK, claim;
-
-	/* Claimed (a warm one handed out, a run begun) or gone since it was
-	 * read: not this reading's to delete. */
-	if ((claim = sg_store_sbx_claim_delete(env->store, row)) ==
-	    SG_STORE_NOTFOUND)
-		return 1;
-	if (claim != SG_STORE_OK) {
-		snprintf(why, whysz, "%s", sg_store_errmsg(env->store));
-		return -1;
-	}
-	handle = row->handle != NULL ? json_loads(row->handle, 0, NULL) : NULL;
-	if (handle == NULL && strcmp(row->state, "creating") == 0 &&
-	    (rc = find_orphan(env, row, &handle, why, whysz)) != SG_PROV_OK)
-		return rc == SG_PROV_GONE ? remove_row(env, row, why, whysz) : -1;
-	if (handle != NULL && (t = tool_of(env, row->tool, &ops, &err)) != NULL)
-		rc = ops->destroy(env->prov, t, handle, &pe);
-	else if (handle != NULL) {
-		snprintf(why, whysz, "%s", err.message);
-		rc = SG_PROV_FAILED;
-	}
-	json_decref(handle);
-	if (rc != SG_PROV_OK && rc != SG_PROV_GONE) {
-		if (handle != NULL && t != NULL)
-			snprintf(why, whysz, "%s", pe.message);
-		sg_mx_sbx(row->tool, SG_MX_DELETE_FAILED, 0);
-		return -1;
-	}
-	if (handle != NULL) {
-		sg_sbx_log("sandbox_delete", row->id, row->tool, "by=sweep");
-		sg_mx_sbx(row->tool, SG_MX_SWEPT, 0);
-	}
-	return remove_row(env, row, why, whysz);
 }

@@ -132,10 +132,11 @@ int	 sg_sbx_other_box(struct sg_sbx_env *, const struct sg_store_sbx *,
 int	 sg_sbx_reap(struct sg_sbx_env *, const char *only_tool, int *deleted,
 	    int *failed, int *skipped);
 
-/* The direct sandbox routes (design §3.3): answer one request. The
- * route and its {id} come from the router. */
-void	 sg_sbx_api(struct sg_sbx_env *, int route, const char *id,
-	    const struct sg_req *, struct sg_out *);
+/* sbx_prov.c: the configured tool named name and its provider's ops in
+ * *ops; NULL with err (400: no such tool; 500: a provider this build
+ * does not have). */
+const struct sg_tool *sg_sbx_tool(struct sg_sbx_env *, const char *name,
+	    const struct sg_provider_ops **ops, struct sg_error *);
 /*
  * The provider's create for row id (recorded "creating"), of kind (for
  * the log) and life: OK with *handle (new) and the log's fields in extra

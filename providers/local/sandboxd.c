@@ -29,7 +29,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,7 +47,7 @@ struct kernel {
 	char	 id[48];
 	pid_t	 pid;
 	int	 slot;			/* uid = uid_base + slot when root */
-	int	 claimed;		/* that uid claimed in uids */
+	int	 claimed;		/* that uid claimed in host.uids */
 	int	 cgroup;		/* it has a group of its own */
 	pid_t	 net_pid;		/* slirp4netns, or 0 */
 	int	 net_exit;		/* closing it ends slirp4netns */
@@ -59,16 +58,12 @@ static struct kernel kernels[SG_SBXD_MAX];
 static const struct sg_sandboxd_conf *conf;
 static struct sg_sbxd_files files;
 static struct sg_buf seccomp;
-static struct sg_cg cg;
-static int bwrap_ok, net_ok;
-static char bwrap_why[256], net_why[256];
+static struct sg_sbxd_host host = { .uids = -1 };
 static volatile sig_atomic_t got_term;
 static int wake[2] = { -1, -1 };
 static struct sg_sbxd_dirs dirs = { -1, -1, -1, -1 };	/* our instance */
 static char inst[32], instdir[4096];	/* mPID, conf->dir/INST */
 static pid_t master;
-static int uids = -1;			/* root: the host's uid claims */
-static char uids_why[400];
 
 static void
 on_signal(int sig)
@@ -115,7 +110,7 @@ bury(struct kernel *k)
 	waitfor(k->pid);
 	waitfor(k->net_pid);
 	if (k->cgroup)
-		sg_cg_destroy(&cg, k->id);
+		sg_cg_destroy(&host.cg, k->id);
 	if (conf->per_sandbox_uids)
 		sg_sbxd_caps_lower();
 	if (k->net_exit > 0)
@@ -128,7 +123,8 @@ bury(struct kernel *k)
 	/* Its processes are gone (what still dies keeps the uid busy in
 	 * /proc): another gateway may have the uid now. */
 	if (k->claimed)
-		sg_sbxd_uid_release(uids, conf->uid_base + (unsigned)k->slot);
+		sg_sbxd_uid_release(host.uids, conf->uid_base +
+		    (unsigned)k->slot);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -185,7 +181,7 @@ free_slot(void)
 			;
 		return i < SG_SBXD_MAX ? &kernels[i] : NULL;
 	}
-	if ((i = sg_sbxd_uid_pick(uids, conf->uid_base, taken)) == -1)
+	if ((i = sg_sbxd_uid_pick(host.uids, conf->uid_base, taken)) == -1)
 		return NULL;
 	kernels[i].claimed = 1;
 	return &kernels[i];
@@ -249,25 +245,25 @@ read_spec(const json_t *req, struct sg_sbxd_spec *s)
 	s->lifetime = int_of(req, "lifetime", 300);
 	s->net = json_is_true(json_object_get(req, "net"));
 	s->bwrap = iso == NULL || strcmp(iso, "none") != 0;
-	s->cgroup = want_cg && cg.mode != SG_CG_NONE;
+	s->cgroup = want_cg && host.cg.mode != SG_CG_NONE;
 	s->info_fd = s->block_fd = -1;
-	s->cg = &cg;
+	s->cg = &host.cg;
 	s->files = &files;
 	s->seccomp = &seccomp;
 	s->kernel_src = conf->kernel_src;
 	s->kernel = kernel_of(req);
-	if (s->bwrap && !bwrap_ok)
-		return refuse("config", bwrap_why);
+	if (s->bwrap && !host.bwrap_ok)
+		return refuse("config", host.bwrap_why);
 	if (s->bwrap && want_cg && !s->cgroup) {
 		char why[700];
 
 		snprintf(why, sizeof(why), "no cgroup for per-sandbox limits here "
 		    "(%s); set limits = \"process\" on the tool to run with "
-		    "per-process limits only", cg.why);
+		    "per-process limits only", host.cg.why);
 		return refuse("config", why);
 	}
-	if (s->net && s->bwrap && !net_ok)
-		return refuse("config", net_why);
+	if (s->net && s->bwrap && !host.net_ok)
+		return refuse("config", host.net_why);
 	return NULL;
 }
 
@@ -289,8 +285,8 @@ create(const json_t *req)
 		return refuse(NULL, "sandbox exists");
 	if ((no = read_spec(req, &s)) != NULL)
 		return no;
-	if (conf->per_sandbox_uids && uids == -1)
-		return refuse("config", uids_why);
+	if (conf->per_sandbox_uids && host.uids == -1)
+		return refuse("config", host.uids_why);
 	if ((k = free_slot()) == NULL)
 		return refuse("rate", "too many local sandboxes");
 	snprintf(k->id, sizeof(k->id), "%s", id);
@@ -301,8 +297,8 @@ create(const json_t *req)
 	/* Counted before any limit is set; a uid of its own counts alone. */
 	s.extra_nproc = conf->per_sandbox_uids ? 0 : sg_sbxd_scan_uids(getuid(), 0, NULL);
 	snprintf(k->sock, sizeof(k->sock), "%s.sock", id);
-	if (s.cgroup && sg_cg_create(&cg, id, s.memory_mb, s.max_procs, s.cpus,
-	    why, sizeof(why)) == -1) {
+	if (s.cgroup && sg_cg_create(&host.cg, id, s.memory_mb, s.max_procs,
+	    s.cpus, why, sizeof(why)) == -1) {
 		k->cgroup = 0;
 		bury(k);
 		return refuse(NULL, why);
@@ -400,123 +396,12 @@ answer(int c)
 	json_decref(resp);
 }
 
-/* Can bubblewrap make the sandbox we need here? Asked once at start, as
- * a sandbox uid would, with the seccomp filter every kernel gets. */
-static void
-probe_bwrap(void)
-{
-	int status = -1;
-	pid_t pid;
-
-	if (access(SG_SBXD_BWRAP, X_OK) != 0) {
-		snprintf(bwrap_why, sizeof(bwrap_why), "bubblewrap (%s) is not "
-		    "installed; install it, or set isolation = \"none\" on the "
-		    "tool (development only)", SG_SBXD_BWRAP);
-		return;
-	}
-	if ((pid = fork()) == 0) {
-		char *const envp[] = { NULL };
-		int fd = sg_sbxd_memfd("seccomp", seccomp.p, seccomp.len);
-		int devnull = open("/dev/null", O_RDWR);
-		char fdnum[16];
-
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		snprintf(fdnum, sizeof(fdnum), "%d", fd);
-		if (conf->per_sandbox_uids && sg_sbxd_become(conf->uid_base) == -1)
-			_exit(1);
-		execle(SG_SBXD_BWRAP, SG_SBXD_BWRAP, "--unshare-user",
-		    "--unshare-pid", "--unshare-net", "--disable-userns",
-		    "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
-		    "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin",
-		    "/bin", "--seccomp", fdnum, "/usr/bin/true", (char *)NULL,
-		    envp);
-		_exit(1);
-	}
-	while (pid > 0 && waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
-	bwrap_ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	if (!bwrap_ok)
-		snprintf(bwrap_why, sizeof(bwrap_why), "bubblewrap cannot make a "
-		    "sandbox on this machine (user namespaces disabled, or a "
-		    "setuid bwrap?); set isolation = \"none\" on the tool only "
-		    "for development");
-}
-
-/*
- * Started as root: keep CAP_SETUID, CAP_SETGID (to start each kernel as
- * its sandbox's uid) and CAP_KILL (to end kernels of other uids) in the
- * permitted set only, drop every other capability from the bounding set,
- * and become the gateway's user.
- */
-static int
-drop_privileges(void)
-{
-	gid_t gid = conf->owner_gid;
-	int c;
-
-	if (!conf->per_sandbox_uids)
-		return 0;
-	for (c = 0; c <= 63; c++)
-		if (c != CAP_SETUID && c != CAP_SETGID && c != CAP_KILL &&
-		    prctl(PR_CAPBSET_DROP, (unsigned long)c) == -1 &&
-		    errno != EINVAL)
-			return -1;
-	if (prctl(PR_SET_KEEPCAPS, 1L) == -1 || setgroups(1, &gid) == -1 ||
-	    setgid(gid) == -1 || setuid(conf->owner) == -1 ||
-	    sg_sbxd_caps_lower() == -1 || prctl(PR_SET_KEEPCAPS, 0L) == -1)
-		return -1;
-	/* Responders run as this user too: they must not ptrace us. */
-	return prctl(PR_SET_DUMPABLE, 0L);
-}
-
-/* What needs root happens first, before any file of the gateway's user
- * is touched: the uid claims, cgroups and the firewall. */
-static void
-root_steps(void)
-{
-	char why[256];
-
-	if (conf->per_sandbox_uids && (uids = sg_sbxd_uids_open(SG_SBXD_UIDS_DIR,
-	    why, sizeof(why))) == -1) {
-		snprintf(uids_why, sizeof(uids_why), "local sandboxes cannot "
-		    "get a uid of their own: %s", why);
-		fprintf(stderr, "sandgate: sandboxd: %s\n", uids_why);
-	}
-	cg.mountinfo = cg.self_cgroup = NULL;
-	sg_cg_setup(&cg, conf->dir, conf->owner, conf->owner_gid);
-	if (!conf->wants_net)
-		snprintf(net_why, sizeof(net_why), "no tool asked for it");
-	else if (!conf->per_sandbox_uids)
-		snprintf(net_why, sizeof(net_why), "internet access for local "
-		    "sandboxes needs sandgate started as root (a uid of its own "
-		    "per sandbox, and a firewall keeping them off the host)");
-	else if (sg_sbxd_net_usable(net_why, sizeof(net_why)) &&
-	    sg_sbxd_firewall(conf->uid_base, SG_SBXD_MAX, net_why,
-	    sizeof(net_why)) == 0)
-		net_ok = 1;
-}
-
-static void
-say_start(void)
-{
-	fprintf(stderr, "sandgate: sandboxd: %s; %s\n", bwrap_ok ?
-	    "bubblewrap works" : bwrap_why, conf->per_sandbox_uids ?
-	    "one uid per sandbox" : "not root: kernels run as the gateway's "
-	    "user, so rlimits are shared");
-	fprintf(stderr, "sandgate: sandboxd: limits: %s\n", sg_cg_describe(&cg));
-	if (conf->wants_net)
-		fprintf(stderr, "sandgate: sandboxd: internet access: %s\n",
-		    net_ok ? "slirp4netns, host and private ranges firewalled" :
-		    net_why);
-}
-
 /*
  * End what sandboxds that died left running (sbxd_orphans.c): at start,
  * as our instance is made, what its previous sandboxd left; then, and
  * now and then, what dead instances beside it left; and what is in this
- * store's sandbox groups. (Not root: uids is -1 and there is nothing to
- * do, kernels die with their sandboxd.) 0, or -1 with why.
+ * store's sandbox groups. (Not root: host.uids is -1 and there is
+ * nothing to do, kernels die with their sandboxd.) 0, or -1 with why.
  */
 static int
 sweep(int start, char *why, size_t whysz)
@@ -526,12 +411,12 @@ sweep(int start, char *why, size_t whysz)
 	int n;
 
 	taken_slots(taken);
-	sg_sbxd_sweep_begin(&sw, uids, conf->uid_base, taken);
+	sg_sbxd_sweep_begin(&sw, host.uids, conf->uid_base, taken);
 	if (!start)
 		sg_sbxd_dead(dirs.base, inst, &sw);
 	else if (sg_sbxd_rundir(conf->dir, inst, &dirs, &sw, why, whysz) == -1)
 		return -1;
-	if ((n = sg_sbxd_sweep_end(&sw, &cg)) > 0)
+	if ((n = sg_sbxd_sweep_end(&sw, &host.cg)) > 0)
 		fprintf(stderr, "sandgate: sandboxd: ended %d sandbox%s a dead "
 		    "sandboxd left running\n", n, n == 1 ? "" : "es");
 	return 0;
@@ -600,8 +485,8 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGPIPE, &sa, NULL);
-	root_steps();
-	if (drop_privileges() == -1)
+	sg_sbxd_root_steps(conf, &host);
+	if (sg_sbxd_drop_privileges(conf) == -1)
 		fail_start("cannot drop privileges", strerror(errno));
 	follow_master();
 	snprintf(inst, sizeof(inst), "m%d", (int)master);
@@ -616,8 +501,8 @@ sg_sandboxd_run(const struct sg_sandboxd_conf *c)
 	    why, sizeof(why)) == -1 ||
 	    sg_sbxd_seccomp(&seccomp, why, sizeof(why)) == -1)
 		fail_start("cannot prepare kernels", why);
-	probe_bwrap();
-	say_start();
+	sg_sbxd_probe_bwrap(conf, &seccomp, &host);
+	sg_sbxd_say_start(conf, &host);
 	while (!got_term) {
 		p[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = wake[0], .events = POLLIN };

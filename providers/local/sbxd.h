@@ -106,7 +106,7 @@ int	 sg_sbxd_live_instance(int base, char *name, size_t namesz);
  * bubblewrap's --seccomp. 0, or -1 with why. */
 int	 sg_sbxd_seccomp(struct sg_buf *bpf, char *why, size_t whysz);
 
-/* ---- sbxd_cgroup.c: one cgroup per sandbox ---- */
+/* ---- sbxd_cgroup.c: the hierarchy and the gateway's group in it ---- */
 enum sg_cg_mode {
 	SG_CG_NONE = 0,
 	SG_CG_V1,	/* controllers on their own hierarchies */
@@ -136,6 +136,15 @@ struct sg_cg {
  */
 void	 sg_cg_setup(struct sg_cg *, const char *home, uid_t owner,
 	    gid_t group);
+const char *sg_cg_describe(const struct sg_cg *);
+/* The group files, never following a link: out = a/b (b NULL: a), 0 or
+ * -1 when it does not fit; write text to dir/file, 0 or -1 (errno set);
+ * read dir/file into buf (NUL-ended), its bytes or -1. */
+int	 sg_cg_join(char *out, size_t sz, const char *a, const char *b);
+int	 sg_cg_put(const char *dir, const char *file, const char *text);
+ssize_t	 sg_cg_get(const char *dir, const char *file, char *buf, size_t sz);
+
+/* ---- sbxd_cgsbx.c: one cgroup per sandbox ---- */
 /* The sandbox's group with its limits. 0, or -1 with why. */
 int	 sg_cg_create(const struct sg_cg *, const char *id, int memory_mb,
 	    int max_procs, int cpus, char *why, size_t whysz);
@@ -152,7 +161,31 @@ void	 sg_cg_remove(const struct sg_cg *, const char *id);
  * process). The sum of what fn returns. */
 int	 sg_cg_each_proc(const struct sg_cg *,
 	    int (*fn)(const char *id, pid_t pid, void *arg), void *arg);
-const char *sg_cg_describe(const struct sg_cg *);
+
+/* ---- sbxd_start.c: what this host lets sandboxd do ---- */
+struct sg_sbxd_host {
+	int		 bwrap_ok;	/* bubblewrap makes our sandbox */
+	char		 bwrap_why[256];
+	int		 net_ok;	/* slirp4netns and the firewall */
+	char		 net_why[256];
+	int		 uids;		/* root: the host's uid claims; -1 */
+	char		 uids_why[400];
+	struct sg_cg	 cg;
+};
+/* As root, before any file of the gateway's user is touched: the uid
+ * claims, cgroups and the firewall, into host (uids -1 until then). */
+void	 sg_sbxd_root_steps(const struct sg_sandboxd_conf *,
+	    struct sg_sbxd_host *host);
+/* Started as root: keep CAP_SETUID, CAP_SETGID and CAP_KILL, permitted
+ * only, and become the gateway's user. 0, or -1 with errno. */
+int	 sg_sbxd_drop_privileges(const struct sg_sandboxd_conf *);
+/* Whether bubblewrap makes our sandbox here, with the seccomp filter
+ * every kernel gets (bpf), as a sandbox uid would: into host. */
+void	 sg_sbxd_probe_bwrap(const struct sg_sandboxd_conf *,
+	    const struct sg_buf *bpf, struct sg_sbxd_host *host);
+/* The start's log lines: isolation, limits, internet access. */
+void	 sg_sbxd_say_start(const struct sg_sandboxd_conf *,
+	    const struct sg_sbxd_host *host);
 
 /* ---- sbxd_net.c: user-mode networking for internet sandboxes ---- */
 /* As root: the firewall that keeps every sandbox uid off the host's own
