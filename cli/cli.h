@@ -7,10 +7,10 @@
 #include "../core/config/config.h"
 #include "../store/store.h"
 
-/* The store, migrated, as its owner (see become_store_owner). NULL and a
- * message on stderr when it cannot be had. */
+/* store.c: the store, migrated, as its owner. NULL and a message on
+ * stderr when it cannot be had. */
 struct sg_store *sg_cli_open_store(const struct sg_cfg *);
-/* sessions list [--key NAME] | sessions purge (--key NAME | --all), argv
+/* sessions.c: sessions list [--key NAME] | sessions purge (--key NAME | --all), argv
  * from "list"/"purge" on: 0, 1 on failure, -1 for a usage error. */
 int	 sg_cli_sessions(const struct sg_cfg *, int argc, char *argv[]);
 

@@ -136,13 +136,13 @@ int	 sg_listen_open(const char *spec, const struct sg_cfg *, char *err,
 /* 0 when fd is a listening socket (FastCGI on fd 0). */
 int	 sg_listen_check(int fd);
 
-/* master.c: the master's pid, set before its first fork. */
+/* child.c: the master's pid, set by master.c before its first fork. */
 extern pid_t sg_master_pid;
 
-/* responder.c: the signal handling of every child of the master: on_stop
- * for SIGTERM and SIGINT (no SA_RESTART), SIGHUP and SIGPIPE ignored. */
+/* child.c: the signal handling of every child of the master: on_stop for
+ * SIGTERM and SIGINT (no SA_RESTART), SIGHUP and SIGPIPE ignored. */
 void	 sg_child_signals(void (*on_stop)(int));
-/* responder.c: SIGTERM when the master dies; once privileges are dropped. */
+/* child.c: SIGTERM when the master dies; once privileges are dropped. */
 void	 sg_child_follow(void);
 
 /* responder.c: serve requests until told to stop; never returns. */

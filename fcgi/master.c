@@ -143,8 +143,6 @@ spawn(struct master *m, int reserve)
 	k->reserve = reserve;
 }
 
-pid_t sg_master_pid;
-
 /* The local sandboxes' directory, or NULL when no tool is local. */
 static const char *
 local_dir(const struct sg_cfg *cfg)

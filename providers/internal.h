@@ -127,9 +127,9 @@ json_t	*sg_osb_create_body(const struct sg_tool *, const char *sbx_id,
  * NULL when resp (borrowed) is not such an answer. */
 json_t	*sg_envd_list_files(const json_t *resp, size_t max);
 json_t	*sg_osb_search_files(const json_t *resp, const char *dir, size_t max);
-/* opensandbox.c: the headers a handle says every execd call carries. */
+/* osb_files.c: the headers a handle says every execd call carries; the
+ * put, list and get ops through execd's files API. */
 void	 sg_osb_execd_headers(const json_t *handle, struct sg_hdrs *);
-/* osb_files.c: the put, list and get ops through execd's files API. */
 int	 sg_osb_put(struct sg_prov *, const struct sg_tool *,
 	    const json_t *handle, const char *path, int fd, int64_t size,
 	    struct sg_prov_error *);

@@ -161,17 +161,6 @@ resolve_endpoint(struct sg_prov *p, const struct sg_tool *t, const char *id,
 	return SG_PROV_OK;
 }
 
-void
-sg_osb_execd_headers(const json_t *handle, struct sg_hdrs *h)
-{
-	const char *name;
-	json_t *v;
-
-	json_object_foreach(json_object_get(handle, "headers"), name, v)
-		if (json_is_string(v))
-			sg_hdrs_add(h, "%s: %s", name, json_string_value(v));
-}
-
 static int
 wait_ping(struct sg_prov *p, const json_t *handle, int64_t until,
     struct sg_prov_error *err)

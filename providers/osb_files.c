@@ -18,6 +18,18 @@
  * whatever the caller's max. */
 #define LIST_BODY_MAX	(8u << 20)
 
+/* The headers a handle says every execd call carries. */
+void
+sg_osb_execd_headers(const json_t *handle, struct sg_hdrs *h)
+{
+	const char *name;
+	json_t *v;
+
+	json_object_foreach(json_object_get(handle, "headers"), name, v)
+		if (json_is_string(v))
+			sg_hdrs_add(h, "%s: %s", name, json_string_value(v));
+}
+
 int
 sg_osb_put(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
     const char *path, int fd, int64_t size, struct sg_prov_error *err)

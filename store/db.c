@@ -8,17 +8,6 @@
 
 #include "internal.h"
 
-int
-sg_st_err(struct sg_store *st, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(st->err, sizeof(st->err), fmt, ap);
-	va_end(ap);
-	return SG_STORE_ERROR;
-}
-
 const char *
 sg_store_errmsg(const struct sg_store *st)
 {

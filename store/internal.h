@@ -14,7 +14,9 @@
 #ifndef SG_STORE_INTERNAL_H
 #define SG_STORE_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "store.h"
 
@@ -62,9 +64,20 @@ struct sg_store {
 	int			 ncache;
 };
 
-/* Fill st->err; SG_STORE_ERROR. */
-int	 sg_st_err(struct sg_store *, const char *fmt, ...)
+/* Fill st->err; SG_STORE_ERROR. Inline: db.c and the backends it calls
+ * (sqlite.c, pg.c) all set it, and none calls back into db.c for it. */
+static inline int sg_st_err(struct sg_store *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+static inline int
+sg_st_err(struct sg_store *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(st->err, sizeof(st->err), fmt, ap);
+	va_end(ap);
+	return SG_STORE_ERROR;
+}
 /* Statements without arguments ("BEGIN", a migration); several may be
  * separated by ";". */
 int	 sg_st_exec(struct sg_store *, const char *sql);

@@ -46,6 +46,9 @@ int	 sg_sbxd_memfd(const char *name, const void *buf, size_t len);
 int	 sg_sbxd_readable(int fd, int64_t ms);
 ssize_t	 sg_sbxd_read(int fd, void *buf, size_t len);
 void	 sg_sbxd_write_all(int fd, const char *p, size_t len);
+/* Remove name in at and, if it is a directory, what it holds (depth
+ * levels down at most), never following a link. */
+void	 sg_sbxd_rmtree(int at, const char *name, int depth);
 
 /* ---- sbxd_sock.c: the runtime directory and its Unix sockets ---- */
 /* The address of socket name in the directory open as dirfd, whatever
@@ -60,9 +63,6 @@ int	 sg_sbxd_sun_path(struct sockaddr_un *, const char *path);
  * is replaced), the gateway user's alone (mode 0600), close-on-exec. -1
  * with errno. */
 int	 sg_sbxd_listen(int dirfd, const char *name, int backlog);
-/* Remove name in at and, if it is a directory, what it holds (depth
- * levels down at most), never following a link. */
-void	 sg_sbxd_rmtree(int at, const char *name, int depth);
 /*
  * Several gateways (masters) may share one store, and so one runtime
  * directory beside it: each sandboxd has an instance directory of its

@@ -237,3 +237,30 @@ sg_sbxd_write_all(int fd, const char *p, size_t len)
 		len -= (size_t)n;
 	}
 }
+
+void
+sg_sbxd_rmtree(int at, const char *name, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	/* unlink(2) of a directory is EISDIR on Linux; a link is removed,
+	 * never followed. */
+	if (unlinkat(at, name, 0) == 0 || errno != EISDIR)
+		return;
+	if (depth > 0 && (fd = openat(at, name, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		if ((d = fdopendir(fd)) == NULL)
+			close(fd);
+		else {
+			while ((de = readdir(d)) != NULL)
+				if (strcmp(de->d_name, ".") != 0 &&
+				    strcmp(de->d_name, "..") != 0)
+					sg_sbxd_rmtree(dirfd(d), de->d_name,
+					    depth - 1);
+			closedir(d);
+		}
+	}
+	unlinkat(at, name, AT_REMOVEDIR);
+}

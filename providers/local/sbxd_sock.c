@@ -104,33 +104,6 @@ sg_sbxd_listen(int dirfd, const char *name, int backlog)
 	return fd;
 }
 
-void
-sg_sbxd_rmtree(int at, const char *name, int depth)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	/* unlink(2) of a directory is EISDIR on Linux; a link is removed,
-	 * never followed. */
-	if (unlinkat(at, name, 0) == 0 || errno != EISDIR)
-		return;
-	if (depth > 0 && (fd = openat(at, name, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC)) != -1) {
-		if ((d = fdopendir(fd)) == NULL)
-			close(fd);
-		else {
-			while ((de = readdir(d)) != NULL)
-				if (strcmp(de->d_name, ".") != 0 &&
-				    strcmp(de->d_name, "..") != 0)
-					sg_sbxd_rmtree(dirfd(d), de->d_name,
-					    depth - 1);
-			closedir(d);
-		}
-	}
-	unlinkat(at, name, AT_REMOVEDIR);
-}
-
 /*
  * name in at as a directory of ours (mode 0700), open: a link, or
  * anything but a directory, in its place is removed first, and so is an
