@@ -13,7 +13,7 @@ LIBS	  = -lfcgi -lcurl -ljansson -lconfig -lsqlite3 -lpq -lcrypto -lseccomp
 # The library every program links: one line per folder (each folder's
 # README says what it owns and what it may include: tests/layers.txt).
 LIB_SRC   = $(wildcard lib/*.c) $(wildcard store/*.c) \
-	    $(wildcard providers/*.c) $(wildcard providers/local/*.c) \
+	    $(wildcard providers/*.c) $(wildcard providers/sandboxd/*.c) \
 	    $(wildcard core/http/*.c) $(wildcard core/config/*.c) \
 	    $(wildcard core/state/*.c) $(wildcard core/upstream/*.c) \
 	    $(wildcard core/render/*.c) $(wildcard core/loop/*.c) \
@@ -154,10 +154,10 @@ install: all
 	install -m 0755 etc/shared-hosting/sandgate.fcgi \
 		$(DESTDIR)$(PREFIX)/share/sandgate/shared-hosting/
 	install -d $(DESTDIR)$(PREFIX)/share/sandgate/kernel
-	install -m 0644 providers/local/kernel/kernel.py \
-		providers/local/kernel/sg_cells.py \
-		providers/local/kernel/sg_ipython.py \
-		providers/local/kernel/sg_mpl.py \
+	install -m 0644 providers/sandboxd/kernel/kernel.py \
+		providers/sandboxd/kernel/sg_cells.py \
+		providers/sandboxd/kernel/sg_ipython.py \
+		providers/sandboxd/kernel/sg_mpl.py \
 		$(DESTDIR)$(PREFIX)/share/sandgate/kernel/
 
 clean:

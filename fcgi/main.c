@@ -41,7 +41,7 @@ parse_workers(const char *s, int w[2])
 /*
  * Where the local kernel's files are: $SANDGATE_KERNEL_DIR, else beside
  * the installed binary (PREFIX/share/sandgate/kernel), else the build
- * tree's providers/local/kernel.
+ * tree's providers/sandboxd/kernel.
  */
 static const char *
 kernel_src(void)
@@ -49,7 +49,7 @@ kernel_src(void)
 	static char path[4096];
 	const char *env = getenv("SANDGATE_KERNEL_DIR");
 	static const char *const rel[] = { "../share/sandgate/kernel",
-	    "../providers/local/kernel" };
+	    "../providers/sandboxd/kernel" };
 	char exe[2048], *slash;
 	ssize_t n;
 	size_t i;

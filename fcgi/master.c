@@ -26,6 +26,7 @@
 #include "fcgi.h"
 #include "../core/state/metrics.h"
 #include "../lib/util.h"
+#include "../providers/sandboxd/sandboxd.h"
 
 #define TICK_MS		1000
 #define QUICK_DEATH_MS	1000	/* a responder that dies this young ... */

@@ -171,18 +171,6 @@ int		 sg_exec_timeout(struct sg_exec *, int rc, long status,
  * when this process may not look. */
 int		 sg_local_gone(const json_t *handle);
 
-/* sandboxd, the local provider's supervisor (providers/local/sandboxd.c). */
-struct sg_sandboxd_conf {
-	const char	*dir;		/* runtime dir: sandboxd.sock, kernels/ */
-	const char	*kernel_src;	/* holds kernel.py and its modules */
-	unsigned	 owner, owner_gid; /* the gateway user: owns the sockets */
-	int		 per_sandbox_uids; /* started as root */
-	unsigned	 uid_base;	/* first uid of the reserved range */
-	int		 wants_net;	/* a local tool allows the internet */
-};
-void		 sg_sandboxd_run(const struct sg_sandboxd_conf *)
-		    __attribute__((noreturn));
-
 /* Stream parsers, one line at a time (without its "\n"); the line
  * splitter below calls them. Non-JSON lines are skipped. */
 void		 sg_exec_e2b_line(struct sg_exec *, const char *line, size_t len);

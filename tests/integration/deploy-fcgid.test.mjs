@@ -123,7 +123,7 @@ function layout() {
     fs.chmodSync(`${sg}/bin/${b}`, 0o755);
   }
   for (const f of ["kernel.py", "sg_cells.py", "sg_ipython.py", "sg_mpl.py"])
-    fs.copyFileSync(path.join(root, "providers/local/kernel", f), `${sg}/share/sandgate/kernel/${f}`);
+    fs.copyFileSync(path.join(root, "providers/sandboxd/kernel", f), `${sg}/share/sandgate/kernel/${f}`);
   fs.writeFileSync(`${sg}/carol.key`, KEYS.carol + "\n", { mode: 0o600 });
 
   // The samples, copied as a user would; only the install path replaced.

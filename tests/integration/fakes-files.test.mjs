@@ -2,7 +2,7 @@
 // client (the gateway) uses them: e2b's envd (GET/POST /files, Connect JSON
 // ListDir/MakeDir), OpenSandbox's execd (/files/upload, /files/download,
 // /files/info, /files/search, /directories/list), and the same envd subset in
-// providers/local/kernel/kernel.py, started as sandboxd starts it (a listening Unix
+// providers/sandboxd/kernel/kernel.py, started as sandboxd starts it (a listening Unix
 // socket on fd 3) and inside a real local sandbox. In every sandbox, a file
 // uploaded to /mnt/data is what the code reads there, and a file the code
 // writes there is what a download returns.
@@ -461,7 +461,7 @@ async function startKernel(dir) {
   const sock = sockOf(dir);
   const boot = "import os, socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(16)\n" +
     "os.dup2(s.fileno(), 3)\nos.set_inheritable(3, True)\nos.execv(sys.argv[2], sys.argv[2:])";
-  const p = spawn(PY, ["-c", boot, sock, PY, "-I", path.join(root, "providers/local/kernel/kernel.py"), "--lifetime", "120",
+  const p = spawn(PY, ["-c", boot, sock, PY, "-I", path.join(root, "providers/sandboxd/kernel/kernel.py"), "--lifetime", "120",
     "--kernel", "python"], { cwd: dir, stdio: ["ignore", "inherit", "inherit"] });
   procs.push(p);
   const k = (method, p, headers = {}, body) => raw({ socketPath: sock, method, path: p, headers, body });

@@ -220,7 +220,7 @@ export class Stack {
     fs.mkdirSync(`${dir}/state`);
     // The local kernel's files, readable by whoever runs the gateway.
     fs.mkdirSync(`${dir}/kernel`);
-    for (const f of ["kernel.py", "sg_cells.py", "sg_ipython.py", "sg_mpl.py"]) fs.copyFileSync(path.join(root, "providers/local/kernel", f), `${dir}/kernel/${f}`);
+    for (const f of ["kernel.py", "sg_cells.py", "sg_ipython.py", "sg_mpl.py"]) fs.copyFileSync(path.join(root, "providers/sandboxd/kernel", f), `${dir}/kernel/${f}`);
     fs.mkdirSync(`${dir}/san`, { mode: 0o777 });
     fs.chmodSync(`${dir}/san`, 0o777);
     fs.mkdirSync(`${dir}/www`);

@@ -132,7 +132,7 @@ function workDir(prefix) {
   for (const b of ["sandgate-fcgi", "sandgate"]) fs.copyFileSync(`${build}/${b}`, `${d}/bin/${b}`);
   for (const b of ["sandgate-fcgi", "sandgate"]) fs.chmodSync(`${d}/bin/${b}`, 0o755);
   for (const f of ["kernel.py", "sg_cells.py", "sg_ipython.py", "sg_mpl.py"])
-    fs.copyFileSync(path.join(root, "providers/local/kernel", f), `${d}/kernel/${f}`);
+    fs.copyFileSync(path.join(root, "providers/sandboxd/kernel", f), `${d}/kernel/${f}`);
   return d;
 }
 

@@ -179,7 +179,7 @@ test("a deleted sandbox leaves no process and no file", async () => {
 
 test("an idle kernel exits by itself when its lifetime passes", async () => {
   const sock = path.join(stack.dir, "idle.sock");
-  const py = `import os, socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.bind(${JSON.stringify(sock)})\ns.listen(4)\nos.dup2(s.fileno(), 3)\nos.set_inheritable(3, True)\nos.execv('/usr/bin/python3', ['python3', '-I', ${JSON.stringify(path.join(root, "providers/local/kernel/kernel.py"))}, '--lifetime', '1'])`;
+  const py = `import os, socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.bind(${JSON.stringify(sock)})\ns.listen(4)\nos.dup2(s.fileno(), 3)\nos.set_inheritable(3, True)\nos.execv('/usr/bin/python3', ['python3', '-I', ${JSON.stringify(path.join(root, "providers/sandboxd/kernel/kernel.py"))}, '--lifetime', '1'])`;
   const k = spawn("/usr/bin/python3", ["-c", py], { stdio: "ignore" });
   const started = Date.now();
   const code = await new Promise((res) => k.on("exit", res));

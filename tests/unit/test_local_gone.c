@@ -1,5 +1,5 @@
 /*
- * providers/local/local.c sg_local_gone: whether a local sandbox is known gone
+ * providers/local.c sg_local_gone: whether a local sandbox is known gone
  * from its files alone, as the reaper asks of every local row of its box
  * (no sandboxd is asked). An instance directory base/mPID holds the
  * sandboxd's lock (held while it lives) and its kernels' sockets in

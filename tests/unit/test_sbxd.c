@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../providers/local/sbxd.h"
+#include "../../providers/sandboxd/sbxd.h"
 #include "testutil.h"
 
 struct fx {

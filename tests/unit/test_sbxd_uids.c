@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../providers/local/sbxd.h"
+#include "../../providers/sandboxd/sbxd.h"
 #include "testutil.h"
 
 /* Far above any account, and not sandgate's own range. */

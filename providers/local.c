@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sbxd.h"
-#include "../internal.h"
+#include "internal.h"
+#include "sandboxd/sbxd.h"
 
 #define SUPERVISOR_MS	10000
 #define CONNECT_MS	3000

@@ -1,5 +1,5 @@
 /*
- * sandboxd's private parts (providers/sbxd_*.c), shared with sandboxd.c
+ * sandboxd's private parts (its sbxd_*.c), shared with sandboxd.c
  * and nothing else: the kernel's files held in memory, the seccomp
  * filter, cgroups, user-mode networking, the exec of one kernel, the
  * sandboxes' uids; and its runtime directory and sockets, whose
@@ -11,7 +11,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
-#include "../provider.h"
+#include "sandboxd.h"
 #include "../../lib/util.h"
 
 #define SG_SBXD_BWRAP	"/usr/bin/bwrap"
