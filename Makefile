@@ -125,10 +125,16 @@ deps:
 unit: all units
 	@sh tests/run-units.sh $(B)
 
+# Which folder may include which (tests/layers.txt), held against every
+# #include and every call between files: first in make test, and alone.
+layers:
+	node tests/layers.mjs
+
 # The unit runs get a throwaway PostgreSQL cluster with a database sgunit
 # (SG_TEST_PG, see tests/run-units.sh), stopped after them however they
 # end; the integration suite starts its own for its PostgreSQL pass.
 test: deps
+	node tests/layers.mjs
 	$(MAKE) all units
 	$(MAKE) asan
 	sh tests/pg/with-db.sh sgunit sh -c 'sh tests/run-units.sh build && \
@@ -163,7 +169,7 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all units replays fuzz bench soak soak-asan deb asan deps unit test run install clean
+.PHONY: all units replays fuzz bench soak soak-asan deb asan deps unit layers test run install clean
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
