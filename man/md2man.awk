@@ -17,8 +17,9 @@
 # "Type: ...", "Default: ..." and the meaning, for any other the cells
 # after the first.
 
+# at: the document's line at fault (a paragraph's first while it is written).
 function fail(msg) {
-	printf "md2man.awk: %s:%d: %s\n", FILENAME, FNR, msg > "/dev/stderr"
+	printf "md2man.awk: %s:%d: %s\n", ARGV[1], at, msg > "/dev/stderr"
 	failed = 1
 	exit 1
 }
@@ -116,7 +117,9 @@ function flush() {
 		macro(".IP \\(bu 2")
 	else if (!fresh)
 		macro(".PP")
+	at = para_at
 	put(inline(para))
+	at = FNR
 	para = ""
 	item = 0
 	fresh = 0
@@ -171,6 +174,10 @@ function heading(level, text,    g) {
 	fresh = 1
 }
 
+FILENAME == ARGV[1] {
+	at = FNR
+}
+
 FILENAME == ARGV[1] && !started {
 	if ($0 !~ /^## /)
 		next
@@ -184,9 +191,10 @@ FILENAME == ARGV[1] && fence {
 		fence = 0
 		fresh = 0
 	} else {
-		t = $0
-		gsub(/\\/, "\\e", t)
-		emit(chars(t))
+		verbatim = $0
+		gsub(/\\/, "\\e", verbatim)
+		gsub(/-/, "\\-", verbatim)
+		emit(chars(verbatim))
 	}
 	next
 }
@@ -223,10 +231,14 @@ FILENAME == ARGV[1] {
 		flush()
 		item = 1
 		para = substr($0, 3)
+		para_at = FNR
 	} else if ($0 ~ /^[ \t]*([*+]|[0-9]+\.) /)
 		fail("a list md2man.awk does not know")
-	else
-		para = para == "" ? trim($0) : para " " trim($0)
+	else if (para == "") {
+		para = trim($0)
+		para_at = FNR
+	} else
+		para = para " " trim($0)
 	next
 }
 

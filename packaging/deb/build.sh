@@ -95,7 +95,7 @@ grep -q 'socket_owner = "sandgate:www-data";' "$root/etc/sandgate/sandgate.conf"
 grep -q 'path = "/var/lib/sandgate/sandgate.db"' "$root/etc/sandgate/sandgate.conf"
 chmod 0644 "$root/etc/sandgate/sandgate.conf"   # postinst: root:sandgate 0640
 sed -e 's,/usr/local/bin/,/usr/bin/,g' \
-    -e 's,^Description=.*,&\nDocumentation=man:sandgate-fcgi(8) file:///usr/share/doc/sandgate/README.md.gz,' \
+    -e 's,^Description=.*,&\nDocumentation=man:sandgate-fcgi(8) man:sandgate.conf(5) file:///usr/share/doc/sandgate/README.md.gz,' \
     etc/sandgate.service > "$root/lib/systemd/system/sandgate.service"
 grep -q '^ExecStart=/usr/bin/sandgate-fcgi ' "$root/lib/systemd/system/sandgate.service"
 chmod 0644 "$root/lib/systemd/system/sandgate.service"
