@@ -12,6 +12,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { root } from "./harness.mjs";
+import { plain } from "./roff.mjs";
 
 // The config reader's C files, read as one text: a move or a split of
 // them changes this list only.
@@ -150,11 +151,6 @@ function fromDoc(text) {
 }
 
 // ---- the man page ------------------------------------------------------
-// roff text as it reads: fonts and escapes man/md2man.awk writes undone.
-const NAMED = { en: "–", em: "—", "<=": "≤", ">=": "≥", "->": "→", mu: "×", dq: '"' };
-const plain = (s) => s.replace(/\\(f[BIRP]|\((..)|&|\||-|e)/g, (m, e, name) =>
-  name !== undefined ? NAMED[name] ?? m : e === "-" ? "-" : e === "e" ? "\\" : "");
-
 // Under ".SH SETTINGS", ".SS group" (or "Top level", or "group: ...") is
 // a group; each of its ".TP" entries is a tag "\fBkey\fR", ".br", then
 // "Type: ..." and "Default: ..." each ended by ".br".

@@ -135,7 +135,7 @@ test("dpkg -i installs files, user, state dir and conffile", { skip, timeout: 12
     "/usr/share/doc/sandgate/configuration.md.gz", ...MAN_PAGES]) assert.ok(fs.existsSync(f), f);
   // man finds each page where the package put it.
   for (const [sect, name] of [["1", "sandgate"], ["5", "sandgate.conf"], ["8", "sandgate-fcgi"]])
-    if (has("man")) assert.equal(sh("man", ["-w", sect, name]).trim(), `/usr/share/man/man${sect}/${name}.${sect}.gz`);
+    if (has("man")) assert.ok(sh("man", ["-aw", sect, name]).split("\n").includes(`/usr/share/man/man${sect}/${name}.${sect}.gz`));
   assert.ok(userExists("sandgate") && groupExists("sandgate"));
   const uid = Number(sh("id", ["-u", "sandgate"])), gid = Number(sh("id", ["-g", "sandgate"]));
   assert.ok(uid < 1000, "a system user");
