@@ -56,7 +56,7 @@ function fromCode() {
     fnGroup[m[3]] = `${m[1]}[]`;
   }
 
-  // config_parts.c function by function; a helper takes its caller's group.
+  // The reader function by function; a helper takes its caller's group.
   const fns = {};
   for (const m of all.matchAll(/^(\w+)\(struct sg_cfgld \*ld,[^)]*\)\n\{([\s\S]*?)\n\}/gm))
     fns[m[1]] = m[2];
