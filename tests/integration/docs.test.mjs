@@ -245,12 +245,14 @@ describe("the pages' examples, run against a test stack", { skip: storeKind !== 
     return d;
   }
 
+  const gatewayLog = () => stack.log().split("\n").slice(-30).join("\n");
+
   async function runSh(b, cwd, n) {
     const { script, expected } = shScript(b.text);
     const file = path.join(cwd, `block${n}.sh`);
     fs.writeFileSync(file, script);
     const r = await run(["sh", "-e", file], { cwd, env });
-    const shown = `${where(b)}:\n${b.text}--- stdout:\n${r.stdout}--- stderr:\n${r.stderr}`;
+    const shown = `${where(b)}:\n${b.text}--- stdout:\n${r.stdout}--- stderr:\n${r.stderr}--- the gateway's log, its end:\n${gatewayLog()}`;
     assert.equal(r.code, 0, `the block at ${where(b)} failed (${r.code}):\n${shown}`);
     const parts = r.stdout.split(/\n@@sgdoc:(\d+|end)@@\n/);
     // parts: out0, marker0, out1, marker1, ..., "end", tail
@@ -271,7 +273,8 @@ describe("the pages' examples, run against a test stack", { skip: storeKind !== 
     const file = path.join(cwd, `block${n}.mjs`);
     fs.writeFileSync(file, b.text);
     const r = await run([process.execPath, file], { cwd, env });
-    assert.equal(r.code, 0, `the block at ${where(b)} failed (${r.code}):\n${b.text}--- stdout:\n${r.stdout}--- stderr:\n${r.stderr}`);
+    assert.equal(r.code, 0, `the block at ${where(b)} failed (${r.code}):\n${b.text}--- stdout:\n${r.stdout}--- stderr:\n${r.stderr}` +
+      `--- the gateway's log, its end:\n${gatewayLog()}`);
   }
 
   for (const page of pages) {
