@@ -245,15 +245,16 @@ describe("the pages' examples, run against a test stack", { skip: storeKind !== 
     return d;
   }
 
-  const gatewayLog = () => stack.log().split("\n").slice(-30).join("\n");
+  // A block, what it printed and the end of the gateway's log.
+  const shown = (b, r) => `${where(b)}:\n${b.text}--- stdout:\n${r.stdout}--- stderr:\n${r.stderr}` +
+    `--- the gateway's log, its end:\n${stack.log().split("\n").slice(-30).join("\n")}`;
 
   async function runSh(b, cwd, n) {
     const { script, expected } = shScript(b.text);
     const file = path.join(cwd, `block${n}.sh`);
     fs.writeFileSync(file, script);
     const r = await run(["sh", "-e", file], { cwd, env });
-    const shown = `${where(b)}:\n${b.text}--- stdout:\n${r.stdout}--- stderr:\n${r.stderr}--- the gateway's log, its end:\n${gatewayLog()}`;
-    assert.equal(r.code, 0, `the block at ${where(b)} failed (${r.code}):\n${shown}`);
+    assert.equal(r.code, 0, `the block at ${where(b)} failed (${r.code}):\n${shown(b, r)}`);
     const parts = r.stdout.split(/\n@@sgdoc:(\d+|end)@@\n/);
     // parts: out0, marker0, out1, marker1, ..., "end", tail
     for (let i = 0; i + 1 < parts.length; i += 2) {
@@ -261,10 +262,10 @@ describe("the pages' examples, run against a test stack", { skip: storeKind !== 
       const marker = parts[i + 1];
       const exp = marker === "end" ? null : expected[Number(marker)];
       const err = exp === null ? null : outputError(exp, out);
-      assert.equal(err, null, `the output at ${where(b)} is not what the page shows: ${err}\n${shown}`);
+      assert.equal(err, null, `the output at ${where(b)} is not what the page shows: ${err}\n${shown(b, r)}`);
       if (exp === null || !exp.includes('"error"')) {
         const e = unshownError(out);
-        assert.equal(e, null, `a command at ${where(b)} answered an error the page does not show: ${e}\n${shown}`);
+        assert.equal(e, null, `a command at ${where(b)} answered an error the page does not show: ${e}\n${shown(b, r)}`);
       }
     }
   }
@@ -273,8 +274,7 @@ describe("the pages' examples, run against a test stack", { skip: storeKind !== 
     const file = path.join(cwd, `block${n}.mjs`);
     fs.writeFileSync(file, b.text);
     const r = await run([process.execPath, file], { cwd, env });
-    assert.equal(r.code, 0, `the block at ${where(b)} failed (${r.code}):\n${b.text}--- stdout:\n${r.stdout}--- stderr:\n${r.stderr}` +
-      `--- the gateway's log, its end:\n${gatewayLog()}`);
+    assert.equal(r.code, 0, `the block at ${where(b)} failed (${r.code}):\n${shown(b, r)}`);
   }
 
   for (const page of pages) {
