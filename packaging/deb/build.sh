@@ -105,8 +105,12 @@ gzip -9n "$root"/usr/share/man/man1/sandgate.1 "$root"/usr/share/man/man5/sandga
 install -m 0644 "$here/copyright" "$doc/copyright"
 install -d -m 0755 "$root/usr/share/lintian/overrides"
 install -m 0644 "$here/lintian-overrides" "$root/usr/share/lintian/overrides/sandgate"
+# The README and the docs it links to, beside it as in the source tree.
 gzip -9n -c README.md > "$doc/README.md.gz"
-gzip -9n -c docs/configuration.md > "$doc/configuration.md.gz"
+install -d -m 0755 "$doc/docs"
+for f in docs/*.md; do
+	gzip -9n -c "$f" > "$doc/docs/$(basename "$f").gz"
+done
 maint=$(sed -n 's/^Maintainer: //p' "$here/maintainer" 2>/dev/null || true)
 maint=${maint:-sandgate maintainers <maintainers@sandgate.invalid>}
 date=$(TZ=UTC git log -1 --format=%cd --date=format-local:'%a, %d %b %Y %H:%M:%S +0000' 2>/dev/null ||

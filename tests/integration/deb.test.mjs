@@ -132,7 +132,8 @@ test("dpkg -i installs files, user, state dir and conffile", { skip, timeout: 12
     "/usr/share/doc/sandgate/examples/shared-hosting/.htaccess",
     "/usr/share/doc/sandgate/examples/shared-hosting/sandgate.fcgi",
     "/usr/share/doc/sandgate/examples/shared-hosting/sandgate.conf",
-    "/usr/share/doc/sandgate/configuration.md.gz", ...MAN_PAGES]) assert.ok(fs.existsSync(f), f);
+    "/usr/share/doc/sandgate/docs/configuration.md.gz", "/usr/share/doc/sandgate/docs/deployment.md.gz",
+    ...MAN_PAGES]) assert.ok(fs.existsSync(f), f);
   // man finds each page where the package put it.
   for (const [sect, name] of [["1", "sandgate"], ["5", "sandgate.conf"], ["8", "sandgate-fcgi"]])
     if (has("man")) assert.ok(sh("man", ["-aw", sect, name]).split("\n").includes(`/usr/share/man/man${sect}/${name}.${sect}.gz`));
