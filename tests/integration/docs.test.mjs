@@ -304,7 +304,8 @@ function checkConfig(text, label) {
     fs.writeFileSync(file, text);
     const env = { ...process.env };
     for (const m of text.matchAll(/"(?:env:|os\.environ\/)([A-Za-z_][A-Za-z0-9_]*)"/g))
-      env[m[1]] = /URL$/.test(m[1]) ? "postgresql://sandgate@localhost/sandgate" : "sk-doc-placeholder";
+      env[m[1]] = /BASE_URL$/.test(m[1]) ? "https://api.example.invalid/v1" :
+        /URL$/.test(m[1]) ? "postgresql://sandgate@localhost/sandgate" : "sk-doc-placeholder";
     const r = spawnSync(cli, ["--config", file, "check-config"], { encoding: "utf8", env, timeout: 30000 });
     if (r.status === 0 && /: ok \(/.test(r.stdout)) return null;
     const bad = r.stderr.split("\n").filter((l) => l &&
