@@ -149,7 +149,13 @@ run:
 	$(MAKE) all
 	sh etc/run-dev.sh
 
-install: all
+# sandgate.conf(5) is docs/configuration.md in roff (man/md2man.awk).
+$(B)/man/sandgate.conf.5: docs/configuration.md man/sandgate.conf.5.in man/md2man.awk
+	@mkdir -p $(@D)
+	LC_ALL=C awk -f man/md2man.awk docs/configuration.md man/sandgate.conf.5.in > $@.tmp
+	mv $@.tmp $@
+
+install: all $(B)/man/sandgate.conf.5
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/sandgate
 	install -m 0755 $(B)/sandgate-fcgi $(B)/sandgate $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 etc/sandgate.conf lighttpd.conf.example \
@@ -165,6 +171,11 @@ install: all
 		providers/sandboxd/kernel/sg_ipython.py \
 		providers/sandboxd/kernel/sg_mpl.py \
 		$(DESTDIR)$(PREFIX)/share/sandgate/kernel/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0644 man/sandgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 $(B)/man/sandgate.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 0644 man/sandgate-fcgi.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 
 clean:
 	rm -rf build

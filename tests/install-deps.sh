@@ -25,8 +25,8 @@ set -eu
 serve="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-dev
 libconfig-dev libsqlite3-dev libssl-dev libseccomp-dev libpq-dev lighttpd
 bubblewrap python3 python3-ipython python3-matplotlib python3-pandas"
-test="libcmocka-dev slirp4netns nftables iproute2 curl valgrind sqlite3 procps
-nginx apache2 libapache2-mod-fcgid postgresql postgresql-client"
+test="libcmocka-dev slirp4netns nftables iproute2 curl jq valgrind sqlite3 procps
+nginx apache2 libapache2-mod-fcgid postgresql postgresql-client lintian mandoc"
 mode=${1:-test}
 case $mode in
 serve)	pkgs=$serve ;;

@@ -69,8 +69,7 @@ for b in sandgate sandgate-fcgi; do
 	    "$root/usr/bin/$b"
 done
 doc=$root/usr/share/doc/sandgate
-install -d -m 0755 "$doc/examples" "$root/etc/sandgate" \
-    "$root/lib/systemd/system" "$root/usr/share/man/man1" "$root/usr/share/man/man8"
+install -d -m 0755 "$doc/examples" "$root/etc/sandgate" "$root/lib/systemd/system"
 # The samples make install puts in share/sandgate: the config becomes the
 # conffile, the web-server ones examples (with the installed paths).
 rm -f "$root/usr/share/sandgate/sandgate.conf" "$root/usr/share/sandgate/lighttpd.conf.example"
@@ -96,17 +95,22 @@ grep -q 'socket_owner = "sandgate:www-data";' "$root/etc/sandgate/sandgate.conf"
 grep -q 'path = "/var/lib/sandgate/sandgate.db"' "$root/etc/sandgate/sandgate.conf"
 chmod 0644 "$root/etc/sandgate/sandgate.conf"   # postinst: root:sandgate 0640
 sed -e 's,/usr/local/bin/,/usr/bin/,g' \
-    -e 's,^Description=.*,&\nDocumentation=man:sandgate-fcgi(8) file:///usr/share/doc/sandgate/README.md.gz,' \
+    -e 's,^Description=.*,&\nDocumentation=man:sandgate-fcgi(8) man:sandgate.conf(5) file:///usr/share/doc/sandgate/README.md.gz,' \
     etc/sandgate.service > "$root/lib/systemd/system/sandgate.service"
 grep -q '^ExecStart=/usr/bin/sandgate-fcgi ' "$root/lib/systemd/system/sandgate.service"
 chmod 0644 "$root/lib/systemd/system/sandgate.service"
-gzip -9n -c "$here/sandgate.1" > "$root/usr/share/man/man1/sandgate.1.gz"
-gzip -9n -c "$here/sandgate-fcgi.8" > "$root/usr/share/man/man8/sandgate-fcgi.8.gz"
+# The man pages make install put in share/man, compressed as policy wants.
+gzip -9n "$root"/usr/share/man/man1/sandgate.1 "$root"/usr/share/man/man5/sandgate.conf.5 \
+    "$root"/usr/share/man/man8/sandgate-fcgi.8
 install -m 0644 "$here/copyright" "$doc/copyright"
 install -d -m 0755 "$root/usr/share/lintian/overrides"
 install -m 0644 "$here/lintian-overrides" "$root/usr/share/lintian/overrides/sandgate"
+# The README and the docs it links to, beside it as in the source tree.
 gzip -9n -c README.md > "$doc/README.md.gz"
-gzip -9n -c docs/configuration.md > "$doc/configuration.md.gz"
+install -d -m 0755 "$doc/docs"
+for f in docs/*.md; do
+	gzip -9n -c "$f" > "$doc/docs/$(basename "$f").gz"
+done
 maint=$(sed -n 's/^Maintainer: //p' "$here/maintainer" 2>/dev/null || true)
 maint=${maint:-sandgate maintainers <maintainers@sandgate.invalid>}
 date=$(TZ=UTC git log -1 --format=%cd --date=format-local:'%a, %d %b %Y %H:%M:%S +0000' 2>/dev/null ||

@@ -1,19 +1,29 @@
-// docs/configuration.md against the config reader: every setting the C
-// code accepts has a row in its group's table, every row is a setting
-// `sandgate check-config` reads, and the ranges, allowed words and numeric
-// defaults in the tables are the code's. Reads core/config/*.c as text (no build
-// of its own) and runs the built `sandgate` (SG_BUILD, default build/).
+// docs/configuration.md, and sandgate.conf(5) made from it, against the
+// config reader: every setting the C code accepts has a row in its group's
+// table (an entry of its group's section of the page), every row is a
+// setting `sandgate check-config` reads, and the ranges, allowed words and
+// numeric defaults given are the code's. Reads the reader's C files as text
+// (no build of its own), makes the page with `make` and runs the built
+// `sandgate` (SG_BUILD, default build/).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { root } from "./harness.mjs";
+import { plain } from "./roff.mjs";
+
+// The config reader's C files, read as one text: a move or a split of
+// them changes this list only.
+const READER = ["core/config/config.c", "core/config/config_parts.c", "core/config/config_read.c"];
+const PROVIDER = "providers/provider.c";   // sg_provider_parse(): the provider words
 
 const read = (f) => fs.readFileSync(path.join(root, f), "utf8");
-const cli = path.resolve(root, process.env.SG_BUILD || "build", "sandgate");
+const build = process.env.SG_BUILD || "build";
+const cli = path.resolve(root, build, "sandgate");
 const DOC = "docs/configuration.md";
+const PAGE = `${build}/man/sandgate.conf.5`;
 
 // A C integer constant expression of the reader's kind: N, A * B, A << B.
 function cnum(expr) {
@@ -30,9 +40,7 @@ function cnum(expr) {
 
 // ---- the code ----------------------------------------------------------
 function fromCode() {
-  const cfg = read("core/config/config.c");
-  const parts = read("core/config/config_parts.c");
-  const all = cfg + "\n" + parts;
+  const all = READER.map(read).join("\n");
   const arrays = {};
   for (const m of all.matchAll(/static const char \*const (\w+)\[\] = \{([^}]*)\}/g))
     arrays[m[1]] = [...m[2].matchAll(/"([^"]*)"/g)].map((x) => x[1]);
@@ -48,9 +56,9 @@ function fromCode() {
     fnGroup[m[3]] = `${m[1]}[]`;
   }
 
-  // config_parts.c function by function; a helper takes its caller's group.
+  // The reader function by function; a helper takes its caller's group.
   const fns = {};
-  for (const m of parts.matchAll(/^(\w+)\(struct sg_cfgld \*ld,[^)]*\)\n\{([\s\S]*?)\n\}/gm))
+  for (const m of all.matchAll(/^(\w+)\(struct sg_cfgld \*ld,[^)]*\)\n\{([\s\S]*?)\n\}/gm))
     fns[m[1]] = m[2];
   for (const [name, body] of Object.entries(fns)) {
     const m = /sg_cfgld_check_keys\(ld,\s*[^,]+,\s*\w+,\s*"([^"]*)"\)/.exec(body);
@@ -82,13 +90,13 @@ function fromCode() {
       if (keys[group]?.includes(m[1]) && cnum(m[2]) !== null)
         defaults.push({ group, key: m[1], value: String(cnum(m[2])) });
   }
-  const prov = /sg_provider_parse\([^)]*\)\n\{([\s\S]*?)\n\}/.exec(read("providers/provider.c"));
+  const prov = /sg_provider_parse\([^)]*\)\n\{([\s\S]*?)\n\}/.exec(read(PROVIDER));
   words.push({ group: "sandbox_tools[]", key: "provider",
     words: [...prov[1].matchAll(/strcmp\(s, "(\w+)"\)/g)].map((x) => x[1]) });
 
   // set_defaults(): cfg->server.request_timeout = 600; strdup("...") too;
   // X_min and X_max are the array X; a negative value means "unset".
-  const sd = /^set_defaults\(struct sg_cfg \*cfg\)\n\{([\s\S]*?)\n\}/m.exec(cfg)[1];
+  const sd = /^set_defaults\(struct sg_cfg \*cfg\)\n\{([\s\S]*?)\n\}/m.exec(all)[1];
   const pairs = {};
   for (const m of sd.matchAll(/cfg->(\w+)\.(\w+) = ([^;]+);/g)) {
     const [, group, field, expr] = m;
@@ -103,11 +111,10 @@ function fromCode() {
   for (const p of Object.values(pairs))
     defaults.push({ group: p.group, key: p.key, value: `[${p.min}, ${p.max}]` });
 
-  const rd = read("core/config/config_read.c");
-  const prefixes = [...rd.matchAll(/strncmp\(spec, "([^"]+)", \d+\)/g)].map((m) => m[1]);
-  const path = /#define SG_DEFAULT_CONFIG "([^"]+)"/.exec(cfg)[1];
-  const env = /getenv\("(\w+)"\)/.exec(cfg)[1];
-  const fileMax = /#define SECRET_FILE_MAX (\d+)/.exec(rd)[1];
+  const prefixes = [...all.matchAll(/strncmp\(spec, "([^"]+)", \d+\)/g)].map((m) => m[1]);
+  const path = /#define SG_DEFAULT_CONFIG "([^"]+)"/.exec(all)[1];
+  const env = /getenv\("(SANDGATE_\w+)"\)/.exec(all)[1];
+  const fileMax = /#define SECRET_FILE_MAX (\d+)/.exec(all)[1];
   return { keys, ranges, words, defaults, prefixes, path, env, fileMax };
 }
 
@@ -143,10 +150,49 @@ function fromDoc(text) {
   return rows;
 }
 
+// ---- the man page ------------------------------------------------------
+// Under ".SH SETTINGS", ".SS group" (or "Top level", or "group: ...") is
+// a group; each of its ".TP" entries is a tag "\fBkey\fR", ".br", then
+// "Type: ..." and "Default: ..." each ended by ".br".
+function fromMan(text) {
+  const rows = [];
+  const lines = text.split("\n");
+  let group = null;
+  for (let i = 0; i < lines.length; i++) {
+    const sh = /^\.SH (.*)$/.exec(lines[i]);
+    if (sh) group = sh[1] === "SETTINGS" ? "" : null;
+    const ss = /^\.SS "(.*)"$/.exec(lines[i]);
+    if (ss && group !== null) {
+      const t = plain(ss[1]);
+      group = t === "Top level" ? "" : t.split(": ")[0];
+    }
+    if (lines[i] !== ".TP" || group === null) continue;
+    const line = i + 2;
+    const key = /^\\fB([^\\]+)\\fR$/.exec(lines[++i]);
+    assert.ok(key && lines[++i] === ".br", `${PAGE}:${line}: an entry is .TP, \\fBkey\\fR, .br`);
+    const until = () => {
+      const part = [];
+      while (i + 1 < lines.length && lines[++i] !== ".br") part.push(lines[i]);
+      return plain(part.join(" "));
+    };
+    const type = until(), dflt = until();
+    assert.ok(type.startsWith("Type: ") && dflt.startsWith("Default: "),
+      `${PAGE}:${line}: ${key[1]}: "Type: ...", .br, "Default: ...", .br`);
+    rows.push({ group, key: plain(key[1]), type: type.slice(6), dflt: dflt.slice(9), line });
+  }
+  return rows;
+}
+
 const code = fromCode();
 const doc = fs.readFileSync(path.join(root, DOC), "utf8");
-const rows = fromDoc(doc);
-const rowsOf = (group, key) => rows.filter((r) => r.group === group && r.key === key);
+// The page as `make install` installs it: made by the build's own rule.
+execFileSync("make", ["-s", `B=${build}`, PAGE], { cwd: root, timeout: 60000 });
+const page = fs.readFileSync(path.resolve(root, PAGE), "utf8");
+const sources = [
+  { name: DOC, text: doc, rows: fromDoc(doc) },
+  { name: PAGE, text: plain(page), rows: fromMan(page) },
+];
+const rows = sources[0].rows;
 const where = (g, k) => (g === "" ? k : `${g}.${k}`);
 
 test("the extraction from the C code found what it should", () => {
@@ -157,51 +203,61 @@ test("the extraction from the C code found what it should", () => {
     JSON.stringify(code.ranges.filter((r) => r.min === null || r.max === null)));
   assert.ok(code.words.length >= 6 && code.words.every((w) => w.words?.length >= 2));
   assert.ok(code.defaults.length >= 15, JSON.stringify(code.defaults));
-  assert.ok(rows.length >= 60, `${rows.length} rows read from ${DOC}`);
+  for (const src of sources)
+    assert.ok(src.rows.length >= 60, `${src.rows.length} rows read from ${src.name}`);
 });
 
-test("every group of the reader has a section, and no section is for a group it lacks", () => {
-  const docGroups = [...new Set(rows.map((r) => r.group))].sort();
-  assert.deepEqual(docGroups, Object.keys(code.keys).sort());
+test("the man page's settings are the document's, row for row", () => {
+  const brief = (r) => ({ group: r.group, key: r.key, type: r.type.replace(/`/g, ""), dflt: r.dflt.replace(/`/g, "") });
+  assert.deepEqual(sources[1].rows.map(brief), rows.map(brief));
 });
 
-test("every setting the reader accepts has a row in its group's table", () => {
-  const missing = [];
-  for (const [g, ks] of Object.entries(code.keys))
-    for (const k of ks) if (rowsOf(g, k).length === 0) missing.push(where(g, k));
-  assert.deepEqual(missing, [], `accepted by core/config/*.c, not in ${DOC}`);
-});
+for (const { name, text, rows } of sources) {
+  const rowsOf = (group, key) => rows.filter((r) => r.group === group && r.key === key);
 
-test("every row of the tables is a setting the reader accepts", () => {
-  const extra = rows.filter((r) => !code.keys[r.group]?.includes(r.key))
-    .map((r) => `${DOC}:${r.line}: ${where(r.group, r.key)}`);
-  assert.deepEqual(extra, [], "documented, not in the reader's key lists");
-});
+  test(`${name}: every group of the reader has a section, and no section is for a group it lacks`, () => {
+    const docGroups = [...new Set(rows.map((r) => r.group))].sort();
+    assert.deepEqual(docGroups, Object.keys(code.keys).sort());
+  });
 
-test("ranges, allowed words and numeric defaults are the code's", () => {
-  const bad = [];
-  for (const { group, key, min, max } of code.ranges)
-    for (const r of rowsOf(group, key))
-      if (!r.type.includes(`${min}–${max}`)) bad.push(`${DOC}:${r.line}: ${where(group, key)}: type should say ${min}–${max}`);
-  for (const { group, key, words } of code.words)
-    for (const r of rowsOf(group, key))
-      for (const w of words)
-        if (!r.type.includes(`"${w}"`)) bad.push(`${DOC}:${r.line}: ${where(group, key)}: type should list "${w}"`);
-  for (const { group, key, value, bool } of code.defaults)
-    for (const r of rowsOf(group, key)) {
-      const want = bool && /^boolean/.test(r.type) ? (value ? "true" : "false") : String(value);
-      const esc = want.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-      if (!new RegExp(`(^|[^\\w.])${esc}($|[^\\w])`).test(r.dflt))
-        bad.push(`${DOC}:${r.line}: ${where(group, key)}: default should say ${want}`);
-    }
-  assert.deepEqual(bad, []);
-});
+  test(`${name}: every setting the reader accepts has a row in its group's table`, () => {
+    const missing = [];
+    for (const [g, ks] of Object.entries(code.keys))
+      for (const k of ks) if (rowsOf(g, k).length === 0) missing.push(where(g, k));
+    assert.deepEqual(missing, [], `accepted by the reader (${READER}), not in ${name}`);
+  });
 
-test("where the file is looked up and the secret forms are the code's", () => {
-  for (const s of [code.path, `$${code.env}`, code.fileMax, ...code.prefixes.map((p) => `"${p}`)])
-    assert.ok(doc.includes(s), `${DOC} mentions ${s}`);
-  assert.deepEqual(code.prefixes.sort(), ["env:", "file:", "os.environ/"]);
-});
+  test(`${name}: every row of the tables is a setting the reader accepts`, () => {
+    const extra = rows.filter((r) => !code.keys[r.group]?.includes(r.key))
+      .map((r) => `${name}:${r.line}: ${where(r.group, r.key)}`);
+    assert.deepEqual(extra, [], "documented, not in the reader's key lists");
+  });
+
+  test(`${name}: ranges, allowed words and numeric defaults are the code's`, () => {
+    const bad = [];
+    for (const { group, key, min, max } of code.ranges)
+      for (const r of rowsOf(group, key))
+        if (!r.type.includes(`${min}–${max}`)) bad.push(`${name}:${r.line}: ${where(group, key)}: type should say ${min}–${max}`);
+    for (const { group, key, words } of code.words)
+      for (const r of rowsOf(group, key))
+        for (const w of words)
+          if (!r.type.includes(`"${w}"`)) bad.push(`${name}:${r.line}: ${where(group, key)}: type should list "${w}"`);
+    for (const { group, key, value, bool } of code.defaults)
+      for (const r of rowsOf(group, key)) {
+        const want = bool && /^boolean/.test(r.type) ? (value ? "true" : "false") : String(value);
+        const esc = want.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+        if (!new RegExp(`(^|[^\\w.])${esc}($|[^\\w])`).test(r.dflt))
+          bad.push(`${name}:${r.line}: ${where(group, key)}: default should say ${want}`);
+      }
+    assert.deepEqual(bad, []);
+  });
+
+  test(`${name}: where the file is looked up and the secret forms are the code's`, () => {
+    for (const s of [code.path, `$${code.env}`, code.fileMax, ...code.prefixes.map((p) => `"${p}`)])
+      assert.ok(text.includes(s), `${name} mentions ${s}`);
+    assert.deepEqual([...code.prefixes].sort(), ["env:", "file:", "os.environ/"]);
+  });
+}
 
 // One config per documented setting, its value a group { } that no setting
 // takes: a setting the reader knows fails with "KEY must be ..." (and only

@@ -1,9 +1,10 @@
 // The Debian package (packaging/deb/build.sh): built into a temp dir,
-// installed with dpkg -i, checked (files, owners, conffile, unit), run from
-// its installed paths as its own user with --listen (one FastCGI request
-// straight to the socket, one local sandbox run that needs the installed
-// kernel), then purged: nothing may be left. Needs root and dpkg; skipped
-// when sandgate is already installed (never touch a real installation).
+// checked by lintian (when installed), installed with dpkg -i, checked
+// (files, man pages, owners, conffile, unit), run from its installed paths
+// as its own user with --listen (one FastCGI request straight to the
+// socket, one local sandbox run that needs the installed kernel), then
+// purged: nothing may be left. Needs root and dpkg; skipped when sandgate
+// is already installed (never touch a real installation).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync, spawnSync } from "node:child_process";
@@ -25,6 +26,8 @@ else if (installed()) skip = "a sandgate package is installed here already: not 
 else if (userExists("sandgate") || fs.existsSync("/var/lib/sandgate") || fs.existsSync("/etc/sandgate"))
   skip = "a sandgate user, /var/lib/sandgate or /etc/sandgate exists already";
 
+const MAN_PAGES = ["/usr/share/man/man1/sandgate.1.gz", "/usr/share/man/man5/sandgate.conf.5.gz",
+  "/usr/share/man/man8/sandgate-fcgi.8.gz"];
 const sh = (cmd, args, opts = {}) => execFileSync(cmd, args, { encoding: "utf8", timeout: 120000, ...opts });
 const KEY = "sk-deb-test-0123456789";
 let dir, deb, fake, gw, purged = false;
@@ -107,6 +110,16 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
+// packaging/deb/lintian.md: no error, warning, info or pedantic tag (an
+// experimental one it explains is allowed); its man page checks included.
+test("lintian finds nothing in the package", { skip: skip || (!has("lintian") && "no lintian"), timeout: 300000 }, () => {
+  const r = spawnSync("lintian", ["-I", "-E", "--pedantic", "--fail-on", "error,warning,info,pedantic", deb],
+    { encoding: "utf8", timeout: 280000 });
+  const tags = r.stdout.split("\n").filter((l) => /^[EWIP]: /.test(l));
+  assert.deepEqual(tags, [], r.stdout + r.stderr);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});
+
 test("dpkg -i installs files, user, state dir and conffile", { skip, timeout: 120000 }, () => {
   sh("dpkg", ["-i", deb]);
   for (const f of ["/usr/bin/sandgate", "/usr/bin/sandgate-fcgi", "/usr/share/sandgate/kernel/kernel.py",
@@ -119,7 +132,11 @@ test("dpkg -i installs files, user, state dir and conffile", { skip, timeout: 12
     "/usr/share/doc/sandgate/examples/shared-hosting/.htaccess",
     "/usr/share/doc/sandgate/examples/shared-hosting/sandgate.fcgi",
     "/usr/share/doc/sandgate/examples/shared-hosting/sandgate.conf",
-    "/usr/share/doc/sandgate/configuration.md.gz"]) assert.ok(fs.existsSync(f), f);
+    "/usr/share/doc/sandgate/docs/configuration.md.gz", "/usr/share/doc/sandgate/docs/deployment.md.gz",
+    ...MAN_PAGES]) assert.ok(fs.existsSync(f), f);
+  // man finds each page where the package put it.
+  for (const [sect, name] of [["1", "sandgate"], ["5", "sandgate.conf"], ["8", "sandgate-fcgi"]])
+    if (has("man")) assert.ok(sh("man", ["-aw", sect, name]).split("\n").includes(`/usr/share/man/man${sect}/${name}.${sect}.gz`));
   assert.ok(userExists("sandgate") && groupExists("sandgate"));
   const uid = Number(sh("id", ["-u", "sandgate"])), gid = Number(sh("id", ["-g", "sandgate"]));
   assert.ok(uid < 1000, "a system user");
@@ -228,7 +245,7 @@ test("dpkg --purge leaves nothing behind", { skip, timeout: 120000 }, () => {
   assert.equal(spawnSync("dpkg-query", ["-W", "sandgate"]).status !== 0 ||
     !sh("dpkg-query", ["-W", "-f=${Status}", "sandgate"]).includes("config-files"), true);
   for (const f of ["/usr/bin/sandgate", "/usr/bin/sandgate-fcgi", "/usr/share/sandgate", "/etc/sandgate",
-    "/var/lib/sandgate", "/lib/systemd/system/sandgate.service", "/usr/share/doc/sandgate"])
+    "/var/lib/sandgate", "/lib/systemd/system/sandgate.service", "/usr/share/doc/sandgate", ...MAN_PAGES])
     assert.ok(!fs.existsSync(f), `${f} left behind`);
   assert.ok(!userExists("sandgate"), "user left behind");
   assert.ok(!groupExists("sandgate"), "group left behind");

@@ -10,7 +10,7 @@
 // Apache runs in the foreground from a minimal httpd.conf of ours (loopback
 // ports, User/Group the unprivileged service user, AllowOverride AuthConfig
 // FileInfo Options=ExecCGI so the shipped .htaccess is honoured, and the
-// mod_fcgid settings the README asks a host for). A second virtual host
+// mod_fcgid settings docs/shared-hosting.md asks a host for). A second virtual host
 // keeps mod_fcgid's defaults and allows no AuthConfig: there the shipped
 // .htaccess is refused and its E=HTTP_AUTHORIZATION variant works.
 //
@@ -215,7 +215,7 @@ DocumentRoot "${web}"
 <Files ".ht*">
     Require all denied
 </Files>
-# What the README asks of a host.
+# What docs/shared-hosting.md asks of a host.
 <VirtualHost 127.0.0.1:${port}>
     FcgidOutputBufferSize 0
     FcgidMaxRequestLen ${MAX_REQUEST_LEN}

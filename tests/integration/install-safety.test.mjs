@@ -395,10 +395,12 @@ sandbox_tools = ( { name = "local"; provider = "local"; memory_mb = 256; disk_mb
     try {
       const a = await gateway(dir, "a", conf(dir, "nobody"));
       await waitFor(() => started.test(a.log()), "sandboxd as nobody", 20000);
-      // Killed, master and sandboxd at once: nothing is cleaned up.
+      // Killed, sandboxd and then its master: nothing is cleaned up.
+      // (Master first, sandboxd could take the master's death for a stop
+      // and tidy up before its own SIGKILL lands.)
       const sbxd = spawnSync("pgrep", ["-P", String(a.p.pid), "-x", "sg-sandboxd"], { encoding: "utf8" }).stdout.trim();
       assert.ok(sbxd, "sandboxd's pid");
-      spawnSync("kill", ["-KILL", String(a.p.pid), sbxd]);
+      spawnSync("kill", ["-KILL", sbxd, String(a.p.pid)]);
       await a.stop();
       assert.notDeepEqual(fs.readdirSync(`${dir}/state/store/local`), [], "a killed sandboxd's leftovers");
       giveStore(dir, serviceUser);
