@@ -36,6 +36,9 @@ struct sg_tool {
 	char	*kernel;	/* local: "auto" (NULL), "ipython" or "python" */
 	char	*local_dir;	/* local: sandboxd's runtime dir (beside the
 				 * store), filled by the config loader */
+	/* What the ledger charges for it (USD), not the provider's concern
+	 * but read with the rest of the tool's settings. */
+	double	 price_session, price_hour;
 };
 
 enum sg_prov_rc {

@@ -31,26 +31,41 @@ missing(struct sg_error *err)
 	    "Authorization: Bearer YOUR_KEY).");
 }
 
-int
-sg_auth_check(const struct sg_cfg *cfg, struct sg_store *store,
-    const char *authorization, struct sg_auth *who, struct sg_error *err)
+/* The admin key whose hash is hash, compared with every one. */
+static const struct sg_cfg_key *
+admin_of(const struct sg_cfg *cfg, const char *hash)
 {
-	const char *token = bearer(authorization);
-	char hash[65];
+	const struct sg_cfg_key *found = NULL;
 	size_t i;
-	int rc;
 
-	who->key = NULL;
-	if (cfg->auth.allow_anonymous) {
-		snprintf(who->name, sizeof(who->name), "anonymous");
-		snprintf(who->tenant, sizeof(who->tenant), "anonymous");
-		return 0;
+	for (i = 0; i < cfg->auth.nadmins; i++) {
+		const struct sg_cfg_key *k = &cfg->auth.admins[i];
+
+		if (k->sha256[0] != '\0' && sg_secret_eq(k->sha256, hash, 64) &&
+		    found == NULL)
+			found = k;
 	}
-	if (token == NULL)
-		return missing(err);
-	sg_sha256_hex(token, strlen(token), hash);
-	/* Compare every configured key, match or not: timing says nothing. */
-	rc = -1;
+	return found;
+}
+
+static int
+admin_only(struct sg_error *err)
+{
+	return sg_error_set(err, 403, "invalid_request_error", NULL, NULL,
+	    "This is an admin key: it reads usage and manages keys, and is "
+	    "never used for model or sandbox requests. Use a project key.");
+}
+
+/* The tenant key whose hash is hash, from the config's keys (every one
+ * compared, match or not: timing says nothing), then the store's: 0 and
+ * who filled, or -1 with a 401 (or a 503 from the store) in err. */
+static int
+tenant_of(const struct sg_cfg *cfg, struct sg_store *store, const char *hash,
+    struct sg_auth *who, struct sg_error *err)
+{
+	size_t i;
+	int rc = -1;
+
 	for (i = 0; i < cfg->auth.nkeys; i++) {
 		const struct sg_cfg_key *k = &cfg->auth.keys[i];
 
@@ -75,4 +90,68 @@ sg_auth_check(const struct sg_cfg *cfg, struct sg_store *store,
 		    "Ask the operator of this gateway for a valid key.");
 	memcpy(who->tenant, hash, sizeof(who->tenant));
 	return 0;
+}
+
+int
+sg_auth_check(const struct sg_cfg *cfg, struct sg_store *store,
+    const char *authorization, struct sg_auth *who, struct sg_error *err)
+{
+	const char *token = bearer(authorization);
+	char hash[65];
+
+	who->key = NULL;
+	if (cfg->auth.allow_anonymous) {
+		snprintf(who->name, sizeof(who->name), "anonymous");
+		snprintf(who->tenant, sizeof(who->tenant), "anonymous");
+		return 0;
+	}
+	if (token == NULL)
+		return missing(err);
+	sg_sha256_hex(token, strlen(token), hash);
+	if (admin_of(cfg, hash) != NULL)
+		return admin_only(err);
+	return tenant_of(cfg, store, hash, who, err);
+}
+
+int
+sg_auth_admin(const struct sg_cfg *cfg, struct sg_store *store,
+    const char *authorization, struct sg_auth *who, struct sg_error *err)
+{
+	const char *token = bearer(authorization);
+	const struct sg_cfg_key *k;
+	char hash[65];
+
+	who->key = NULL;
+	who->tenant[0] = '\0';
+	if (token == NULL)
+		return missing(err);
+	sg_sha256_hex(token, strlen(token), hash);
+	if ((k = admin_of(cfg, hash)) != NULL) {
+		snprintf(who->name, sizeof(who->name), "%s", k->name);
+		return 0;
+	}
+	/* A tenant's key is known but not allowed here (403); anything
+	 * else is no key at all (401). Anonymous access is for tenant
+	 * routes only: the admin API always wants an admin key. */
+	if (tenant_of(cfg, store, hash, who, err) == -1)
+		return -1;
+	return sg_error_set(err, 403, "invalid_request_error", NULL, NULL,
+	    "You have insufficient permissions for this operation: it needs "
+	    "an admin key (auth.admin_keys), and this is a project key.");
+}
+
+void
+sg_auth_key_id(const char *tenant, char out[32])
+{
+	char label[96], hash[65];
+
+	if (strcmp(tenant, "anonymous") == 0) {
+		snprintf(out, 32, "key_anonymous");
+		return;
+	}
+	/* Hashed again, with a label: the id is public, the key's hash
+	 * (the tenant) is what the store finds the key by. */
+	snprintf(label, sizeof(label), "sandgate key id %.64s", tenant);
+	sg_sha256_hex(label, strlen(label), hash);
+	snprintf(out, 32, "key_%.24s", hash);
 }

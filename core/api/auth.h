@@ -24,4 +24,16 @@ struct sg_auth {
 int	sg_auth_check(const struct sg_cfg *, struct sg_store *,
 	    const char *authorization, struct sg_auth *who, struct sg_error *);
 
+/*
+ * The admin API's check: 0 and *who filled (name of the admin key, tenant
+ * ""), or -1 with 401 (no key, or one nobody knows) or 403 (a tenant's
+ * key: it works, but not here) in err.
+ */
+int	sg_auth_admin(const struct sg_cfg *, struct sg_store *,
+	    const char *authorization, struct sg_auth *who, struct sg_error *);
+/* A key's public id ("key_" and 24 hex digits) from its tenant (the key's
+ * hash): stable, names the key in the admin API, and says nothing of the
+ * key. "key_anonymous" for anonymous callers. */
+void	sg_auth_key_id(const char *tenant, char out[32]);
+
 #endif

@@ -10,6 +10,7 @@
 #include "containers.h"
 #include "files_api.h"
 #include "gateway.h"
+#include "org.h"
 #include "resp_api.h"
 #include "sandbox_api.h"
 #include "../http/router.h"
@@ -441,7 +442,8 @@ route_heavy(enum sg_route route)
 	    route != SG_ROUTE_FILE_LIST && route != SG_ROUTE_FILE_GET &&
 	    route != SG_ROUTE_FILE_DELETE && route != SG_ROUTE_CNTR_LIST &&
 	    route != SG_ROUTE_CNTR_GET && route != SG_ROUTE_CFILE_LIST &&
-	    route != SG_ROUTE_CFILE_GET && route != SG_ROUTE_CFILE_DELETE;
+	    route != SG_ROUTE_CFILE_GET && route != SG_ROUTE_CFILE_DELETE &&
+	    sg_route_authed(route) != SG_AUTH_ADMIN;
 }
 
 void
@@ -463,8 +465,9 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		sg_http_error(out, req, &err);
 		return;
 	}
-	if (sg_route_authed(route)) {
-		if (sg_auth_check(gw->cfg, gw->store, req->authorization, &who,
+	if (sg_route_authed(route) != SG_AUTH_NONE) {
+		if ((sg_route_authed(route) == SG_AUTH_ADMIN ? sg_auth_admin :
+		    sg_auth_check)(gw->cfg, gw->store, req->authorization, &who,
 		    &err) == -1) {
 			sg_http_error(out, req, &err);
 			return;
@@ -523,6 +526,21 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 	case SG_ROUTE_FILE_CONTENT:
 		files_route(gw, route, id, req, out);
 		break;
+	case SG_ROUTE_ORG_USAGE_COMPL:
+	case SG_ROUTE_ORG_USAGE_CI:
+	case SG_ROUTE_ORG_COSTS:
+	case SG_ROUTE_ORG_KEY_LIST:
+	case SG_ROUTE_ORG_KEY_CREATE:
+	case SG_ROUTE_ORG_KEY_GET:
+	case SG_ROUTE_ORG_KEY_UPDATE:
+	case SG_ROUTE_ORG_KEY_DELETE:
+	case SG_ROUTE_ORG_REQ_LIST:
+	case SG_ROUTE_ORG_REQ_GET: {
+		struct sg_org_env org = { gw->cfg, gw->store, req->start_ms };
+
+		sg_org_api(&org, route, id, req, out);
+		break;
+	}
 	case SG_ROUTE_NONE:
 	case SG_ROUTE_NROUTES:
 		break;

@@ -14,7 +14,7 @@
 
 static const char *const top_keys[] = { "server", "store", "auth", "models",
 	"sandbox_tools", "interception", "sessions", "responses", "files",
-	NULL };
+	"usage", NULL };
 
 /* Element i of the list at path: where a duplicate is reported. */
 static const config_setting_t *
@@ -51,6 +51,9 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->files.max_bytes_per_key = 2LL << 30;
 	cfg->files.max_files_per_key = 10000;
 	cfg->files.retention = 30 * 86400;
+	cfg->auth.limits.period = SG_PERIOD_MONTH;
+	cfg->usage.retention = 400 * 86400;
+	cfg->usage.traces = 7 * 86400;
 	cfg->server.mount_prefix = strdup("");
 	cfg->store.path = strdup("/var/lib/sandgate/sandgate.db");
 	cfg->interception.tool_name = strdup("litellm_code_execution");
@@ -137,7 +140,8 @@ static int
 validate(struct sg_cfgld *ld, const config_t *lc)
 {
 	if (unique_names(ld, lc) == -1 || key_tools(ld, lc) == -1 ||
-	    interception_tool(ld, lc) == -1)
+	    interception_tool(ld, lc) == -1 ||
+	    sg_cfgld_admins_apart(ld, lc) == -1)
 		return -1;
 	if (ld->cfg->interception.tool_name[0] == '\0')
 		return sg_cfgld_fail(ld, sg_cfgld_at(config_lookup(lc,
@@ -190,6 +194,7 @@ load_root(struct sg_cfgld *ld, const config_t *lc)
 		{ "sessions", sg_cfgld_sessions, 1 },
 		{ "responses", sg_cfgld_responses, 1 },
 		{ "files", sg_cfgld_files, 1 },
+		{ "usage", sg_cfgld_usage, 1 },
 	};
 	config_setting_t *s;
 	size_t i;
@@ -316,6 +321,11 @@ sg_cfg_free(struct sg_cfg *cfg)
 		free(cfg->auth.keys[i].problem);
 		free_strings(cfg->auth.keys[i].tools, cfg->auth.keys[i].ntools);
 	}
+	for (i = 0; i < cfg->auth.nadmins; i++) {
+		free(cfg->auth.admins[i].name);
+		free(cfg->auth.admins[i].problem);
+	}
+	free(cfg->auth.admins);
 	for (i = 0; i < cfg->nmodels; i++) {
 		struct sg_cfg_model *m = &cfg->models[i];
 

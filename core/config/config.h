@@ -26,6 +26,23 @@ enum sg_api {
 				 * /v1/responses on it (core/upstream/bridge.c) */
 };
 
+/* What a key may spend: its own (-1, or budget < 0: not set, auth.limits'
+ * then) or auth.limits' (0: none). */
+enum sg_period { SG_PERIOD_DAY, SG_PERIOD_WEEK, SG_PERIOD_MONTH };
+struct sg_cfg_limits {
+	long long	 rpm;		/* requests per minute */
+	long long	 tpm;		/* tokens (in + out) per minute */
+	double		 budget;	/* USD per period */
+	int		 period;	/* enum sg_period, calendar UTC */
+	long long	 sandbox_seconds;	/* of code runs per period */
+};
+
+/* USD per 1M tokens; cached input is charged as input when not set. */
+struct sg_price {
+	double	 input, cached_input, output;
+	int	 cached_set;
+};
+
 struct sg_cfg_model {
 	char	*name;		/* what clients send; "*" matches any */
 	char	*api_base;	/* without trailing slash */
@@ -36,6 +53,7 @@ struct sg_cfg_model {
 	int	 timeout;	/* seconds the upstream may stay silent */
 	enum sg_state state;	/* default: upstream for OpenAI's own hosts */
 	enum sg_api api;	/* what its upstream speaks */
+	struct sg_price price;
 };
 
 struct sg_cfg_key {
@@ -45,6 +63,7 @@ struct sg_cfg_key {
 	int	 max_concurrent; /* requests at once; 0: auth.max_concurrent */
 	char	**tools;	/* sandbox tools it may use; NULL: all */
 	size_t	 ntools;
+	struct sg_cfg_limits limits;	/* its own; see sg_cfg_limits_of */
 };
 
 
@@ -80,6 +99,11 @@ struct sg_cfg {
 		size_t	 nkeys;
 		int	 allow_anonymous;
 		int	 max_concurrent; /* per key; 0: none (fair share) */
+		struct sg_cfg_limits limits;	/* every key's, unless its own */
+		/* Keys of the admin API and the console, never a tenant's:
+		 * name, key or key_sha256 (limits and tools unused). */
+		struct sg_cfg_key *admins;
+		size_t	 nadmins;
 	} auth;
 	struct sg_cfg_model *models;
 	size_t	 nmodels;
@@ -108,6 +132,11 @@ struct sg_cfg {
 		int	 max_files_per_key;	/* how many files a key may hold */
 		int	 retention;	/* seconds a file is kept */
 	} files;
+	struct {
+		int	 retention;	/* seconds a ledger row is kept */
+		int	 traces;	/* seconds a request's trace is kept;
+					 * 0: none written */
+	} usage;
 	/* "file:line: ..." for unknown keys and unresolved secrets: warnings
 	 * at start, errors for `sandgate check-config`. */
 	char	**warnings;
@@ -127,6 +156,12 @@ const struct sg_tool *sg_cfg_tool(const struct sg_cfg *, const char *name);
  * under way at once: its max_concurrent, else auth.max_concurrent; 0 when
  * neither is set (no cap but the fair share). */
 int	 sg_cfg_key_limit(const struct sg_cfg *, const struct sg_cfg_key *);
+/* A key's limits, each its own when set, else auth.limits' (own: a key's
+ * limits, or NULL for a store key without settings, or anonymous). */
+void	 sg_cfg_limits_of(const struct sg_cfg *, const struct sg_cfg_limits *own,
+	    struct sg_cfg_limits *out);
+/* Limits none of which is set: what a key's own start as. */
+void	 sg_cfg_limits_unset(struct sg_cfg_limits *);
 /* Whether key (NULL: any key of the store) may use the tool named tool. */
 int	 sg_cfg_key_may_use(const struct sg_cfg_key *, const char *tool);
 /* Resolve a secret spec. New string in *out (NULL when the source is

@@ -65,5 +65,19 @@ int	 sg_cfgld_sessions(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_responses(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_files(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_store(struct sg_cfgld *, const config_setting_t *);
+/* A key's hash from its key or key_sha256 (one of them), into k->sha256. */
+int	 sg_cfgld_key_hash(struct sg_cfgld *, const config_setting_t *,
+	    struct sg_cfg_key *k, char *key, char *hash);
+
+/* config_usage.c: limits, admin keys, prices, the ledger's retention. */
+int	 sg_cfgld_limits(struct sg_cfgld *, const config_setting_t *,
+	    struct sg_cfg_limits *);
+int	 sg_cfgld_auth_usage(struct sg_cfgld *, const config_setting_t *);
+int	 sg_cfgld_model_price(struct sg_cfgld *, const config_setting_t *,
+	    struct sg_cfg_model *);
+int	 sg_cfgld_tool_price(struct sg_cfgld *, const config_setting_t *,
+	    struct sg_tool *);
+int	 sg_cfgld_usage(struct sg_cfgld *, const config_setting_t *);
+int	 sg_cfgld_admins_apart(struct sg_cfgld *, const config_t *);
 
 #endif

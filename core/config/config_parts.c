@@ -16,15 +16,17 @@ static const char *const server_keys[] = { "workers", "user", "mount_prefix",
 	"queue_timeout", NULL };
 static const char *const store_keys[] = { "path", "url", "box", NULL };
 static const char *const auth_keys[] = { "keys", "allow_anonymous",
-	"max_concurrent", NULL };
+	"max_concurrent", "limits", "admin_keys", NULL };
 static const char *const key_keys[] = { "name", "key", "key_sha256",
-	"max_concurrent", "tools", NULL };
+	"max_concurrent", "tools", "rpm", "tpm", "budget", "budget_period",
+	"sandbox_seconds", NULL };
 static const char *const model_keys[] = { "name", "api_base", "api_key",
-	"model", "max_agentic_loops", "timeout", "state", "api", NULL };
+	"model", "max_agentic_loops", "timeout", "state", "api", "price",
+	NULL };
 static const char *const tool_keys[] = { "name", "provider", "api_key",
 	"api_base", "template", "image", "sandbox_url", "isolation",
 	"memory_mb", "disk_mb", "max_procs", "allow_internet_access", "cpu",
-	"limits", "kernel", "warm", NULL };
+	"limits", "kernel", "warm", "price", NULL };
 static const char *const icpt_keys[] = { "enabled", "sandbox_tool",
 	"max_agentic_loops", "tool_name", "exec_timeout", "container_reuse",
 	NULL };
@@ -152,9 +154,9 @@ sg_cfgld_store(struct sg_cfgld *ld, const config_setting_t *g)
 	return 0;
 }
 
-static int
-key_hash(struct sg_cfgld *ld, const config_setting_t *e, struct sg_cfg_key *k,
-    char *key, char *hash)
+int
+sg_cfgld_key_hash(struct sg_cfgld *ld, const config_setting_t *e,
+    struct sg_cfg_key *k, char *key, char *hash)
 {
 	size_t j, len;
 
@@ -188,13 +190,15 @@ load_key(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 	char *key = NULL, *hash = NULL;
 	int rc;
 
+	sg_cfg_limits_unset(&k->limits);
 	rc = sg_cfgld_str(ld, e, "name", &k->name, 1) == -1 ||
 	    sg_cfgld_secret(ld, e, "key", &key, &k->problem) == -1 ||
 	    sg_cfgld_str(ld, e, "key_sha256", &hash, 0) == -1 ||
 	    sg_cfgld_int(ld, e, "max_concurrent", &k->max_concurrent, 1,
 	    100000) == -1 ||
 	    sg_cfgld_strings(ld, e, "tools", &k->tools, &k->ntools) == -1 ||
-	    key_hash(ld, e, k, key, hash) == -1 ? -1 : 0;
+	    sg_cfgld_limits(ld, e, &k->limits) == -1 ||
+	    sg_cfgld_key_hash(ld, e, k, key, hash) == -1 ? -1 : 0;
 	free(key);
 	free(hash);
 	return rc;
@@ -210,7 +214,7 @@ sg_cfgld_auth(struct sg_cfgld *ld, const config_setting_t *g)
 	if (sg_cfgld_bool(ld, g, "allow_anonymous",
 	    &cfg->auth.allow_anonymous) == -1 ||
 	    sg_cfgld_int(ld, g, "max_concurrent", &cfg->auth.max_concurrent, 1,
-	    100000) == -1)
+	    100000) == -1 || sg_cfgld_auth_usage(ld, g) == -1)
 		return -1;
 	if ((keys = config_setting_get_member(g, "keys")) == NULL)
 		return 0;
@@ -294,7 +298,8 @@ load_model(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 	    sg_cfgld_str(ld, e, "model", &m->model, 0) == -1 ||
 	    sg_cfgld_int(ld, e, "max_agentic_loops", &m->max_agentic_loops,
 	    1, 100) == -1 ||
-	    sg_cfgld_int(ld, e, "timeout", &m->timeout, 1, 86400) == -1)
+	    sg_cfgld_int(ld, e, "timeout", &m->timeout, 1, 86400) == -1 ||
+	    sg_cfgld_model_price(ld, e, m) == -1)
 		return -1;
 	if (m->api_base == NULL && m->api_key_problem == NULL)
 		return sg_cfgld_fail(ld, e, "model %s: missing api_base", m->name);
@@ -352,7 +357,8 @@ load_tool(struct sg_cfgld *ld, const config_setting_t *e, void *item)
 	    sg_cfgld_int(ld, e, "cpu", &t->cpu, 0, 1024) == -1 ||
 	    sg_cfgld_int(ld, e, "warm", &t->warm, 0, 64) == -1 ||
 	    sg_cfgld_bool(ld, e, "allow_internet_access",
-	    &t->allow_internet_access) == -1) {
+	    &t->allow_internet_access) == -1 ||
+	    sg_cfgld_tool_price(ld, e, t) == -1) {
 		free(lim);
 		return -1;
 	}

@@ -37,6 +37,19 @@ static const struct {
 	{ "DELETE", "/v1/containers/{id}/files/{*}", SG_ROUTE_CFILE_DELETE, 1 },
 	{ "GET", "/v1/containers/{id}/files/{*}/content", SG_ROUTE_CFILE_CONTENT,
 	    1 },
+	{ "GET", "/v1/organization/usage/completions", SG_ROUTE_ORG_USAGE_COMPL,
+	    2 },
+	{ "GET", "/v1/organization/usage/code_interpreter_sessions",
+	    SG_ROUTE_ORG_USAGE_CI, 2 },
+	{ "GET", "/v1/organization/costs", SG_ROUTE_ORG_COSTS, 2 },
+	{ "GET", "/v1/organization/api_keys", SG_ROUTE_ORG_KEY_LIST, 2 },
+	{ "POST", "/v1/organization/api_keys", SG_ROUTE_ORG_KEY_CREATE, 2 },
+	{ "GET", "/v1/organization/api_keys/{id}", SG_ROUTE_ORG_KEY_GET, 2 },
+	{ "POST", "/v1/organization/api_keys/{id}", SG_ROUTE_ORG_KEY_UPDATE, 2 },
+	{ "DELETE", "/v1/organization/api_keys/{id}", SG_ROUTE_ORG_KEY_DELETE,
+	    2 },
+	{ "GET", "/v1/organization/requests", SG_ROUTE_ORG_REQ_LIST, 2 },
+	{ "GET", "/v1/organization/requests/{id}", SG_ROUTE_ORG_REQ_GET, 2 },
 };
 
 /* Whether path matches pattern, where "{id}" stands for one non-empty

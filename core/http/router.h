@@ -38,6 +38,18 @@ enum sg_route {
 	SG_ROUTE_CFILE_GET,	/* GET /v1/containers/{id}/files/{fid} */
 	SG_ROUTE_CFILE_DELETE,	/* DELETE /v1/containers/{id}/files/{fid} */
 	SG_ROUTE_CFILE_CONTENT,	/* GET .../files/{fid}/content */
+	/* The admin API (admin keys only): OpenAI's Usage and Costs APIs,
+	 * key management and request traces. */
+	SG_ROUTE_ORG_USAGE_COMPL,	/* GET /v1/organization/usage/completions */
+	SG_ROUTE_ORG_USAGE_CI,	/* GET .../usage/code_interpreter_sessions */
+	SG_ROUTE_ORG_COSTS,	/* GET /v1/organization/costs */
+	SG_ROUTE_ORG_KEY_LIST,	/* GET /v1/organization/api_keys */
+	SG_ROUTE_ORG_KEY_CREATE,	/* POST /v1/organization/api_keys */
+	SG_ROUTE_ORG_KEY_GET,	/* GET /v1/organization/api_keys/{id} */
+	SG_ROUTE_ORG_KEY_UPDATE,	/* POST /v1/organization/api_keys/{id} */
+	SG_ROUTE_ORG_KEY_DELETE,	/* DELETE /v1/organization/api_keys/{id} */
+	SG_ROUTE_ORG_REQ_LIST,	/* GET /v1/organization/requests */
+	SG_ROUTE_ORG_REQ_GET,	/* GET /v1/organization/requests/{id} */
 	SG_ROUTE_NROUTES
 };
 
@@ -58,7 +70,9 @@ int		 sg_route_second(const char *path, char *out, size_t outsz);
 /* Whether the route's handler reads the body as it goes (uploads) rather
  * than being given it whole. */
 int		 sg_route_streams(enum sg_route);
-/* Whether the route needs a key (healthz and metrics do not). */
+/* Whether the route needs a key: SG_AUTH_NONE (healthz, metrics), a
+ * tenant's, or an admin key (the admin API). */
+enum { SG_AUTH_NONE = 0, SG_AUTH_TENANT = 1, SG_AUTH_ADMIN = 2 };
 int		 sg_route_authed(enum sg_route);
 
 #endif

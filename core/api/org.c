@@ -1,0 +1,28 @@
+/*
+ * The admin API's routes, each to the file that answers it.
+ */
+#include <stdio.h>
+
+#include "org.h"
+#include "../http/error.h"
+
+void
+sg_org_api(const struct sg_org_env *env, enum sg_route route, const char *id,
+    struct sg_req *req, struct sg_out *out)
+{
+	struct sg_error err;
+
+	(void)id;
+	switch (route) {
+	case SG_ROUTE_ORG_USAGE_COMPL:
+	case SG_ROUTE_ORG_USAGE_CI:
+	case SG_ROUTE_ORG_COSTS:
+		sg_org_usage(env, route, req, out);
+		return;
+	default:
+		break;
+	}
+	sg_error_set(&err, 404, "invalid_request_error", NULL, NULL,
+	    "Invalid URL (%s %s)", req->method, req->path);
+	sg_http_error(out, req, &err);
+}

@@ -1,0 +1,31 @@
+/*
+ * sg_org: the admin API, for admin keys only (auth.admin_keys): OpenAI's
+ * Usage and Costs APIs over sandgate's ledger (org_usage.c), key
+ * management and request traces. Its routes answer at once from the
+ * store: none holds a responder long.
+ */
+#ifndef SG_ORG_H
+#define SG_ORG_H
+
+#include "../config/config.h"
+#include "../http/http.h"
+#include "../http/router.h"
+
+struct sg_store;
+
+struct sg_org_env {
+	const struct sg_cfg	*cfg;	/* borrowed */
+	struct sg_store		*store;	/* borrowed */
+	int64_t			 now_ms;	/* the request's start */
+};
+
+/* Answer route (one of SG_ROUTE_ORG_*); id is the path's {id} or "". */
+void	sg_org_api(const struct sg_org_env *, enum sg_route, const char *id,
+	    struct sg_req *, struct sg_out *);
+
+/* org_usage.c: GET /v1/organization/usage/{completions,
+ * code_interpreter_sessions} and /v1/organization/costs. */
+void	sg_org_usage(const struct sg_org_env *, enum sg_route,
+	    struct sg_req *, struct sg_out *);
+
+#endif
