@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "fcgi.h"
+#include "../core/state/ledger.h"
 #include "../core/state/metrics.h"
 #include "../lib/util.h"
 #include "../providers/sandboxd/sandboxd.h"
@@ -382,23 +383,25 @@ stop(struct master *m)
 
 	do {
 		left = 0;
-		/* sandboxd last: the reaper deletes its warm sandboxes
-		 * through it. */
-		if (m->sandboxd != 0) {
-			if (m->reaper == 0)
-				kill(m->sandboxd, SIGTERM);
-			left++;
-		}
-		if (m->reaper != 0) {
-			kill(m->reaper, SIGTERM);
-			left++;
-		}
 		for (i = 0; i < SG_SLOTS; i++) {
 			if (m->kids[i].pid == 0)
 				continue;
 			/* Again each round: one may have been between its
 			 * stop check and accept() when the first came. */
 			kill(m->kids[i].pid, SIGTERM);
+			left++;
+		}
+		/* The reaper after the responders: it writes their last
+		 * ledger rows as it goes. sandboxd last: the reaper deletes
+		 * its warm sandboxes through it. */
+		if (m->reaper != 0) {
+			if (left == 0)
+				kill(m->reaper, SIGTERM);
+			left++;
+		}
+		if (m->sandboxd != 0) {
+			if (m->reaper == 0)
+				kill(m->sandboxd, SIGTERM);
 			left++;
 		}
 		if (left == 0)
@@ -511,7 +514,7 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}
-	if (sg_mx_map() == -1) {
+	if (sg_mx_map() == -1 || sg_use_map(SG_SLOTS) == -1) {
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}

@@ -17,13 +17,15 @@
 
 #include "fcgi.h"
 #include "../core/api/gateway.h"
+#include "../core/state/ledger.h"
 #include "../core/state/pool.h"
 #include "../core/state/sandbox.h"
 #include "../lib/log.h"
 
 #define REAP_EVERY	30
-#define POOL_TICK_MS	250	/* a claimed warm sandbox is replaced within */
 #define LEASE_RENEW_MS	5000
+#define DRAIN_MS	200	/* ledger rows reach the store within */
+#define PRUNE_BATCH	1000	/* ledger rows and traces removed a sweep */
 
 static volatile sig_atomic_t stopping;
 
@@ -32,6 +34,30 @@ on_stop(int sig)
 {
 	(void)sig;
 	stopping = 1;
+}
+
+/* The responders' finished ledger rows into the store. */
+static void
+drain(struct sg_sbx_env *env)
+{
+	int n;
+
+	if (sg_use_drain(env->cfg, env->store, &n) == -1)
+		sg_log("sandgate: reaper: usage: %s", sg_store_errmsg(env->store));
+}
+
+/* Ledger rows and traces past their time, a bounded batch a sweep. */
+static void
+prune_usage(struct sg_sbx_env *env)
+{
+	int64_t now = sg_now_ms();
+	int n;
+
+	if (sg_store_use_prune(env->store, now - (int64_t)
+	    env->cfg->usage.retention * 1000, PRUNE_BATCH, &n) != SG_STORE_OK ||
+	    sg_store_trace_prune(env->store, now - (int64_t)
+	    env->cfg->usage.traces * 1000, PRUNE_BATCH, &n) != SG_STORE_OK)
+		sg_log("sandgate: reaper: usage: %s", sg_store_errmsg(env->store));
 }
 
 static void
@@ -96,8 +122,9 @@ tend_pool(struct sg_sbx_env *env, struct pool_turn *p)
 }
 
 /*
- * Sweep every REAP_EVERY seconds; with warm sandboxes wanted, tend them
- * every POOL_TICK_MS, so a claimed one is replaced at once. At the end
+ * Every DRAIN_MS the responders' ledger rows go to the store and, with
+ * warm sandboxes wanted, the pool is tended (a claimed one is replaced at
+ * once); every REAP_EVERY seconds, a sweep. At the end
  * (a stop, or a reload: the new reaper makes them again with the new
  * settings) its own warm sandboxes go.
  */
@@ -112,14 +139,17 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 	    (int)getpid());
 	snprintf(p.lease, sizeof(p.lease), "pool:%s", sg_store_box(env->store));
 	while (!stopping) {
+		drain(env);
 		if (sg_now_ms() >= next_sweep) {
 			sweep(env, NULL);
+			prune_usage(env);
 			next_sweep = sg_now_ms() + REAP_EVERY * 1000;
 		}
 		if (pooled)
 			tend_pool(env, &p);
-		poll(NULL, 0, pooled ? POOL_TICK_MS : 1000);
+		poll(NULL, 0, DRAIN_MS);
 	}
+	drain(env);
 	if (p.tended) {
 		sg_pool_drain(env);
 		sg_store_lease_release(env->store, p.lease, p.holder);

@@ -24,6 +24,7 @@
 
 #include "fcgi.h"
 #include "../core/api/gateway.h"
+#include "../core/state/ledger.h"
 #include "../core/state/metrics.h"
 #include "../lib/util.h"
 
@@ -528,6 +529,7 @@ sg_responder_run(const struct sg_env *env, int slot)
 		fprintf(stderr, "sandgate: responder %d: %s\n", (int)getpid(), err);
 		_exit(3);
 	}
+	sg_use_slot(slot);
 	sg_gw_set_metrics(gw, sg_board_metrics, &seat);
 	sg_gw_set_admit(gw, sg_queue_admit, &seat);
 	/* No listen socket for libfcgi: take() accepts. */

@@ -139,19 +139,3 @@ sg_auth_admin(const struct sg_cfg *cfg, struct sg_store *store,
 	    "You have insufficient permissions for this operation: it needs "
 	    "an admin key (auth.admin_keys), and this is a project key.");
 }
-
-void
-sg_auth_key_id(const char *tenant, char out[32])
-{
-	char label[96], hash[65];
-
-	if (strcmp(tenant, "anonymous") == 0) {
-		snprintf(out, 32, "key_anonymous");
-		return;
-	}
-	/* Hashed again, with a label: the id is public, the key's hash
-	 * (the tenant) is what the store finds the key by. */
-	snprintf(label, sizeof(label), "sandgate key id %.64s", tenant);
-	sg_sha256_hex(label, strlen(label), hash);
-	snprintf(out, 32, "key_%.24s", hash);
-}

@@ -31,9 +31,4 @@ int	sg_auth_check(const struct sg_cfg *, struct sg_store *,
  */
 int	sg_auth_admin(const struct sg_cfg *, struct sg_store *,
 	    const char *authorization, struct sg_auth *who, struct sg_error *);
-/* A key's public id ("key_" and 24 hex digits) from its tenant (the key's
- * hash): stable, names the key in the admin API, and says nothing of the
- * key. "key_anonymous" for anonymous callers. */
-void	sg_auth_key_id(const char *tenant, char out[32]);
-
 #endif

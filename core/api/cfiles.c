@@ -14,6 +14,7 @@
 #include "../http/upload.h"
 #include "../loop/outfiles.h"
 #include "../state/files.h"
+#include "../state/ledger.h"
 
 #define LIST_LIMIT	20
 #define LIST_LIMIT_MAX	100
@@ -83,6 +84,7 @@ finish(struct sg_sbx_env *env, const struct sg_req *req,
 
 		/* The user's file: never copied out as the code's. */
 		sg_outf_seen(env, req->tenant, f->container_id, &path, 1);
+		sg_use_file(f->bytes);
 		return cfile_json(f);
 	}
 	sg_files_unlink(env->cfg, f->id);

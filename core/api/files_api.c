@@ -11,6 +11,7 @@
 
 #include "files_api.h"
 #include "../http/upload.h"
+#include "../state/ledger.h"
 
 #define LIST_LIMIT_MAX	10000
 #define EXPIRES_MIN	3600		/* OpenAI's bounds for expires_after */
@@ -98,6 +99,7 @@ create(const struct sg_files_env *env, struct sg_req *req, struct sg_out *out,
 		sg_store_file_remove(env->store, f.id, NULL);
 		return sg_error_store(err, sg_store_errmsg(env->store));
 	}
+	sg_use_file(f.bytes);
 	body = sg_files_json(&f);
 	sg_http_json(out, req, 200, body);
 	json_decref(body);

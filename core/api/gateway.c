@@ -17,6 +17,7 @@
 #include "../loop/loop.h"
 #include "../loop/rewrite.h"
 #include "../state/convo.h"
+#include "../state/ledger.h"
 #include "../state/metrics.h"
 #include "../state/sandbox.h"
 #include "../upstream/upstream.h"
@@ -355,6 +356,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		json_decref(body);
 		return -1;
 	}
+	sg_use_model(m->model != NULL ? m->model : name);
 	if (looped(gw, m, surface, body, req)) {
 		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov,
 		    req->key };
@@ -446,6 +448,37 @@ route_heavy(enum sg_route route)
 	    sg_route_authed(route) != SG_AUTH_ADMIN;
 }
 
+/* What the ledger calls the surface a tenant route spends on. */
+static const char *
+surface_of(enum sg_route r)
+{
+	if (r == SG_ROUTE_CHAT)
+		return "chat";
+	if (r == SG_ROUTE_RESPONSES)
+		return "responses";
+	if (r >= SG_ROUTE_SBX_CREATE && r <= SG_ROUTE_CODE)
+		return "sandboxes";
+	if (r >= SG_ROUTE_FILE_CREATE && r <= SG_ROUTE_FILE_CONTENT)
+		return "files";
+	if (r >= SG_ROUTE_CNTR_CREATE && r <= SG_ROUTE_CFILE_CONTENT)
+		return "containers";
+	return NULL;
+}
+
+/* The request's row for the ledger: queued, or written here when the
+ * queue had no room (or there is none: no master mapped it). */
+static void
+account(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
+{
+	struct sg_store_use row;
+
+	if (sg_use_end(gw->cfg, req, out->started ? out->status : 0,
+	    !out->alive(out), &row) == 1 &&
+	    sg_store_use_add(gw->store, &row, 1) != SG_STORE_OK)
+		fprintf(stderr, "event=usage_lost request=%s reason=store\n",
+		    req->id);
+}
+
 void
 sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 {
@@ -481,6 +514,8 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		sg_http_error_head(out, req, &err, ADMIT_RETRY);
 		return;
 	}
+	if (surface_of(route) != NULL)
+		sg_use_begin(req, surface_of(route));
 	switch (route) {
 	case SG_ROUTE_HEALTHZ:
 		healthz(gw, req, out);
@@ -547,4 +582,6 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 	}
 	if (rc == -1 && !out->started)
 		sg_http_error(out, req, &err);
+	if (surface_of(route) != NULL)
+		account(gw, req, out);
 }

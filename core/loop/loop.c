@@ -5,6 +5,7 @@
 
 #include "loop_int.h"
 #include "../render/answer.h"
+#include "../state/ledger.h"
 #include "../state/metrics.h"
 #include "../upstream/bridge.h"
 #include "../../lib/util.h"
@@ -137,8 +138,10 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 		return sg_error_server(err, 502, "The upstream of model %s failed "
 		    "mid-stream: %s", r->m->name, msg != NULL ? msg : "no message");
 	}
-	if (rc == 0 && t->usage != NULL)
+	if (rc == 0 && t->usage != NULL) {
 		sg_answer_add_usage(r->usage, t->usage);
+		sg_use_tokens(t->usage);
+	}
 	return rc;
 }
 

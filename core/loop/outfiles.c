@@ -20,6 +20,7 @@
 #include "outfiles.h"
 #include "../http/upload.h"
 #include "../state/files.h"
+#include "../state/ledger.h"
 #include "../../lib/log.h"
 #include "../../lib/util.h"
 
@@ -289,6 +290,7 @@ copy_out(struct look *l, const json_t *e, struct sg_store_file *f,
 		sg_store_file_remove(l->env->store, f->id, NULL);
 		return -1;
 	}
+	sg_use_file(f->bytes);
 	drop_older(l, f);
 	return 0;
 }

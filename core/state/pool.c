@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ledger.h"
 #include "metrics.h"
 #include "pool.h"
 #include "../../lib/log.h"
@@ -81,6 +82,8 @@ sg_pool_take(struct sg_sbx_env *env, const struct sg_tool *t, const char *id)
 	rc = sg_store_pool_take(env->store, id, t->name, gen);
 	sg_mx_sbx(t->name, rc == SG_STORE_OK ? SG_MX_POOL_HIT : SG_MX_POOL_MISS,
 	    0);
+	if (rc == SG_STORE_OK)
+		sg_use_session(t->name);
 	return rc == SG_STORE_OK ? 0 : -1;
 }
 

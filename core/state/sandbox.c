@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ledger.h"
 #include "metrics.h"
 #include "pool.h"
 #include "sandbox.h"
@@ -370,6 +371,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 		rc = ops->run(env->prov, t, handle, code, timeout_s, &res, &pe);
 	sg_mx_sbx(t->name, rc == SG_PROV_OK ? SG_MX_RAN : SG_MX_RUN_FAILED,
 	    sg_now_ms() - t0);
+	sg_use_run(t->name, sg_now_ms() - t0);
 	if (rc == SG_PROV_OK)
 		sg_store_sbx_touch(env->store, id, (int64_t)time(NULL) + life);
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ledger.h"
 #include "metrics.h"
 #include "sandbox.h"
 #include "../../lib/util.h"
@@ -106,6 +107,7 @@ sg_sbx_make(struct sg_sbx_env *env, const struct sg_tool *t,
 	    rc != SG_PROV_OK ? sg_prov_rc_name(rc) : "");
 	if (rc == SG_PROV_OK) {
 		sg_mx_sbx(t->name, SG_MX_CREATED, sg_now_ms() - t0);
+		sg_use_session(t->name);
 		return rc;
 	}
 	sg_sbx_log("sandbox_create_failed", id, t->name, extra);

@@ -8,6 +8,7 @@
 #include "respids.h"
 #include "sse.h"
 #include "upstream.h"
+#include "../state/ledger.h"
 #include "../state/metrics.h"
 #include "../../lib/util.h"
 
@@ -139,8 +140,10 @@ relay_event(void *arg, const struct sg_sse_event *ev)
 
 	if (r->ids != NULL)
 		sg_respids_note_event(r->ids, r->api_base, r->req, ev);
-	if (ev->has_data)
+	if (ev->has_data) {
 		r->events++;
+		sg_use_tokens_in(ev->data, ev->datalen);
+	}
 	if (r->out->write(r->out, ev->raw, ev->rawlen) == -1 ||
 	    r->out->flush(r->out) == -1) {
 		r->client_gone = 1;
@@ -276,6 +279,8 @@ send_buffered(struct relay *r, const struct sg_cfg_model *m,
 	if (status >= 400 && strstr(r->ctype, "json") == NULL)
 		return sg_error_server(err, 502, "The upstream of model %s "
 		    "answered HTTP %ld with a non-JSON body.", m->name, status);
+	if (status / 100 == 2)
+		sg_use_tokens_in(r->body.p, r->body.len);
 	/* Noted before the client has it: it may continue at once. */
 	if (r->ids != NULL && status / 100 == 2 && r->body.len > 0)
 		sg_respids_note(r->ids, r->api_base, r->req, r->body.p,
@@ -331,6 +336,7 @@ count(CURL *h)
 	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total);
 	sg_mx_upstream((int64_t)first / 1000, (int64_t)total / 1000,
 	    status == 0);
+	sg_use_call();
 }
 
 /* POST body to the model's upstream with r's callbacks; a curl code. */
