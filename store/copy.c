@@ -17,7 +17,8 @@ static const struct table {
 	const char	*cols;
 	const char	*kinds;
 } tables[] = {
-	{ "keys", "id, name, sha256, created_at, revoked_at", "nssnn" },
+	{ "keys", "id, name, sha256, created_at, revoked_at, settings",
+	    "nssnns" },
 	{ "sandboxes", "id, tenant, tool, state, handle, owner_pid, "
 	    "owner_start, created_at, last_used_at, expires_at, kind, "
 	    "runner_pid, runner_start, runner_until, name, seen, pool_gen, box",
@@ -32,6 +33,14 @@ static const struct table {
 	{ "files", "id, tenant, container_id, filename, path, purpose, "
 	    "source, state, bytes, owner_pid, owner_start, created_at, "
 	    "expires_at, box", "ssssssssnnnnns" },
+	{ "usage", "id, tenant, key_id, key_name, model, upstream_model, "
+	    "surface, tool, status, aborted, started_ms, duration_ms, "
+	    "input_tokens, cached_tokens, output_tokens, reasoning_tokens, "
+	    "model_requests, code_runs, sandbox_ms, sessions, file_bytes, "
+	    "cost_input, cost_output, cost_sandbox, box",
+	    "ssssssssnnnnnnnnnnnnnnnns" },
+	{ "traces", "id, tenant, key_id, model, status, started_ms, "
+	    "duration_ms, rounds, box", "ssssnnnss" },
 };
 
 #define NTABLES	(sizeof(tables) / sizeof(tables[0]))
@@ -75,7 +84,7 @@ copy_table(struct sg_store *from, struct sg_store *to,
 {
 	struct sg_st_arg args[SG_ST_MAX_ARGS];
 	struct sg_st_cur *src, *dst;
-	char get[512], put[768], marks[3 * SG_ST_MAX_ARGS];
+	char get[1024], put[1024], marks[3 * SG_ST_MAX_ARGS];
 	const char *c;
 	int i, n = (int)strlen(t->kinds), cols = 1, boxed, rc;
 
@@ -88,10 +97,11 @@ copy_table(struct sg_store *from, struct sg_store *to,
 	for (i = 0; i < n; i++)
 		memcpy(marks + 3 * i, i > 0 ? ", ?" : "?  ", 3);
 	marks[3 * n] = '\0';
-	snprintf(get, sizeof(get), "SELECT %s FROM %s ORDER BY rowid", t->cols,
-	    t->name);
-	snprintf(put, sizeof(put), "INSERT INTO %s (%s) VALUES (%s)", t->name,
-	    t->cols, marks);
+	if (snprintf(get, sizeof(get), "SELECT %s FROM %s ORDER BY rowid",
+	    t->cols, t->name) >= (int)sizeof(get) || snprintf(put, sizeof(put),
+	    "INSERT INTO %s (%s) VALUES (%s)", t->name, t->cols, marks) >=
+	    (int)sizeof(put))
+		return sg_st_err(from, "%s: too many columns", t->name);
 	for (rc = sg_st_run(from, &src, get, ""); rc == SG_ST_ROW;
 	    rc = sg_st_next(from, src)) {
 		for (i = 0; i < n; i++) {

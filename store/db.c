@@ -28,6 +28,8 @@ sg_st_runa(struct sg_store *st, struct sg_st_cur **cur, const char *sql,
 	int rc;
 
 	*cur = NULL;
+	if (n > SG_ST_MAX_ARGS)
+		return sg_st_err(st, "too many arguments");
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return sg_st_err(st, "out of memory");
 	st->changes = 0;
@@ -145,6 +147,18 @@ sg_st_begin(struct sg_store *st)
 		sg_pg_in_tx(st, 1);
 	else
 		sg_st_exec(st, "ROLLBACK");
+	return rc;
+}
+
+int
+sg_st_begin_batch(struct sg_store *st)
+{
+	int rc;
+
+	if (st->kind == SG_ST_SQLITE)
+		return sg_st_begin(st);
+	if ((rc = sg_st_exec(st, "BEGIN")) == SG_STORE_OK)
+		sg_pg_in_tx(st, 1);
 	return rc;
 }
 

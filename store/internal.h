@@ -99,7 +99,9 @@ int64_t	 sg_st_int(struct sg_st_cur *, int i);
 void	 sg_st_done(struct sg_store *, struct sg_st_cur *);
 /* A statement's argument: 's' text (s, NULL: NULL), 'i' an integer (i),
  * 'n' an integer given as text (s, NULL: NULL). */
-#define SG_ST_MAX_ARGS	32
+/* The most a statement binds: the ledger's sums (usage.c) bind two
+ * lists of SG_STORE_USE_LIST_MAX values and their other arguments. */
+#define SG_ST_MAX_ARGS	80
 struct sg_st_arg {
 	char		 kind;
 	int64_t		 i;
@@ -125,6 +127,11 @@ int	 sg_st_finish(struct sg_store *, struct sg_st_cur *, int rc,
  * SG_STORE_OK, else roll back; returns rc (or the commit's failure). */
 int	 sg_st_begin(struct sg_store *);
 int	 sg_st_end(struct sg_store *, int rc);
+/* A write transaction for a batch that conflicts with no claim (rows
+ * only added, each by its own key): sg_st_begin without PostgreSQL's
+ * lock, so a long batch never holds up every gateway's claims. Ended by
+ * sg_st_end. */
+int	 sg_st_begin_batch(struct sg_store *);
 
 /* The backends (sqlite.c, pg.c), as db.c calls them. */
 int	 sg_sq_open(struct sg_store *, const char *path, char *err,

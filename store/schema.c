@@ -16,6 +16,49 @@
 	"ALTER TABLE files ADD COLUMN box TEXT;"
 
 /*
+ * 9 -> 10, both dialects (INT: their integer type; ROWID: PostgreSQL's
+ * rowid column, "" in SQLite, which has its own): the usage ledger, one
+ * row per request with the box that wrote it; the request traces; and a
+ * key's own settings (JSON of its limits and tools; NULL: the defaults).
+ * Counters are NOT NULL DEFAULT 0 so a sum never meets a NULL. The
+ * traces' index serves their newest-first pages (started_ms, id) and
+ * their prune.
+ */
+#define STEP_LEDGER(INT, ROWID) \
+	"ALTER TABLE keys ADD COLUMN settings TEXT;" \
+	"CREATE TABLE usage (" ROWID \
+	"  id TEXT PRIMARY KEY," \
+	"  tenant TEXT, key_id TEXT, key_name TEXT, model TEXT," \
+	"  upstream_model TEXT, surface TEXT, tool TEXT, box TEXT," \
+	"  status " INT " NOT NULL DEFAULT 0," \
+	"  aborted " INT " NOT NULL DEFAULT 0," \
+	"  started_ms " INT " NOT NULL DEFAULT 0," \
+	"  duration_ms " INT " NOT NULL DEFAULT 0," \
+	"  input_tokens " INT " NOT NULL DEFAULT 0," \
+	"  cached_tokens " INT " NOT NULL DEFAULT 0," \
+	"  output_tokens " INT " NOT NULL DEFAULT 0," \
+	"  reasoning_tokens " INT " NOT NULL DEFAULT 0," \
+	"  model_requests " INT " NOT NULL DEFAULT 0," \
+	"  code_runs " INT " NOT NULL DEFAULT 0," \
+	"  sandbox_ms " INT " NOT NULL DEFAULT 0," \
+	"  sessions " INT " NOT NULL DEFAULT 0," \
+	"  file_bytes " INT " NOT NULL DEFAULT 0," \
+	"  cost_input " INT " NOT NULL DEFAULT 0," \
+	"  cost_output " INT " NOT NULL DEFAULT 0," \
+	"  cost_sandbox " INT " NOT NULL DEFAULT 0);" \
+	"CREATE INDEX usage_started ON usage(started_ms);" \
+	"CREATE INDEX usage_tenant ON usage(tenant, started_ms);" \
+	"CREATE TABLE traces (" ROWID \
+	"  id TEXT PRIMARY KEY," \
+	"  tenant TEXT, key_id TEXT, model TEXT," \
+	"  status " INT "," \
+	"  started_ms " INT " NOT NULL DEFAULT 0," \
+	"  duration_ms " INT " NOT NULL DEFAULT 0," \
+	"  box TEXT," \
+	"  rounds TEXT);" \
+	"CREATE INDEX traces_started ON traces(started_ms, id);"
+
+/*
  * Each entry takes the schema from version i to i + 1. Append only: a
  * released entry never changes, so every store can be brought forward.
  */
@@ -142,6 +185,8 @@ static const char *const sqlite_steps[] = {
 	"CREATE INDEX sandboxes_pool ON sandboxes(tool, kind, state);",
 	/* 8 -> 9 */
 	STEP_BOX,
+	/* 9 -> 10 */
+	STEP_LEDGER("INTEGER", ""),
 };
 
 
@@ -249,6 +294,8 @@ static const char *const pg_steps[] = {
 	"CREATE INDEX files_path ON files(container_id, path);",
 	/* 8 -> 9 */
 	STEP_BOX,
+	/* 9 -> 10 */
+	STEP_LEDGER("BIGINT", "  rowid BIGSERIAL,"),
 };
 
 #define NSTEPS(a)	((int)(sizeof(a) / sizeof((a)[0])))

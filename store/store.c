@@ -1,6 +1,6 @@
 /*
  * Opening the store (a SQLite file, or a PostgreSQL database by its URL),
- * API keys, and the response ids relayed to each key.
+ * API keys and their settings, and the response ids relayed to each key.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +121,71 @@ sg_store_key_find(struct sg_store *st, const char *sha256, char *name,
 	return rc;
 }
 
+/* s copied into buf at *used (NULL stays NULL): the copy, or NULL with
+ * *need grown when it does not fit. */
+static const char *
+stash(const char *s, char *buf, size_t bufsz, size_t *used, size_t *need)
+{
+	size_t n;
+	char *at;
+
+	if (s == NULL)
+		return NULL;
+	n = strlen(s) + 1;
+	*need += n;
+	if (*need > bufsz)
+		return NULL;
+	at = buf + *used;
+	memcpy(at, s, n);
+	*used += n;
+	return at;
+}
+
+int
+sg_store_key_get(struct sg_store *st, const char *sha256,
+    struct sg_store_key *out, char *buf, size_t bufsz)
+{
+	struct sg_st_cur *stmt;
+	size_t used = 0, need = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = sg_st_run(st, &stmt, "SELECT id, name, sha256, created_at, "
+	    "settings FROM keys WHERE sha256 = ? AND revoked_at IS NULL", "s",
+	    sha256);
+	if (rc < 0)
+		return rc;
+	if (rc != SG_ST_ROW) {
+		sg_st_done(st, stmt);
+		return SG_STORE_NOTFOUND;
+	}
+	out->id = sg_st_int(stmt, 0);
+	out->name = stash(sg_st_text(stmt, 1), buf, bufsz, &used, &need);
+	out->sha256 = stash(sg_st_text(stmt, 2), buf, bufsz, &used, &need);
+	out->created_at = sg_st_int(stmt, 3);
+	out->settings = stash(sg_st_text(stmt, 4), buf, bufsz, &used, &need);
+	sg_st_done(st, stmt);
+	if (need > bufsz) {
+		memset(out, 0, sizeof(*out));
+		return sg_st_err(st, "key: %zu bytes needed for its name and "
+		    "settings, %zu given", need, bufsz);
+	}
+	return SG_STORE_OK;
+}
+
+int
+sg_store_key_settings(struct sg_store *st, const char *name,
+    const char *settings)
+{
+	int changes = 0, rc;
+
+	rc = sg_st_exec_args(st, &changes, "UPDATE keys SET settings = ? WHERE "
+	    "name = ? AND revoked_at IS NULL", "ss", settings, name);
+	if (rc != SG_STORE_OK)
+		return rc;
+	return changes > 0 ? SG_STORE_OK : SG_STORE_NOTFOUND;
+}
+
 int
 sg_store_key_revoke(struct sg_store *st, const char *name)
 {
@@ -142,13 +207,14 @@ sg_store_key_list(struct sg_store *st,
 	int rc;
 
 	for (rc = sg_st_run(st, &stmt, "SELECT id, name, sha256, created_at, "
-	    "coalesce(revoked_at, 0) FROM keys ORDER BY id", "");
+	    "coalesce(revoked_at, 0), settings FROM keys ORDER BY id", "");
 	    rc == SG_ST_ROW; rc = sg_st_next(st, stmt)) {
 		k.id = sg_st_int(stmt, 0);
 		k.name = sg_st_text(stmt, 1);
 		k.sha256 = sg_st_text(stmt, 2);
 		k.created_at = sg_st_int(stmt, 3);
 		k.revoked_at = sg_st_int(stmt, 4);
+		k.settings = sg_st_text(stmt, 5);
 		if (fn(arg, &k) == -1)
 			break;
 	}

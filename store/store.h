@@ -19,7 +19,7 @@ enum sg_store_rc {
 	SG_STORE_THEIRS = -5,	/* it exists, but another tenant's */
 };
 
-#define SG_STORE_SCHEMA_VERSION 9
+#define SG_STORE_SCHEMA_VERSION 10
 #define SG_STORE_BOX_MAX 63	/* bytes of a box name */
 
 struct sg_store;
@@ -30,6 +30,8 @@ struct sg_store_key {
 	const char	*sha256;	/* hex */
 	int64_t		 created_at;	/* unix seconds */
 	int64_t		 revoked_at;	/* 0 while active */
+	const char	*settings;	/* JSON of its limits and tools, or
+					 * NULL: the defaults; borrowed */
 };
 
 /*
@@ -75,6 +77,18 @@ int	 sg_store_key_add(struct sg_store *, const char *name,
  * are not found. */
 int	 sg_store_key_find(struct sg_store *, const char *sha256_hex,
 	    char *name, size_t namesz);
+/*
+ * The active key of this hash with its settings, in one query: OK with
+ * *out filled, its strings (name, sha256, settings or NULL) copied into
+ * buf[bufsz] and pointing there; NOTFOUND (revoked keys are not found);
+ * or ERROR when buf cannot hold them (the message says how much would).
+ */
+int	 sg_store_key_get(struct sg_store *, const char *sha256_hex,
+	    struct sg_store_key *out, char *buf, size_t bufsz);
+/* Set the active key name's settings (JSON text, opaque here; NULL: the
+ * defaults): OK or NOTFOUND. */
+int	 sg_store_key_settings(struct sg_store *, const char *name,
+	    const char *settings_json);
 /* NOTFOUND when no active key has this name. */
 int	 sg_store_key_revoke(struct sg_store *, const char *name);
 /* Calls fn for every key, oldest first; stops early when fn returns -1. */

@@ -46,8 +46,13 @@ struct sg_store_use {
 	int64_t	 cost_sandbox;		/* nano-USD: sessions and hours */
 };
 
-/* Write n rows in one transaction; a row whose id is there already is
- * skipped. The box (sg_store_box) is recorded with each. */
+/*
+ * Write n rows in one transaction; a row whose id is there already is
+ * skipped. The box (sg_store_box) is recorded with each. A text field is
+ * taken up to its array's end, its bytes that are not UTF-8 (a cut
+ * character) as '?': PostgreSQL would refuse the whole batch for one.
+ * ERROR, nothing written, when a row has no id.
+ */
 int	 sg_store_use_add(struct sg_store *, const struct sg_store_use *rows,
 	    size_t n);
 
@@ -55,9 +60,12 @@ int	 sg_store_use_add(struct sg_store *, const struct sg_store_use *rows,
  * What the Usage and Costs APIs read: the rows started in [from_ms,
  * to_ms), summed per bucket (bucket_ms wide, counted from from_ms) and
  * per the columns q->by names, among the rows whose key_id and model are
- * in q's lists (an empty list: any). fn gets each sum in bucket order,
- * the columns not grouped by as NULL; it returns -1 to stop.
+ * in q's lists (an empty list: any; at most SG_STORE_USE_LIST_MAX each,
+ * else ERROR). fn gets each sum in bucket order, then by key_id, model
+ * and tool; the columns not grouped by as NULL; it returns -1 to stop.
+ * ERROR too when bucket_ms < 1 or to_ms < from_ms. One query.
  */
+#define SG_STORE_USE_LIST_MAX	32
 enum {
 	SG_USE_BY_KEY = 1,	/* key_id (and key_name) */
 	SG_USE_BY_MODEL = 2,	/* model */

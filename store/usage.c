@@ -1,0 +1,241 @@
+/*
+ * The usage ledger (usage.h): rows added in batches by the reaper, read
+ * back summed per time bucket (the Usage and Costs APIs) and per tenant
+ * (budgets), pruned in bounded batches.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "usage.h"
+#include "../lib/util.h"
+
+/* Bytes of s[0..sz) that are not well-formed UTF-8 become '?', in place,
+ * and s ends within its array: what PostgreSQL takes as text. */
+static void
+clean(char *s, size_t sz)
+{
+	size_t len, i, n;
+
+	s[sz - 1] = '\0';
+	len = strlen(s);
+	for (i = 0; i < len; i += n)
+		if ((n = sg_utf8_len((const unsigned char *)s + i,
+		    len - i)) == 0) {
+			s[i] = '?';
+			n = 1;
+		}
+}
+
+#define CLEAN(f)	clean((f), sizeof(f))
+
+static int
+add_row(struct sg_store *st, const struct sg_store_use *in)
+{
+	struct sg_store_use r = *in;
+
+	CLEAN(r.id);
+	CLEAN(r.tenant);
+	CLEAN(r.key_id);
+	CLEAN(r.key_name);
+	CLEAN(r.model);
+	CLEAN(r.upstream_model);
+	CLEAN(r.surface);
+	CLEAN(r.tool);
+	if (r.id[0] == '\0')
+		return sg_st_err(st, "usage: a row without an id");
+	return sg_st_exec_args(st, NULL, "INSERT INTO usage (id, tenant, "
+	    "key_id, key_name, model, upstream_model, surface, tool, box, "
+	    "status, aborted, started_ms, duration_ms, input_tokens, "
+	    "cached_tokens, output_tokens, reasoning_tokens, model_requests, "
+	    "code_runs, sandbox_ms, sessions, file_bytes, cost_input, "
+	    "cost_output, cost_sandbox) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+	    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO "
+	    "NOTHING", "sssssssssiiiiiiiiiiiiiiii", r.id, r.tenant, r.key_id,
+	    r.key_name, r.model, r.upstream_model, r.surface, r.tool, st->box,
+	    (int64_t)r.status, (int64_t)r.aborted, r.started_ms, r.duration_ms,
+	    r.input_tokens, r.cached_tokens, r.output_tokens,
+	    r.reasoning_tokens, r.model_requests, r.code_runs, r.sandbox_ms,
+	    r.sessions, r.file_bytes, r.cost_input, r.cost_output,
+	    r.cost_sandbox);
+}
+
+int
+sg_store_use_add(struct sg_store *st, const struct sg_store_use *rows,
+    size_t n)
+{
+	size_t i;
+	int rc;
+
+	if (n == 0)
+		return SG_STORE_OK;
+	if ((rc = sg_st_begin_batch(st)) != SG_STORE_OK)
+		return rc;
+	for (i = 0; i < n && rc == SG_STORE_OK; i++)
+		rc = add_row(st, &rows[i]);
+	return sg_st_end(st, rc);
+}
+
+/*
+ * The sums' one statement, whatever is asked, so it is prepared once
+ * and kept (a text per combination would crowd the statement caches):
+ * ?1-?3 the range and bucket, ?4-?6 whether key_id, model and tool are
+ * grouped by (1) or NULL (0), ?7-?8 the row filters, then each list as
+ * SG_STORE_USE_LIST_MAX placeholders, the unused ones NULL (which IN
+ * never matches; a NULL first one: an empty list, any). A key's name is
+ * its id's (max: one row per id even if the name changed).
+ */
+#define SUM_KEYS	9	/* the first list's first placeholder */
+#define SUM_MODELS	(SUM_KEYS + SG_STORE_USE_LIST_MAX)
+#define SUM_ARGS	(SUM_MODELS - 1 + SG_STORE_USE_LIST_MAX)
+
+/* printf's text at sql[*o], which stops growing once sql is full. */
+static void __attribute__((format(printf, 4, 5)))
+add(char *sql, size_t sz, size_t *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*o >= sz)
+		return;
+	va_start(ap, fmt);
+	*o += (size_t)vsnprintf(sql + *o, sz - *o, fmt, ap);
+	va_end(ap);
+}
+
+static int
+sum_sql(struct sg_store *st, char *sql, size_t sz)
+{
+	size_t o = 0;
+	int i;
+
+	add(sql, sz, &o, "SELECT (started_ms - ?1) / ?3, "
+	    "CASE WHEN ?4 = 1 THEN key_id END, "
+	    "CASE WHEN ?4 = 1 THEN max(key_name) END, "
+	    "CASE WHEN ?5 = 1 THEN model END, "
+	    "CASE WHEN ?6 = 1 THEN tool END, "
+	    "count(*), sum(input_tokens), sum(cached_tokens), "
+	    "sum(output_tokens), sum(reasoning_tokens), sum(model_requests), "
+	    "sum(code_runs), sum(sandbox_ms), sum(sessions), sum(file_bytes), "
+	    "sum(cost_input), sum(cost_output), sum(cost_sandbox) "
+	    "FROM usage WHERE started_ms >= ?1 AND started_ms < ?2 "
+	    "AND (?7 = 0 OR model_requests > 0) AND (?8 = 0 OR sessions > 0) "
+	    "AND (?%d IS NULL OR key_id IN (", SUM_KEYS);
+	for (i = SUM_KEYS; i < SUM_MODELS + SG_STORE_USE_LIST_MAX; i++) {
+		if (i == SUM_MODELS)
+			add(sql, sz, &o, ")) AND (?%d IS NULL OR model IN (", i);
+		add(sql, sz, &o, "%s?%d", i == SUM_KEYS || i == SUM_MODELS ?
+		    "" : ", ", i);
+	}
+	add(sql, sz, &o, ")) GROUP BY 1, 2, 4, 5 ORDER BY 1, 2, 4, 5");
+	return o < sz ? SG_STORE_OK : sg_st_err(st, "usage: sum query too long");
+}
+
+/* List l (n long) as SG_STORE_USE_LIST_MAX arguments: its n, then
+ * NULLs. */
+static int
+bind_list(struct sg_store *st, struct sg_st_arg *args, const char **l,
+    size_t n, const char *what)
+{
+	size_t i;
+
+	if (n > SG_STORE_USE_LIST_MAX)
+		return sg_st_err(st, "usage: at most %d %s", SG_STORE_USE_LIST_MAX,
+		    what);
+	for (i = 0; i < SG_STORE_USE_LIST_MAX; i++) {
+		if (i < n && l[i] == NULL)
+			return sg_st_err(st, "usage: a NULL in the %s", what);
+		args[i].kind = 's';
+		args[i].s = i < n ? l[i] : NULL;
+	}
+	return SG_STORE_OK;
+}
+
+static void
+sum_row(struct sg_st_cur *cur, struct sg_store_use_sum *s)
+{
+	int64_t *counters[] = { &s->requests, &s->input_tokens,
+	    &s->cached_tokens, &s->output_tokens, &s->reasoning_tokens,
+	    &s->model_requests, &s->code_runs, &s->sandbox_ms, &s->sessions,
+	    &s->file_bytes, &s->cost_input, &s->cost_output, &s->cost_sandbox };
+	size_t i;
+
+	s->bucket = sg_st_int(cur, 0);
+	s->key_id = sg_st_text(cur, 1);
+	s->key_name = sg_st_text(cur, 2);
+	s->model = sg_st_text(cur, 3);
+	s->tool = sg_st_text(cur, 4);
+	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+		*counters[i] = sg_st_int(cur, 5 + (int)i);
+}
+
+int
+sg_store_use_sum(struct sg_store *st, const struct sg_store_use_q *q,
+    int (*fn)(void *, const struct sg_store_use_sum *), void *arg)
+{
+	struct sg_st_arg args[SUM_ARGS];
+	struct sg_store_use_sum s;
+	struct sg_st_cur *cur;
+	char sql[2048];
+	int64_t head[] = { q->from_ms, q->to_ms, q->bucket_ms,
+	    (q->by & SG_USE_BY_KEY) != 0, (q->by & SG_USE_BY_MODEL) != 0,
+	    (q->by & SG_USE_BY_TOOL) != 0, q->models_only != 0,
+	    q->sessions_only != 0 };
+	int i, rc;
+
+	if (q->bucket_ms < 1 || q->to_ms < q->from_ms)
+		return sg_st_err(st, "usage: bucket_ms < 1 or to_ms < from_ms");
+	if ((rc = sum_sql(st, sql, sizeof(sql))) != SG_STORE_OK ||
+	    (rc = bind_list(st, args + SUM_KEYS - 1, q->key_ids, q->nkey_ids,
+	    "key ids")) != SG_STORE_OK ||
+	    (rc = bind_list(st, args + SUM_MODELS - 1, q->models, q->nmodels,
+	    "models")) != SG_STORE_OK)
+		return rc;
+	for (i = 0; i < SUM_KEYS - 1; i++) {
+		args[i].kind = 'i';
+		args[i].i = head[i];
+	}
+	memset(&s, 0, sizeof(s));
+	for (rc = sg_st_runa(st, &cur, sql, args, SUM_ARGS); rc == SG_ST_ROW;
+	    rc = sg_st_next(st, cur)) {
+		sum_row(cur, &s);
+		if (fn(arg, &s) == -1)
+			break;
+	}
+	return sg_st_finish(st, cur, rc, "usage sums");
+}
+
+int
+sg_store_use_total(struct sg_store *st, const char *tenant, int64_t since_ms,
+    struct sg_store_use_tot *t)
+{
+	struct sg_st_cur *cur;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	rc = sg_st_run(st, &cur, "SELECT coalesce(sum(cost_input + cost_output "
+	    "+ cost_sandbox), 0), coalesce(sum(input_tokens + output_tokens), "
+	    "0), coalesce(sum(sandbox_ms), 0), count(*), coalesce(max("
+	    "started_ms), 0) FROM usage WHERE tenant = ? AND started_ms >= ?",
+	    "si", tenant, since_ms);
+	if (rc == SG_ST_ROW) {
+		t->cost = sg_st_int(cur, 0);
+		t->tokens = sg_st_int(cur, 1);
+		t->sandbox_ms = sg_st_int(cur, 2);
+		t->requests = sg_st_int(cur, 3);
+		t->last_ms = sg_st_int(cur, 4);
+	}
+	return sg_st_finish(st, cur, rc, "usage total");
+}
+
+/* By id, the primary key in both dialects: PostgreSQL's rowid has no
+ * index, and a batch must not scan the table. */
+int
+sg_store_use_prune(struct sg_store *st, int64_t before_ms, int limit,
+    int *removed)
+{
+	*removed = 0;
+	return sg_st_exec_args(st, removed, "DELETE FROM usage WHERE id IN "
+	    "(SELECT id FROM usage WHERE started_ms < ? LIMIT ?)", "ii",
+	    before_ms, (int64_t)limit);
+}
