@@ -356,7 +356,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		json_decref(body);
 		return -1;
 	}
-	sg_use_model(m->model != NULL ? m->model : name);
+	sg_use_model(name, m->model != NULL ? m->model : name);
 	if (looped(gw, m, surface, body, req)) {
 		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov,
 		    req->key };

@@ -142,6 +142,7 @@ sg_use_begin(const struct sg_req *req, const char *surface)
 	snprintf(u->tenant, sizeof(u->tenant), "%s", req->tenant);
 	sg_use_key_id(req->tenant, u->key_id);
 	snprintf(u->key_name, sizeof(u->key_name), "%s", req->key_name);
+	snprintf(u->model, sizeof(u->model), "%s", req->model);
 	snprintf(u->surface, sizeof(u->surface), "%s", surface);
 	u->started_ms = req->start_ms;
 	cur->pid = getpid();
@@ -150,8 +151,9 @@ sg_use_begin(const struct sg_req *req, const char *surface)
 }
 
 void
-sg_use_model(const char *upstream_model)
+sg_use_model(const char *model, const char *upstream_model)
 {
+	snprintf(cur->row.model, sizeof(cur->row.model), "%s", model);
 	snprintf(cur->row.upstream_model, sizeof(cur->row.upstream_model), "%s",
 	    upstream_model != NULL ? upstream_model : "");
 }
@@ -308,9 +310,9 @@ sg_use_end(const struct sg_cfg *cfg, const struct sg_req *req, int status,
 	struct sg_store_use *u = &cur->row;
 	int rc = 0;
 
+	(void)req;
 	if (cur->state != LIVE_BUSY)
 		return 0;
-	snprintf(u->model, sizeof(u->model), "%s", req->model);
 	u->status = status;
 	u->aborted = aborted;
 	u->duration_ms = sg_now_ms() - u->started_ms;

@@ -34,8 +34,8 @@ void	 sg_use_slot(int slot);
 /* A request begins to count: its id, key and surface ("responses",
  * "chat", "sandboxes", "containers", "files"). */
 void	 sg_use_begin(const struct sg_req *, const char *surface);
-/* The model as the upstream was asked for it. */
-void	 sg_use_model(const char *upstream_model);
+/* The model as the client named it, and as the upstream was asked. */
+void	 sg_use_model(const char *model, const char *upstream_model);
 /* One call to the model's upstream, whatever came of it. */
 void	 sg_use_call(void);
 /* An upstream's usage object, in Responses' names or Chat's. */
@@ -50,8 +50,7 @@ void	 sg_use_session(const char *tool);
 void	 sg_use_file(int64_t bytes);
 /*
  * The request ended with status (0: none sent), aborted when the client
- * went first; req names the model the client asked for (known only once
- * its body was read). A row that spent nothing is dropped. Its costs are priced
+ * went first. A row that spent nothing is dropped. Its costs are priced
  * from cfg. 0 when queued for the reaper (or dropped); 1 when the ring
  * is full or not mapped: the row is copied to *out for the caller to
  * write itself.

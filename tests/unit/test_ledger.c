@@ -54,7 +54,7 @@ counts_and_prices(void **state)
 	(void)state;
 	req_of(&req, "req_1");
 	sg_use_begin(&req, "responses");
-	sg_use_model("upstream-m");
+	sg_use_model("m", "upstream-m");
 	sg_use_call();
 	resp = json_pack("{s:i,s:i,s:{s:i},s:{s:i}}", "input_tokens", 1000,
 	    "output_tokens", 100, "input_tokens_details", "cached_tokens", 400,
@@ -163,7 +163,6 @@ ring_to_store(void **state)
 	pid_t pid;
 
 	(void)state;
-	st = store_new(path, sizeof(path));
 	assert_int_equal(sg_use_map(4), 0);
 	for (i = 0; i < 3; i++) {
 		char id[16];
@@ -188,6 +187,8 @@ ring_to_store(void **state)
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	/* Opened only now: a store is never carried across a fork. */
+	st = store_new(path, sizeof(path));
 	assert_int_equal(sg_use_drain(&cfg, st, &n), 0);
 	assert_int_equal(n, 4);
 	assert_int_equal(sg_use_drain(&cfg, st, &n), 0);
