@@ -1,0 +1,900 @@
+/*
+ * store/usage, store/traces: the ledger's rows written in batches (a row
+ * written twice counts once), summed per bucket and group with filters,
+ * totalled per tenant, pruned in bounded batches; traces read back,
+ * listed newest first page by page, pruned; a key's settings; both copied
+ * by `migrate --to`; a store of schema 9 brought to 10 with its rows.
+ * On SQLite, then on PostgreSQL when SG_TEST_PG is set (TU_STORE_MAIN).
+ * SG_USAGE_BENCH=1 also prints the ledger's timings (bench_ledger).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "../../store/store.h"
+#include "../../store/usage.h"
+#include "../../lib/util.h"
+#include "testutil.h"
+
+#define DAY	86400000LL
+#define T0	1700000000000LL		/* a day's start, unix ms */
+
+/* A row of key (key_a, key_b, ...) and model ("" none) started at
+ * started_ms, with in input and out output tokens; the rest derived so
+ * every counter differs. */
+static struct sg_store_use
+use(const char *id, const char *key, const char *model, int64_t started_ms,
+    int64_t in, int64_t out)
+{
+	struct sg_store_use r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.id, sizeof(r.id), "%s", id);
+	snprintf(r.tenant, sizeof(r.tenant), "tenant_%s", key);
+	snprintf(r.key_id, sizeof(r.key_id), "%s", key);
+	snprintf(r.key_name, sizeof(r.key_name), "name_%s", key);
+	snprintf(r.model, sizeof(r.model), "%s", model);
+	snprintf(r.upstream_model, sizeof(r.upstream_model), "up_%s", model);
+	snprintf(r.surface, sizeof(r.surface), "responses");
+	r.status = 200;
+	r.started_ms = started_ms;
+	r.duration_ms = 5;
+	r.input_tokens = in;
+	r.cached_tokens = in / 2;
+	r.output_tokens = out;
+	r.reasoning_tokens = out / 2;
+	r.model_requests = model[0] != '\0' ? 1 : 0;
+	r.cost_input = in * 1000;
+	r.cost_output = out * 3000;
+	return r;
+}
+
+static void
+add(struct sg_store *st, const struct sg_store_use *rows, size_t n)
+{
+	if (sg_store_use_add(st, rows, n) != SG_STORE_OK)
+		fail_msg("use_add: %s", sg_store_errmsg(st));
+}
+
+static void
+sql(struct tu_store_fx *fx, const char *q, char *out, size_t sz)
+{
+	assert_int_equal(tu_raw_sql(fx->path, q, out, sz), 0);
+}
+
+/* The sums as text, one line each: "bucket key_id/key_name model tool
+ * requests in out" ("-" for NULL), at most stop lines when stop > 0. */
+struct sums {
+	char	 text[2048];
+	int	 n, stop;
+	struct sg_store_use_sum last;
+};
+
+static const char *
+or_dash(const char *s)
+{
+	return s != NULL ? s : "-";
+}
+
+static int
+note(void *arg, const struct sg_store_use_sum *s)
+{
+	struct sums *l = arg;
+	size_t len = strlen(l->text);
+
+	snprintf(l->text + len, sizeof(l->text) - len, "%lld %s/%s %s %s "
+	    "%lld %lld %lld\n", (long long)s->bucket, or_dash(s->key_id),
+	    or_dash(s->key_name), or_dash(s->model), or_dash(s->tool),
+	    (long long)s->requests, (long long)s->input_tokens,
+	    (long long)s->output_tokens);
+	l->last = *s;
+	return ++l->n == l->stop ? -1 : 0;
+}
+
+static const char *
+sums(struct sg_store *st, const struct sg_store_use_q *q, struct sums *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (sg_store_use_sum(st, q, note, l) != SG_STORE_OK)
+		fail_msg("use_sum: %s", sg_store_errmsg(st));
+	return l->text;
+}
+
+/* Two days of rows: key_a with gpt-x and gpt-y, key_b with gpt-x and a
+ * sandbox-only request (no model, a session). */
+static void
+fill(struct sg_store *st)
+{
+	struct sg_store_use r[6];
+
+	r[0] = use("req_1", "key_a", "gpt-x", T0 + 10, 100, 10);
+	r[1] = use("req_2", "key_a", "gpt-y", T0 + 20, 200, 20);
+	r[2] = use("req_3", "key_b", "gpt-x", T0 + 30, 300, 30);
+	r[3] = use("req_4", "key_a", "gpt-x", T0 + DAY + 1, 400, 40);
+	r[4] = use("req_5", "key_b", "", T0 + DAY + 2, 0, 0);
+	r[4].sessions = 1;
+	r[4].code_runs = 2;
+	snprintf(r[4].tool, sizeof(r[4].tool), "python");
+	r[5] = use("req_6", "key_b", "gpt-x", T0 + 2 * DAY, 600, 60);
+	add(st, r, 6);
+}
+
+static void
+add_skips_ids_already_there(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use r[3];
+	char out[128];
+
+	assert_int_equal(sg_store_set_box(fx->st, "box-1"), SG_STORE_OK);
+	r[0] = use("req_1", "key_a", "gpt-x", T0, 100, 10);
+	r[1] = use("req_2", "key_a", "gpt-x", T0, 200, 20);
+	add(fx->st, r, 2);
+	/* The batch again after a crash, with a new row: the old ones are
+	 * not written twice, nor changed. */
+	r[0].input_tokens = 999;
+	r[2] = use("req_3", "key_b", "gpt-x", T0, 300, 30);
+	add(fx->st, r, 3);
+	sql(fx, "SELECT count(*) || ' ' || sum(input_tokens) FROM usage", out,
+	    sizeof(out));
+	assert_string_equal(out, "3 600");
+	sql(fx, "SELECT box FROM usage WHERE id = 'req_3'", out, sizeof(out));
+	assert_string_equal(out, "box-1");
+	sql(fx, "SELECT key_name || ' ' || upstream_model || ' ' || surface || "
+	    "' ' || status FROM usage WHERE id = 'req_1'", out, sizeof(out));
+	assert_string_equal(out, "name_key_a up_gpt-x responses 200");
+	assert_int_equal(sg_store_use_add(fx->st, NULL, 0), SG_STORE_OK);
+}
+
+/* A batch is one transaction: a bad row keeps every row out. */
+static void
+add_is_all_or_nothing(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use r[2];
+	char out[32];
+
+	r[0] = use("req_1", "key_a", "gpt-x", T0, 1, 1);
+	r[1] = use("", "key_a", "gpt-x", T0, 1, 1);
+	assert_int_equal(sg_store_use_add(fx->st, r, 2), SG_STORE_ERROR);
+	assert_contains(sg_store_errmsg(fx->st), "without an id");
+	sql(fx, "SELECT count(*) FROM usage", out, sizeof(out));
+	assert_string_equal(out, "0");
+}
+
+/* A model name cut inside a character, and a field with no NUL in its
+ * array: stored (PostgreSQL would refuse the batch for bad UTF-8), the
+ * broken byte as '?', the field ended at its array's end. */
+static void
+add_keeps_rows_with_broken_text(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use r = use("req_1", "key_a", "", T0, 1, 1);
+	char out[256];
+
+	snprintf(r.model, sizeof(r.model), "gpt-\xc3");	/* é cut */
+	memset(r.tool, 'x', sizeof(r.tool));
+	add(fx->st, &r, 1);
+	sql(fx, "SELECT model FROM usage", out, sizeof(out));
+	assert_string_equal(out, "gpt-?");
+	sql(fx, "SELECT length(tool) FROM usage", out, sizeof(out));
+	assert_int_equal(atoi(out), (int)sizeof(r.tool) - 1);
+}
+
+static void
+sum_per_bucket(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use_q q = { .from_ms = T0, .to_ms = T0 + 3 * DAY,
+	    .bucket_ms = DAY };
+	struct sums l;
+
+	fill(fx->st);
+	assert_string_equal(sums(fx->st, &q, &l),
+	    "0 -/- - - 3 600 60\n"
+	    "1 -/- - - 2 400 40\n"
+	    "2 -/- - - 1 600 60\n");
+	/* [from, to): req_6, at to, is out; buckets count from from_ms
+	 * (req_3 and req_4 are a day apart on the clock, not from it). */
+	q.from_ms = T0 + 25;
+	q.to_ms = T0 + 2 * DAY;
+	assert_string_equal(sums(fx->st, &q, &l), "0 -/- - - 3 700 70\n");
+	/* Nothing in range: no sums, not a zero one. */
+	q.from_ms = T0 - DAY;
+	q.to_ms = T0;
+	assert_string_equal(sums(fx->st, &q, &l), "");
+}
+
+/* Every counter reaches its own field of the sum. */
+static void
+sum_every_counter(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use_q q = { .from_ms = T0, .to_ms = T0 + DAY,
+	    .bucket_ms = DAY };
+	struct sg_store_use r[2];
+	struct sums l;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		r[i] = use(i ? "req_2" : "req_1", "key_a", "gpt-x", T0, 0, 0);
+		r[i].input_tokens = 1;
+		r[i].cached_tokens = 2;
+		r[i].output_tokens = 3;
+		r[i].reasoning_tokens = 4;
+		r[i].model_requests = 5;
+		r[i].code_runs = 6;
+		r[i].sandbox_ms = 7;
+		r[i].sessions = 8;
+		r[i].file_bytes = 9;
+		r[i].cost_input = 10;
+		r[i].cost_output = 11;
+		r[i].cost_sandbox = 12000000000000LL;	/* past 32 bits */
+	}
+	add(fx->st, r, 2);
+	sums(fx->st, &q, &l);
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.last.requests, 2);
+	assert_int_equal(l.last.input_tokens, 2);
+	assert_int_equal(l.last.cached_tokens, 4);
+	assert_int_equal(l.last.output_tokens, 6);
+	assert_int_equal(l.last.reasoning_tokens, 8);
+	assert_int_equal(l.last.model_requests, 10);
+	assert_int_equal(l.last.code_runs, 12);
+	assert_int_equal(l.last.sandbox_ms, 14);
+	assert_int_equal(l.last.sessions, 16);
+	assert_int_equal(l.last.file_bytes, 18);
+	assert_int_equal(l.last.cost_input, 20);
+	assert_int_equal(l.last.cost_output, 22);
+	assert_int_equal(l.last.cost_sandbox, 24000000000000LL);
+}
+
+static void
+sum_per_group_with_filters(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	const char *keys[] = { "key_b" }, *models[] = { "gpt-y", "gpt-x" };
+	struct sg_store_use_q q = { .from_ms = T0, .to_ms = T0 + 3 * DAY,
+	    .bucket_ms = 3 * DAY, .by = SG_USE_BY_KEY | SG_USE_BY_MODEL };
+	struct sums l;
+
+	fill(fx->st);
+	/* Ordered by bucket, then key_id, model, tool. */
+	assert_string_equal(sums(fx->st, &q, &l),
+	    "0 key_a/name_key_a gpt-x - 2 500 50\n"
+	    "0 key_a/name_key_a gpt-y - 1 200 20\n"
+	    "0 key_b/name_key_b  - 1 0 0\n"
+	    "0 key_b/name_key_b gpt-x - 2 900 90\n");
+	q.key_ids = keys;
+	q.nkey_ids = 1;
+	q.models_only = 1;
+	assert_string_equal(sums(fx->st, &q, &l),
+	    "0 key_b/name_key_b gpt-x - 2 900 90\n");
+	q.key_ids = NULL;
+	q.nkey_ids = 0;
+	q.models_only = 0;
+	q.models = models;
+	q.nmodels = 2;
+	q.by = SG_USE_BY_MODEL;
+	q.bucket_ms = DAY;
+	assert_string_equal(sums(fx->st, &q, &l),
+	    "0 -/- gpt-x - 2 400 40\n"
+	    "0 -/- gpt-y - 1 200 20\n"
+	    "1 -/- gpt-x - 1 400 40\n"
+	    "2 -/- gpt-x - 1 600 60\n");
+	/* The sandbox side: sessions only, by tool. */
+	q.models = NULL;
+	q.nmodels = 0;
+	q.sessions_only = 1;
+	q.by = SG_USE_BY_TOOL | SG_USE_BY_KEY;
+	assert_string_equal(sums(fx->st, &q, &l),
+	    "1 key_b/name_key_b - python 1 0 0\n");
+	assert_int_equal(l.last.sessions, 1);
+	assert_int_equal(l.last.code_runs, 2);
+	/* fn stops it. */
+	q.sessions_only = 0;
+	q.by = 0;
+	memset(&l, 0, sizeof(l));
+	l.stop = 1;
+	assert_int_equal(sg_store_use_sum(fx->st, &q, note, &l), SG_STORE_OK);
+	assert_int_equal(l.n, 1);
+}
+
+/* A key renamed (its name reused) still sums as one row per key id. */
+static void
+sum_one_row_per_key_id(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use_q q = { .from_ms = T0, .to_ms = T0 + DAY,
+	    .bucket_ms = DAY, .by = SG_USE_BY_KEY };
+	struct sg_store_use r[2];
+	struct sums l;
+
+	r[0] = use("req_1", "key_a", "gpt-x", T0, 1, 1);
+	r[1] = use("req_2", "key_a", "gpt-x", T0, 1, 1);
+	snprintf(r[1].key_name, sizeof(r[1].key_name), "renamed");
+	add(fx->st, r, 2);
+	sums(fx->st, &q, &l);
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.last.requests, 2);
+}
+
+static void
+sum_refuses_bad_queries(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	const char *many[SG_STORE_USE_LIST_MAX + 1], *holes[] = { "a", NULL };
+	struct sg_store_use_q q = { .from_ms = T0, .to_ms = T0 + DAY,
+	    .bucket_ms = DAY, .key_ids = many };
+	struct sums l;
+	int i;
+
+	fill(fx->st);
+	for (i = 0; i <= SG_STORE_USE_LIST_MAX; i++)
+		many[i] = "key_a";
+	/* The most a list may hold works, the first more does not. */
+	q.nkey_ids = SG_STORE_USE_LIST_MAX;
+	assert_string_equal(sums(fx->st, &q, &l), "0 -/- - - 2 300 30\n");
+	q.nkey_ids = SG_STORE_USE_LIST_MAX + 1;
+	assert_int_equal(sg_store_use_sum(fx->st, &q, note, &l),
+	    SG_STORE_ERROR);
+	assert_contains(sg_store_errmsg(fx->st), "at most 32 key ids");
+	q.key_ids = NULL;
+	q.nkey_ids = 0;
+	q.models = many;
+	q.nmodels = SG_STORE_USE_LIST_MAX + 1;
+	assert_int_equal(sg_store_use_sum(fx->st, &q, note, &l),
+	    SG_STORE_ERROR);
+	q.models = holes;
+	q.nmodels = 2;
+	assert_int_equal(sg_store_use_sum(fx->st, &q, note, &l),
+	    SG_STORE_ERROR);
+	q.nmodels = 0;
+	q.bucket_ms = 0;
+	assert_int_equal(sg_store_use_sum(fx->st, &q, note, &l),
+	    SG_STORE_ERROR);
+	q.bucket_ms = DAY;
+	q.to_ms = T0 - 1;
+	assert_int_equal(sg_store_use_sum(fx->st, &q, note, &l),
+	    SG_STORE_ERROR);
+}
+
+static void
+total_of_a_tenant(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use_tot t;
+	struct sg_store_use r;
+
+	fill(fx->st);
+	r = use("req_9", "key_b", "", T0 + DAY + 5, 0, 0);
+	r.cost_sandbox = 7;
+	r.sandbox_ms = 1500;
+	add(fx->st, &r, 1);
+	assert_int_equal(sg_store_use_total(fx->st, "tenant_key_b", T0 + DAY,
+	    &t), SG_STORE_OK);
+	/* req_5, req_6, req_9: 600 in, 60 out. */
+	assert_int_equal(t.requests, 3);
+	assert_int_equal(t.tokens, 660);
+	assert_int_equal(t.cost, 600 * 1000 + 60 * 3000 + 7);
+	assert_int_equal(t.sandbox_ms, 1500);
+	assert_int_equal(t.last_ms, T0 + 2 * DAY);
+	assert_int_equal(sg_store_use_total(fx->st, "tenant_key_b", T0, &t),
+	    SG_STORE_OK);
+	assert_int_equal(t.requests, 4);
+	assert_int_equal(sg_store_use_total(fx->st, "nobody", 0, &t),
+	    SG_STORE_OK);
+	assert_int_equal(t.requests, 0);
+	assert_int_equal(t.cost, 0);
+	assert_int_equal(t.last_ms, 0);
+}
+
+static void
+prune_in_bounded_batches(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use r[13];
+	char id[16], out[32];
+	int i, removed = -1;
+
+	for (i = 0; i < 13; i++) {
+		snprintf(id, sizeof(id), "req_%d", i);
+		r[i] = use(id, "key_a", "gpt-x", i < 10 ? T0 + i : T0 + DAY, 1,
+		    1);
+	}
+	add(fx->st, r, 13);
+	assert_int_equal(sg_store_use_prune(fx->st, T0 + DAY, 4, &removed),
+	    SG_STORE_OK);
+	assert_int_equal(removed, 4);
+	assert_int_equal(sg_store_use_prune(fx->st, T0 + DAY, 4, &removed),
+	    SG_STORE_OK);
+	assert_int_equal(removed, 4);
+	assert_int_equal(sg_store_use_prune(fx->st, T0 + DAY, 4, &removed),
+	    SG_STORE_OK);
+	assert_int_equal(removed, 2);
+	assert_int_equal(sg_store_use_prune(fx->st, T0 + DAY, 4, &removed),
+	    SG_STORE_OK);
+	assert_int_equal(removed, 0);
+	sql(fx, "SELECT count(*) FROM usage WHERE started_ms = " "1700086400000",
+	    out, sizeof(out));
+	assert_string_equal(out, "3");
+	sql(fx, "SELECT count(*) FROM usage", out, sizeof(out));
+	assert_string_equal(out, "3");
+}
+
+/* The queries find their rows by an index, not by a scan. */
+static void
+ledger_indexes(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	char out[1024];
+
+	sql(fx, tu_store_url != NULL ? "SELECT string_agg(indexdef, ';' ORDER "
+	    "BY indexname) FROM pg_indexes WHERE tablename IN ('usage', "
+	    "'traces') AND indexname NOT LIKE '%pkey'" : "SELECT group_concat("
+	    "sql, ';') FROM (SELECT sql FROM sqlite_master WHERE type = 'index' "
+	    "AND tbl_name IN ('usage', 'traces') AND sql IS NOT NULL ORDER BY "
+	    "name)", out, sizeof(out));
+	assert_contains(out, "traces_started ON");
+	assert_contains(out, "(started_ms, id)");
+	assert_contains(out, "usage_started ON");
+	assert_contains(out, "(started_ms)");
+	assert_contains(out, "usage_tenant ON");
+	assert_contains(out, "(tenant, started_ms)");
+}
+
+/* Traces: the list's rows, "id status" each, and whether more. */
+struct tlist {
+	char	 text[512];
+	int	 n;
+	int	 rounds;	/* a row came with rounds */
+};
+
+static int
+tnote(void *arg, const struct sg_store_trace_row *r)
+{
+	struct tlist *l = arg;
+	size_t len = strlen(l->text);
+
+	snprintf(l->text + len, sizeof(l->text) - len, "%s%s", l->n++ ? " " :
+	    "", r->id);
+	l->rounds |= r->rounds != NULL;
+	return 0;
+}
+
+static int
+list(struct sg_store *st, struct sg_store_trace_q *q, struct tlist *l,
+    int *more)
+{
+	memset(l, 0, sizeof(*l));
+	return sg_store_trace_list(st, q, tnote, l, more);
+}
+
+static void
+trace(struct sg_store *st, const char *id, const char *key,
+    const char *model, int status, int64_t started_ms)
+{
+	struct sg_store_trace t = { .id = id, .tenant = "tenant", .key_id =
+	    key, .model = model, .status = status, .started_ms = started_ms,
+	    .duration_ms = 7, .rounds = "[{\"code\":\"print(1)\"}]" };
+
+	if (sg_store_trace_add(st, &t) != SG_STORE_OK)
+		fail_msg("trace_add: %s", sg_store_errmsg(st));
+}
+
+static void
+trace_add_get(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_trace t = { .id = "req_1", .tenant = "t", .key_id =
+	    "key_a", .model = "gpt-x", .status = 200, .started_ms = T0,
+	    .duration_ms = 42, .rounds = "[{\"code\":\"\xc3\"}]" };
+	struct sg_store_trace_row r;
+
+	assert_int_equal(sg_store_set_box(fx->st, "box-2"), SG_STORE_OK);
+	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_OK);
+	/* Written again: the first stays. */
+	t.status = 500;
+	t.rounds = "[]";
+	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_OK);
+	assert_int_equal(sg_store_trace_get(fx->st, "req_1", &r), SG_STORE_OK);
+	assert_string_equal(r.id, "req_1");
+	assert_string_equal(r.tenant, "t");
+	assert_string_equal(r.key_id, "key_a");
+	assert_string_equal(r.model, "gpt-x");
+	assert_string_equal(r.box, "box-2");
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.started_ms, T0);
+	assert_int_equal(r.duration_ms, 42);
+	/* A cut character is U+FFFD, not a refused trace. */
+	assert_string_equal(r.rounds, "[{\"code\":\"\xef\xbf\xbd\"}]");
+	sg_store_trace_clear(&r);
+	assert_null(r.id);
+	assert_int_equal(sg_store_trace_get(fx->st, "req_none", &r),
+	    SG_STORE_NOTFOUND);
+	/* No id, and no rounds: refused, and kept as NULL. */
+	t.id = NULL;
+	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_ERROR);
+	t.id = "req_2";
+	t.rounds = NULL;
+	t.model = NULL;
+	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_OK);
+	assert_int_equal(sg_store_trace_get(fx->st, "req_2", &r), SG_STORE_OK);
+	assert_null(r.rounds);
+	assert_null(r.model);
+	sg_store_trace_clear(&r);
+}
+
+static void
+trace_list_pages_newest_first(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_trace_q q = { .limit = 2 };
+	struct tlist l;
+	int more = -1;
+
+	trace(fx->st, "req_a", "key_a", "gpt-x", 200, T0 + 1);
+	/* Two at one ms: the id orders them. */
+	trace(fx->st, "req_c", "key_b", "gpt-x", 500, T0 + 2);
+	trace(fx->st, "req_b", "key_a", "gpt-y", 404, T0 + 2);
+	trace(fx->st, "req_d", "key_a", "gpt-x", 0, T0 + 3);
+	trace(fx->st, "req_e", "key_a", "gpt-x", 201, T0 + 4);
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_e req_d");
+	assert_int_equal(more, 1);
+	assert_int_equal(l.rounds, 0);
+	q.after = "req_d";
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_c req_b");
+	assert_int_equal(more, 1);
+	q.after = "req_b";
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_a");
+	assert_int_equal(more, 0);
+	/* A page that starts between the two of one ms. */
+	q.after = "req_c";
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_b req_a");
+	assert_int_equal(more, 0);
+	q.after = "req_none";
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_NOTFOUND);
+	q.limit = 0;
+	q.after = NULL;
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_ERROR);
+}
+
+static void
+trace_list_filters(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_trace_q q = { .limit = 10 };
+	struct tlist l;
+	int more;
+
+	trace(fx->st, "req_a", "key_a", "gpt-x", 200, T0 + 1);
+	trace(fx->st, "req_b", "key_a", "gpt-y", 404, T0 + 2);
+	trace(fx->st, "req_c", "key_b", "gpt-x", 500, T0 + 2);
+	trace(fx->st, "req_d", "key_a", "gpt-x", 0, T0 + 3);
+	trace(fx->st, "req_e", "key_a", "gpt-x", 299, T0 + 4);
+	trace(fx->st, "req_f", "key_a", "gpt-x", 300, T0 + 5);
+	trace(fx->st, "req_g", "key_a", "gpt-x", 199, T0 + 6);
+	q.key_id = "key_a";
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_g req_f req_e req_d req_b req_a");
+	q.model = "gpt-x";
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_g req_f req_e req_d req_a");
+	/* Not 2xx: below 200, from 300 on, and 0 (no answer). */
+	q.status = -1;
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_g req_f req_d");
+	q.key_id = q.model = NULL;
+	q.status = 500;
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_c");
+	/* [from, to). */
+	q.status = 0;
+	q.from_ms = T0 + 2;
+	q.to_ms = T0 + 4;
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_d req_c req_b");
+	q.to_ms = 0;
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "req_g req_f req_e req_d req_c req_b");
+	/* A page after a trace the filters leave out: not one of them. */
+	q.from_ms = 0;
+	q.key_id = "key_b";
+	q.after = "req_a";
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_NOTFOUND);
+	q.after = "req_c";
+	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
+	assert_string_equal(l.text, "");
+	assert_int_equal(more, 0);
+}
+
+static void
+trace_prune_in_bounded_batches(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_trace_row r;
+	char id[16];
+	int i, removed = -1;
+
+	for (i = 0; i < 7; i++) {
+		snprintf(id, sizeof(id), "req_%d", i);
+		trace(fx->st, id, "key_a", "gpt-x", 200, i < 5 ? T0 : T0 + DAY);
+	}
+	assert_int_equal(sg_store_trace_prune(fx->st, T0 + DAY, 3, &removed),
+	    SG_STORE_OK);
+	assert_int_equal(removed, 3);
+	assert_int_equal(sg_store_trace_prune(fx->st, T0 + DAY, 3, &removed),
+	    SG_STORE_OK);
+	assert_int_equal(removed, 2);
+	assert_int_equal(sg_store_trace_prune(fx->st, T0 + DAY, 3, &removed),
+	    SG_STORE_OK);
+	assert_int_equal(removed, 0);
+	assert_int_equal(sg_store_trace_get(fx->st, "req_5", &r), SG_STORE_OK);
+	sg_store_trace_clear(&r);
+	assert_int_equal(sg_store_trace_get(fx->st, "req_4", &r),
+	    SG_STORE_NOTFOUND);
+}
+
+/* sg_store_key_list's settings, "name=settings" each. */
+static int
+key_note(void *arg, const struct sg_store_key *k)
+{
+	char *text = arg;
+	size_t len = strlen(text);
+
+	snprintf(text + len, 256 - len, "%s=%s;", k->name, or_dash(k->settings));
+	return 0;
+}
+
+static void
+key_settings_round_trip(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_key k;
+	const char *js = "{\"budget_usd\":5,\"tools\":[\"python\"]}";
+	char h[65], h2[65], buf[128], small[40], listed[256] = "";
+
+	sg_sha256_hex("a", 1, h);
+	sg_sha256_hex("b", 1, h2);
+	assert_int_equal(sg_store_key_add(fx->st, "alice", h), SG_STORE_OK);
+	assert_int_equal(sg_store_key_add(fx->st, "bob", h2), SG_STORE_OK);
+	assert_int_equal(sg_store_key_get(fx->st, h, &k, buf, sizeof(buf)),
+	    SG_STORE_OK);
+	assert_string_equal(k.name, "alice");
+	assert_string_equal(k.sha256, h);
+	assert_null(k.settings);
+	assert_true(k.id > 0);
+	assert_true(k.created_at > 0);
+	assert_int_equal(sg_store_key_settings(fx->st, "alice", js),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_key_get(fx->st, h, &k, buf, sizeof(buf)),
+	    SG_STORE_OK);
+	assert_string_equal(k.settings, js);
+	assert_string_equal(k.name, "alice");
+	assert_true(k.settings >= buf && k.settings < buf + sizeof(buf));
+	assert_int_equal(sg_store_key_list(fx->st, key_note, listed),
+	    SG_STORE_OK);
+	assert_string_equal(listed, "alice={\"budget_usd\":5,\"tools\":"
+	    "[\"python\"]};bob=-;");
+	/* Too small a buffer: an error saying so, never a cut JSON. */
+	assert_int_equal(sg_store_key_get(fx->st, h, &k, small, sizeof(small)),
+	    SG_STORE_ERROR);
+	assert_contains(sg_store_errmsg(fx->st), "bytes needed");
+	assert_null(k.name);
+	/* Back to the defaults. */
+	assert_int_equal(sg_store_key_settings(fx->st, "alice", NULL),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_key_get(fx->st, h, &k, buf, sizeof(buf)),
+	    SG_STORE_OK);
+	assert_null(k.settings);
+	assert_int_equal(sg_store_key_settings(fx->st, "carol", js),
+	    SG_STORE_NOTFOUND);
+	/* A revoked key is found by neither. */
+	assert_int_equal(sg_store_key_revoke(fx->st, "bob"), SG_STORE_OK);
+	assert_int_equal(sg_store_key_get(fx->st, h2, &k, buf, sizeof(buf)),
+	    SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_key_settings(fx->st, "bob", js),
+	    SG_STORE_NOTFOUND);
+}
+
+/* `migrate --to` takes the ledger, the traces and the key's settings;
+ * rows from a source without a box get its box. */
+static void
+copy_takes_the_ledger(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use_q q = { .from_ms = T0, .to_ms = T0 + 3 * DAY,
+	    .bucket_ms = 3 * DAY, .by = SG_USE_BY_KEY };
+	struct sg_store *src, *dst;
+	struct sg_store_trace_row r;
+	struct sg_store_key k;
+	struct sums l;
+	char path[192], h[65], buf[128], err[256], out[64];
+	int64_t rows = 0;
+
+	snprintf(path, sizeof(path), "%s/source.db", fx->dir);
+	assert_int_equal(sg_store_open(path, &src, err, sizeof(err)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_migrate(src), SG_STORE_OK);
+	assert_int_equal(sg_store_set_box(src, "box-src"), SG_STORE_OK);
+	sg_sha256_hex("a", 1, h);
+	assert_int_equal(sg_store_key_add(src, "alice", h), SG_STORE_OK);
+	assert_int_equal(sg_store_key_settings(src, "alice", "{\"x\":1}"),
+	    SG_STORE_OK);
+	fill(src);
+	trace(src, "req_t", "key_a", "gpt-x", 200, T0);
+	assert_int_equal(tu_raw_sql_store(src, "UPDATE traces SET box = NULL"),
+	    0);
+	/* The fixture's store is the target (PostgreSQL in that run): a
+	 * fresh one, empty. */
+	dst = fx->st;
+	if (sg_store_copy(src, dst, &rows) != SG_STORE_OK)
+		fail_msg("copy: %s", sg_store_errmsg(src));
+	assert_int_equal(rows, 1 + 6 + 1);
+	assert_int_equal(sg_store_key_get(dst, h, &k, buf, sizeof(buf)),
+	    SG_STORE_OK);
+	assert_string_equal(k.settings, "{\"x\":1}");
+	assert_string_equal(sums(dst, &q, &l),
+	    "0 key_a/name_key_a - - 3 700 70\n"
+	    "0 key_b/name_key_b - - 3 900 90\n");
+	sql(fx, "SELECT count(DISTINCT box) || ' ' || min(box) || ' ' || "
+	    "sum(cost_input) FROM usage", out, sizeof(out));
+	assert_string_equal(out, "1 box-src 1600000");
+	assert_int_equal(sg_store_trace_get(dst, "req_t", &r), SG_STORE_OK);
+	assert_string_equal(r.box, "box-src");
+	assert_string_equal(r.rounds, "[{\"code\":\"print(1)\"}]");
+	sg_store_trace_clear(&r);
+	sg_store_close(src);
+}
+
+/*
+ * A store of schema 9 with rows, made as this sandgate's step 10 undone
+ * (both dialects), is brought to 10 with its rows kept.
+ */
+static void
+migrate_9_to_10_keeps_rows(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_sbx row;
+	struct sg_store_key k;
+	struct sg_store_use r = use("req_1", "key_a", "gpt-x", T0, 1, 1);
+	struct sg_store_trace_row tr;
+	char h[65], buf[128], name[64], err[256];
+	int v = -1;
+
+	sg_sha256_hex("a", 1, h);
+	assert_int_equal(sg_store_key_add(fx->st, "alice", h), SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_begin(fx->st, "cntr_1", "alice", "local",
+	    1, 2, 4102444800), SG_STORE_OK);
+	assert_int_equal(tu_raw_sql_store(fx->st, "DROP TABLE usage; DROP "
+	    "TABLE traces; ALTER TABLE keys DROP COLUMN settings"), 0);
+	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?
+	    "UPDATE sg_schema SET version = 9" : "PRAGMA user_version=9"), 0);
+	sg_store_close(fx->st);
+	assert_int_equal(tu_store_open(fx->path, &fx->st, err, sizeof(err), 0),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
+	assert_int_equal(v, 9);
+	/* At 9 the ledger is not there. */
+	assert_int_equal(sg_store_use_add(fx->st, &r, 1), SG_STORE_ERROR);
+	if (sg_store_migrate(fx->st) != SG_STORE_OK)
+		fail_msg("migrate: %s", sg_store_errmsg(fx->st));
+	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
+	assert_int_equal(v, 10);
+	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	    SG_STORE_OK);
+	assert_string_equal(name, "alice");
+	assert_int_equal(sg_store_key_get(fx->st, h, &k, buf, sizeof(buf)),
+	    SG_STORE_OK);
+	assert_null(k.settings);
+	assert_int_equal(sg_store_sbx_get(fx->st, "cntr_1", "alice", &row),
+	    SG_STORE_OK);
+	sg_store_sbx_clear(&row);
+	add(fx->st, &r, 1);
+	trace(fx->st, "req_1", "key_a", "gpt-x", 200, T0);
+	assert_int_equal(sg_store_trace_get(fx->st, "req_1", &tr), SG_STORE_OK);
+	sg_store_trace_clear(&tr);
+}
+
+static double
+secs(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a->tv_sec) + (double)(b.tv_nsec -
+	    a->tv_nsec) / 1e9;
+}
+
+/* Timings, printed (never asserted): one batch of 1000 rows, and a sum
+ * by day and key over 100k rows (30 days, 20 keys). */
+static void
+bench_ledger(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use_q q = { .from_ms = T0, .to_ms = T0 + 30 * DAY,
+	    .bucket_ms = DAY, .by = SG_USE_BY_KEY };
+	struct sg_store_use *rows;
+	struct timespec t;
+	struct sums l;
+	char id[40], key[16];
+	double s;
+	int i, b;
+
+	if (getenv("SG_USAGE_BENCH") == NULL)
+		skip();
+	assert_non_null(rows = calloc(1000, sizeof(*rows)));
+	for (b = 0; b < 100; b++) {
+		for (i = 0; i < 1000; i++) {
+			snprintf(id, sizeof(id), "req_%d_%d", b, i);
+			snprintf(key, sizeof(key), "key_%d", (b * 1000 + i) % 20);
+			rows[i] = use(id, key, "gpt-x", T0 + (int64_t)(b * 1000 +
+			    i) * (30 * DAY / 100000), 100, 10);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		add(fx->st, rows, 1000);
+		if (b == 0 || b == 99) {
+			s = secs(&t);
+			printf("bench %s: use_add of 1000 rows (table %d rows): "
+			    "%.1f ms, %.0f rows/s\n", tu_store_url != NULL ?
+			    "postgresql" : "sqlite", b * 1000, s * 1e3, 1000 / s);
+		}
+	}
+	free(rows);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	sums(fx->st, &q, &l);
+	s = secs(&t);
+	printf("bench %s: sum of 100000 rows by day and key: %.1f ms (%d "
+	    "sums)\n", tu_store_url != NULL ? "postgresql" : "sqlite", s * 1e3,
+	    l.n);
+	q.by = 0;
+	q.bucket_ms = 30 * DAY;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	sums(fx->st, &q, &l);
+	printf("bench %s: sum of 100000 rows in one bucket: %.1f ms\n",
+	    tu_store_url != NULL ? "postgresql" : "sqlite", secs(&t) * 1e3);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_store_setup, \
+	tu_store_teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(add_skips_ids_already_there),
+		T(add_is_all_or_nothing),
+		T(add_keeps_rows_with_broken_text),
+		T(sum_per_bucket),
+		T(sum_every_counter),
+		T(sum_per_group_with_filters),
+		T(sum_one_row_per_key_id),
+		T(sum_refuses_bad_queries),
+		T(total_of_a_tenant),
+		T(prune_in_bounded_batches),
+		T(ledger_indexes),
+		T(trace_add_get),
+		T(trace_list_pages_newest_first),
+		T(trace_list_filters),
+		T(trace_prune_in_bounded_batches),
+		T(key_settings_round_trip),
+		T(copy_takes_the_ledger),
+		T(migrate_9_to_10_keeps_rows),
+		T(bench_ledger),
+	};
+
+	TU_STORE_MAIN(tests);
+}
