@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include "auth.h"
+#include "../config/keyset.h"
 #include "../../lib/util.h"
 #include "../../store/store.h"
 
@@ -56,6 +57,39 @@ admin_only(struct sg_error *err)
 	    "never used for model or sandbox requests. Use a project key.");
 }
 
+/* A key of the store, with its settings: 0, -1 when there is none, -2
+ * with a 503 in err. */
+static int
+stored(struct sg_store *store, const char *hash, struct sg_auth *who,
+    struct sg_error *err)
+{
+	struct sg_store_key k;
+	char buf[8192], why[256];
+	int rc;
+
+	rc = sg_store_key_get(store, hash, &k, buf, sizeof(buf));
+	if (rc == SG_STORE_NOTFOUND)
+		return -1;
+	if (rc != SG_STORE_OK) {
+		sg_error_set(err, 503, "server_error", NULL, NULL, "The key store "
+		    "is unavailable: %s", sg_store_errmsg(store));
+		return -2;
+	}
+	snprintf(who->name, sizeof(who->name), "%s", k.name);
+	if (k.settings == NULL)
+		return 0;
+	/* Settings the API wrote, checked then: a broken row is the
+	 * store's fault, and the key must not slip its limits. */
+	if (sg_keyset_parse(k.settings, &who->own, why, sizeof(why)) == -1) {
+		sg_error_set(err, 503, "server_error", NULL, NULL, "The key's "
+		    "stored settings cannot be read: %s", why);
+		return -2;
+	}
+	who->own.name = who->name;
+	who->key = &who->own;
+	return 0;
+}
+
 /* The tenant key whose hash is hash, from the config's keys (every one
  * compared, match or not: timing says nothing), then the store's: 0 and
  * who filled, or -1 with a 401 (or a 503 from the store) in err. */
@@ -76,14 +110,10 @@ tenant_of(const struct sg_cfg *cfg, struct sg_store *store, const char *hash,
 			rc = 0;
 		}
 	}
-	if (rc == -1 && store != NULL) {
-		rc = sg_store_key_find(store, hash, who->name, sizeof(who->name));
-		if (rc == SG_STORE_ERROR)
-			return sg_error_set(err, 503, "server_error", NULL, NULL,
-			    "The key store is unavailable: %s",
-			    sg_store_errmsg(store));
-		rc = rc == SG_STORE_OK ? 0 : -1;
-	}
+	if (rc == -1 && store != NULL)
+		rc = stored(store, hash, who, err);
+	if (rc == -2)
+		return -1;
 	if (rc == -1)
 		return sg_error_set(err, 401, "invalid_request_error",
 		    "invalid_api_key", NULL, "Incorrect API key provided. "
@@ -100,6 +130,7 @@ sg_auth_check(const struct sg_cfg *cfg, struct sg_store *store,
 	char hash[65];
 
 	who->key = NULL;
+	sg_keyset_init(&who->own);
 	if (cfg->auth.allow_anonymous) {
 		snprintf(who->name, sizeof(who->name), "anonymous");
 		snprintf(who->tenant, sizeof(who->tenant), "anonymous");
@@ -123,6 +154,7 @@ sg_auth_admin(const struct sg_cfg *cfg, struct sg_store *store,
 
 	who->key = NULL;
 	who->tenant[0] = '\0';
+	sg_keyset_init(&who->own);
 	if (token == NULL)
 		return missing(err);
 	sg_sha256_hex(token, strlen(token), hash);
@@ -138,4 +170,11 @@ sg_auth_admin(const struct sg_cfg *cfg, struct sg_store *store,
 	return sg_error_set(err, 403, "invalid_request_error", NULL, NULL,
 	    "You have insufficient permissions for this operation: it needs "
 	    "an admin key (auth.admin_keys), and this is a project key.");
+}
+
+void
+sg_auth_clear(struct sg_auth *who)
+{
+	sg_keyset_clear(&who->own);
+	who->key = NULL;
 }

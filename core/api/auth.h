@@ -14,13 +14,16 @@ struct sg_store;
 struct sg_auth {
 	char	name[64];	/* key name, for logs; never the key */
 	char	tenant[65];	/* hex SHA-256 of the key, or "anonymous" */
-	/* Borrowed from the config: the key's limits and tools. NULL for a
-	 * key of the store and for anonymous callers (the auth defaults). */
+	/* The key's limits and tools: borrowed from the config, or own's
+	 * for a key of the store with settings; NULL for anonymous callers
+	 * and a store key without settings (the auth defaults). */
 	const struct sg_cfg_key *key;
+	struct sg_cfg_key own;	/* a store key's settings, read */
 };
 
-/* 0 and *who filled, or -1 with a 401 (or a 503 from the store) in err.
- * store may be NULL (then only config keys count). */
+/* 0 and *who filled (sg_auth_clear frees it), or -1 with a 401 (or a
+ * 503 from the store) in err. store may be NULL (then only config keys
+ * count). */
 int	sg_auth_check(const struct sg_cfg *, struct sg_store *,
 	    const char *authorization, struct sg_auth *who, struct sg_error *);
 
@@ -31,4 +34,6 @@ int	sg_auth_check(const struct sg_cfg *, struct sg_store *,
  */
 int	sg_auth_admin(const struct sg_cfg *, struct sg_store *,
 	    const char *authorization, struct sg_auth *who, struct sg_error *);
+void	sg_auth_clear(struct sg_auth *);
+
 #endif

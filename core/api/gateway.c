@@ -479,36 +479,14 @@ account(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 		    req->id);
 }
 
-void
-sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
+/* A routed request, its key known (the admin API's, or a tenant's). */
+static void
+dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
+    struct sg_req *req, struct sg_out *out)
 {
-	char id[128];
-	enum sg_route route = sg_route_match(req->method, req->path, id,
-	    sizeof(id));
-	struct sg_auth who;
 	struct sg_error err;
 	int rc = 0;
 
-	req->route = route;
-
-	if (route == SG_ROUTE_NONE) {
-		sg_error_set(&err, 404, "invalid_request_error", NULL, NULL,
-		    "Invalid URL (%s %s)", req->method, req->path[0] != '\0' ?
-		    req->path : req->uri);
-		sg_http_error(out, req, &err);
-		return;
-	}
-	if (sg_route_authed(route) != SG_AUTH_NONE) {
-		if ((sg_route_authed(route) == SG_AUTH_ADMIN ? sg_auth_admin :
-		    sg_auth_check)(gw->cfg, gw->store, req->authorization, &who,
-		    &err) == -1) {
-			sg_http_error(out, req, &err);
-			return;
-		}
-		snprintf(req->key_name, sizeof(req->key_name), "%s", who.name);
-		memcpy(req->tenant, who.tenant, sizeof(req->tenant));
-		req->key = who.key;
-	}
 	if (gw->admit != NULL && gw->admit(gw->admit_arg, req,
 	    route_heavy(route), out, &err) == -1) {
 		sg_http_error_head(out, req, &err, ADMIT_RETRY);
@@ -584,4 +562,40 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		sg_http_error(out, req, &err);
 	if (surface_of(route) != NULL)
 		account(gw, req, out);
+}
+
+void
+sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
+{
+	char id[128];
+	enum sg_route route = sg_route_match(req->method, req->path, id,
+	    sizeof(id));
+	struct sg_auth who;
+	struct sg_error err;
+
+	req->route = route;
+
+	if (route == SG_ROUTE_NONE) {
+		sg_error_set(&err, 404, "invalid_request_error", NULL, NULL,
+		    "Invalid URL (%s %s)", req->method, req->path[0] != '\0' ?
+		    req->path : req->uri);
+		sg_http_error(out, req, &err);
+		return;
+	}
+	if (sg_route_authed(route) != SG_AUTH_NONE) {
+		if ((sg_route_authed(route) == SG_AUTH_ADMIN ? sg_auth_admin :
+		    sg_auth_check)(gw->cfg, gw->store, req->authorization, &who,
+		    &err) == -1) {
+			sg_http_error(out, req, &err);
+			return;
+		}
+		snprintf(req->key_name, sizeof(req->key_name), "%s", who.name);
+		memcpy(req->tenant, who.tenant, sizeof(req->tenant));
+		req->key = who.key;
+	}
+	dispatch(gw, route, id, req, out);
+	if (sg_route_authed(route) != SG_AUTH_NONE) {
+		req->key = NULL;
+		sg_auth_clear(&who);
+	}
 }
