@@ -12,12 +12,22 @@ sg_org_api(const struct sg_org_env *env, enum sg_route route, const char *id,
 {
 	struct sg_error err;
 
-	(void)id;
 	switch (route) {
 	case SG_ROUTE_ORG_USAGE_COMPL:
 	case SG_ROUTE_ORG_USAGE_CI:
 	case SG_ROUTE_ORG_COSTS:
 		sg_org_usage(env, route, req, out);
+		return;
+	case SG_ROUTE_ORG_KEY_LIST:
+	case SG_ROUTE_ORG_KEY_CREATE:
+	case SG_ROUTE_ORG_KEY_GET:
+	case SG_ROUTE_ORG_KEY_UPDATE:
+	case SG_ROUTE_ORG_KEY_DELETE:
+		sg_org_keys(env, route, id, req, out);
+		return;
+	case SG_ROUTE_ORG_REQ_LIST:
+	case SG_ROUTE_ORG_REQ_GET:
+		sg_org_requests(env, route, id, req, out);
 		return;
 	default:
 		break;

@@ -28,4 +28,13 @@ void	sg_org_api(const struct sg_org_env *, enum sg_route, const char *id,
 void	sg_org_usage(const struct sg_org_env *, enum sg_route,
 	    struct sg_req *, struct sg_out *);
 
+/* org_keys.c: /v1/organization/api_keys[/{id}]: list, create, get,
+ * update, revoke. */
+void	sg_org_keys(const struct sg_org_env *, enum sg_route, const char *id,
+	    struct sg_req *, struct sg_out *);
+
+/* org_requests.c: /v1/organization/requests[/{id}]: request traces. */
+void	sg_org_requests(const struct sg_org_env *, enum sg_route,
+	    const char *id, struct sg_req *, struct sg_out *);
+
 #endif

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -389,4 +390,35 @@ sg_use_key_id(const char *tenant, char out[32])
 	snprintf(label, sizeof(label), "sandgate key id %.64s", tenant);
 	sg_sha256_hex(label, strlen(label), hash);
 	snprintf(out, 32, "key_%.24s", hash);
+}
+
+int64_t
+sg_use_period_start(int period, int64_t now_ms)
+{
+	time_t t = (time_t)(now_ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	if (period == SG_PERIOD_WEEK)
+		tm.tm_mday -= (tm.tm_wday + 6) % 7;	/* back to Monday */
+	else if (period == SG_PERIOD_MONTH)
+		tm.tm_mday = 1;
+	return (int64_t)timegm(&tm) * 1000;
+}
+
+int64_t
+sg_use_period_end(int period, int64_t now_ms)
+{
+	time_t t = (time_t)(sg_use_period_start(period, now_ms) / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	if (period == SG_PERIOD_DAY)
+		tm.tm_mday += 1;
+	else if (period == SG_PERIOD_WEEK)
+		tm.tm_mday += 7;
+	else
+		tm.tm_mon += 1;
+	return (int64_t)timegm(&tm) * 1000;
 }

@@ -68,6 +68,12 @@ int	 sg_use_drain(const struct sg_cfg *, struct sg_store *, int *n);
 /* Price a row's tokens and sandbox time from cfg (nano-USD). */
 void	 sg_use_price(const struct sg_cfg *, struct sg_store_use *);
 
+/* The unix ms the budget period (enum sg_period) holding now_ms began:
+ * calendar UTC, weeks from Monday. */
+int64_t	 sg_use_period_start(int period, int64_t now_ms);
+/* ... and the one after it. */
+int64_t	 sg_use_period_end(int period, int64_t now_ms);
+
 /* A key's public id ("key_" and 24 hex digits) from its tenant (the key's
  * hash): stable, and says nothing of the key. "key_anonymous" for
  * anonymous callers. */

@@ -203,6 +203,28 @@ ring_to_store(void **state)
 	unlink(path);
 }
 
+/* Periods are calendar UTC: 2026-12-03 (a Thursday) 15:04:05. */
+static void
+periods(void **state)
+{
+	int64_t now = 1796310245000LL;
+
+	(void)state;
+	assert_int_equal(sg_use_period_start(SG_PERIOD_DAY, now),
+	    1796256000000LL);	/* 2026-12-03 00:00 */
+	assert_int_equal(sg_use_period_start(SG_PERIOD_WEEK, now),
+	    1795996800000LL);	/* Monday 2026-11-30 */
+	assert_int_equal(sg_use_period_start(SG_PERIOD_MONTH, now),
+	    1796083200000LL);	/* 2026-12-01 */
+	assert_int_equal(sg_use_period_end(SG_PERIOD_MONTH, now),
+	    1798761600000LL);	/* 2027-01-01 */
+	assert_int_equal(sg_use_period_end(SG_PERIOD_WEEK, now),
+	    1796601600000LL);	/* Monday 2026-12-07 */
+	/* On a Monday's midnight, that Monday. */
+	assert_int_equal(sg_use_period_start(SG_PERIOD_WEEK, 1795996800000LL),
+	    1795996800000LL);
+}
+
 int
 main(void)
 {
@@ -211,6 +233,7 @@ main(void)
 		cmocka_unit_test(nothing_spent_no_row),
 		cmocka_unit_test(usage_found_in_text),
 		cmocka_unit_test(ring_to_store),
+		cmocka_unit_test(periods),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
