@@ -97,11 +97,11 @@ const char *sg_st_text(struct sg_st_cur *, int i);
 int64_t	 sg_st_int(struct sg_st_cur *, int i);
 /* Done with a run's rows (NULL: nothing). */
 void	 sg_st_done(struct sg_store *, struct sg_st_cur *);
-/* A statement's argument: 's' text (s, NULL: NULL), 'i' an integer (i),
- * 'n' an integer given as text (s, NULL: NULL). */
 /* The most a statement binds: the ledger's sums (usage.c) bind two
  * lists of SG_STORE_USE_LIST_MAX values and their other arguments. */
 #define SG_ST_MAX_ARGS	80
+/* A statement's argument: 's' text (s, NULL: NULL), 'i' an integer (i),
+ * 'n' an integer given as text (s, NULL: NULL). */
 struct sg_st_arg {
 	char		 kind;
 	int64_t		 i;

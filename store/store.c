@@ -121,24 +121,20 @@ sg_store_key_find(struct sg_store *st, const char *sha256, char *name,
 	return rc;
 }
 
-/* s copied into buf at *used (NULL stays NULL): the copy, or NULL with
- * *need grown when it does not fit. */
+/* s copied into buf at *used, which grows by its size whether or not it
+ * fits: the copy, or NULL (s NULL, or buf full). */
 static const char *
-stash(const char *s, char *buf, size_t bufsz, size_t *used, size_t *need)
+stash(const char *s, char *buf, size_t bufsz, size_t *used)
 {
 	size_t n;
-	char *at;
 
 	if (s == NULL)
 		return NULL;
 	n = strlen(s) + 1;
-	*need += n;
-	if (*need > bufsz)
-		return NULL;
-	at = buf + *used;
-	memcpy(at, s, n);
 	*used += n;
-	return at;
+	if (*used > bufsz)
+		return NULL;
+	return memcpy(buf + *used - n, s, n);
 }
 
 int
@@ -146,7 +142,7 @@ sg_store_key_get(struct sg_store *st, const char *sha256,
     struct sg_store_key *out, char *buf, size_t bufsz)
 {
 	struct sg_st_cur *stmt;
-	size_t used = 0, need = 0;
+	size_t used = 0;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -160,15 +156,15 @@ sg_store_key_get(struct sg_store *st, const char *sha256,
 		return SG_STORE_NOTFOUND;
 	}
 	out->id = sg_st_int(stmt, 0);
-	out->name = stash(sg_st_text(stmt, 1), buf, bufsz, &used, &need);
-	out->sha256 = stash(sg_st_text(stmt, 2), buf, bufsz, &used, &need);
+	out->name = stash(sg_st_text(stmt, 1), buf, bufsz, &used);
+	out->sha256 = stash(sg_st_text(stmt, 2), buf, bufsz, &used);
 	out->created_at = sg_st_int(stmt, 3);
-	out->settings = stash(sg_st_text(stmt, 4), buf, bufsz, &used, &need);
+	out->settings = stash(sg_st_text(stmt, 4), buf, bufsz, &used);
 	sg_st_done(st, stmt);
-	if (need > bufsz) {
+	if (used > bufsz) {
 		memset(out, 0, sizeof(*out));
 		return sg_st_err(st, "key: %zu bytes needed for its name and "
-		    "settings, %zu given", need, bufsz);
+		    "settings, %zu given", used, bufsz);
 	}
 	return SG_STORE_OK;
 }

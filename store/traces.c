@@ -15,7 +15,7 @@
 static const char *
 text(const char *s, char **fixed)
 {
-	size_t len, i, n;
+	size_t len, i, n, fixed_len;
 
 	*fixed = NULL;
 	if (s == NULL)
@@ -24,7 +24,7 @@ text(const char *s, char **fixed)
 	for (i = 0; i < len; i += n)
 		if ((n = sg_utf8_len((const unsigned char *)s + i, len - i)) ==
 		    0)
-			return *fixed = sg_utf8_fix(s, len, &n);
+			return *fixed = sg_utf8_fix(s, len, &fixed_len);
 	return s;
 }
 
@@ -69,10 +69,11 @@ column(struct sg_st_cur *cur, int i, int *oom)
 	return c;
 }
 
-/* A row of TRACE_COLUMNS, with rounds when there is an eighth column. */
+/* A trace's columns, rounds aside (a list does not read them). */
 #define TRACE_COLUMNS "id, tenant, key_id, model, box, status, started_ms, " \
 	"duration_ms"
 
+/* A row of TRACE_COLUMNS, then rounds as a ninth column when asked. */
 static int
 row(struct sg_store *st, struct sg_st_cur *cur, int rounds,
     struct sg_store_trace_row *r)

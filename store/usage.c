@@ -89,6 +89,7 @@ sg_store_use_add(struct sg_store *st, const struct sg_store_use *rows,
 #define SUM_KEYS	9	/* the first list's first placeholder */
 #define SUM_MODELS	(SUM_KEYS + SG_STORE_USE_LIST_MAX)
 #define SUM_ARGS	(SUM_MODELS - 1 + SG_STORE_USE_LIST_MAX)
+_Static_assert(SUM_ARGS <= SG_ST_MAX_ARGS, "the sums' arguments fit");
 
 /* printf's text at sql[*o], which stops growing once sql is full. */
 static void __attribute__((format(printf, 4, 5)))

@@ -121,6 +121,9 @@ struct sg_store_trace {
 	int64_t		 started_ms, duration_ms;
 	const char	*rounds;	/* JSON array text */
 };
+/* The box is recorded with it; a trace whose id is there already is
+ * skipped (the first stays); text that is not UTF-8 is kept with U+FFFD
+ * for its bad bytes. ERROR when id is NULL or "". */
 int	 sg_store_trace_add(struct sg_store *, const struct sg_store_trace *);
 /* A trace read back: strings new, freed by sg_store_trace_clear. */
 struct sg_store_trace_row {
@@ -137,7 +140,8 @@ void	 sg_store_trace_clear(struct sg_store_trace_row *);
  * given (NULL / 0: any) and started in [from_ms, to_ms) (0: open), after
  * the trace id after (NULL: from the newest), at most limit: fn for each
  * (rounds NULL: a list does not read them); *more set when more remain.
- * NOTFOUND when after is not one of them.
+ * Ties on started_ms go by id, descending. NOTFOUND when after is not one
+ * of them (unknown, or left out by the filters); ERROR when limit < 1.
  */
 struct sg_store_trace_q {
 	const char	*key_id, *model, *after;
