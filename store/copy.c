@@ -41,6 +41,8 @@ static const struct table {
 	    "ssssssssnnnnnnnnnnnnnnnns" },
 	{ "traces", "id, tenant, key_id, model, status, started_ms, "
 	    "duration_ms, rounds, box", "ssssnnnss" },
+	{ "spend", "tenant, day, cost, tokens, sandbox_ms, requests, last_ms",
+	    "snnnnnn" },
 };
 
 #define NTABLES	(sizeof(tables) / sizeof(tables[0]))

@@ -22,7 +22,9 @@
  * key's own settings (JSON of its limits and tools; NULL: the defaults).
  * Counters are NOT NULL DEFAULT 0 so a sum never meets a NULL. The
  * traces' index serves their newest-first pages (started_ms, id) and
- * their prune.
+ * their prune. spend sums the ledger per key and UTC day as rows are
+ * added (a budget reads a month in 31 rows, not a month of requests);
+ * rates holds each key's minute window on a store boxes share.
  */
 #define STEP_LEDGER(INT, ROWID) \
 	"ALTER TABLE keys ADD COLUMN settings TEXT;" \
@@ -56,7 +58,22 @@
 	"  duration_ms " INT " NOT NULL DEFAULT 0," \
 	"  box TEXT," \
 	"  rounds TEXT);" \
-	"CREATE INDEX traces_started ON traces(started_ms, id);"
+	"CREATE INDEX traces_started ON traces(started_ms, id);" \
+	"CREATE TABLE spend (" ROWID \
+	"  tenant TEXT NOT NULL," \
+	"  day " INT " NOT NULL," \
+	"  cost " INT " NOT NULL DEFAULT 0," \
+	"  tokens " INT " NOT NULL DEFAULT 0," \
+	"  sandbox_ms " INT " NOT NULL DEFAULT 0," \
+	"  requests " INT " NOT NULL DEFAULT 0," \
+	"  last_ms " INT " NOT NULL DEFAULT 0," \
+	"  PRIMARY KEY (tenant, day));" \
+	"CREATE TABLE rates (" ROWID \
+	"  tenant TEXT PRIMARY KEY," \
+	"  start_ms " INT " NOT NULL," \
+	"  requests " INT " NOT NULL DEFAULT 0," \
+	"  tokens " INT " NOT NULL DEFAULT 0," \
+	"  ok " INT " NOT NULL DEFAULT 0);"
 
 /*
  * Each entry takes the schema from version i to i + 1. Append only: a

@@ -30,10 +30,13 @@ clean(char *s, size_t sz)
 
 #define CLEAN(f)	clean((f), sizeof(f))
 
+#define DAY_MS	86400000LL
+
 static int
 add_row(struct sg_store *st, const struct sg_store_use *in)
 {
 	struct sg_store_use r = *in;
+	int rc, changes = 0;
 
 	CLEAN(r.id);
 	CLEAN(r.tenant);
@@ -45,7 +48,7 @@ add_row(struct sg_store *st, const struct sg_store_use *in)
 	CLEAN(r.tool);
 	if (r.id[0] == '\0')
 		return sg_st_err(st, "usage: a row without an id");
-	return sg_st_exec_args(st, NULL, "INSERT INTO usage (id, tenant, "
+	if ((rc = sg_st_exec_args(st, &changes, "INSERT INTO usage (id, tenant, "
 	    "key_id, key_name, model, upstream_model, surface, tool, box, "
 	    "status, aborted, started_ms, duration_ms, input_tokens, "
 	    "cached_tokens, output_tokens, reasoning_tokens, model_requests, "
@@ -58,7 +61,19 @@ add_row(struct sg_store *st, const struct sg_store_use *in)
 	    r.input_tokens, r.cached_tokens, r.output_tokens,
 	    r.reasoning_tokens, r.model_requests, r.code_runs, r.sandbox_ms,
 	    r.sessions, r.file_bytes, r.cost_input, r.cost_output,
-	    r.cost_sandbox);
+	    r.cost_sandbox)) != SG_STORE_OK || changes == 0)
+		return rc;
+	/* Only a row added now counts in its key's day: one written again
+	 * after a crash is skipped above. */
+	return sg_st_exec_args(st, NULL, "INSERT INTO spend (tenant, day, "
+	    "cost, tokens, sandbox_ms, requests, last_ms) VALUES (?1, ?2, ?3, "
+	    "?4, ?5, 1, ?6) ON CONFLICT (tenant, day) DO UPDATE SET cost = "
+	    "spend.cost + ?3, tokens = spend.tokens + ?4, sandbox_ms = "
+	    "spend.sandbox_ms + ?5, requests = spend.requests + 1, last_ms = "
+	    "CASE WHEN spend.last_ms > ?6 THEN spend.last_ms ELSE ?6 END",
+	    "siiiii", r.tenant, r.started_ms / DAY_MS * DAY_MS,
+	    r.cost_input + r.cost_output + r.cost_sandbox,
+	    r.input_tokens + r.output_tokens, r.sandbox_ms, r.started_ms);
 }
 
 int
@@ -214,11 +229,18 @@ sg_store_use_total(struct sg_store *st, const char *tenant, int64_t since_ms,
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	rc = sg_st_run(st, &cur, "SELECT coalesce(sum(cost_input + cost_output "
+	/* From a day's start (a budget's period): the day sums. */
+	if (since_ms % DAY_MS == 0)
+		rc = sg_st_run(st, &cur, "SELECT coalesce(sum(cost), 0), "
+		    "coalesce(sum(tokens), 0), coalesce(sum(sandbox_ms), 0), "
+		    "coalesce(sum(requests), 0), coalesce(max(last_ms), 0) FROM "
+		    "spend WHERE tenant = ? AND day >= ?", "si", tenant, since_ms);
+	else
+		rc = sg_st_run(st, &cur, "SELECT coalesce(sum(cost_input + cost_output "
 	    "+ cost_sandbox), 0), coalesce(sum(input_tokens + output_tokens), "
 	    "0), coalesce(sum(sandbox_ms), 0), count(*), coalesce(max("
 	    "started_ms), 0) FROM usage WHERE tenant = ? AND started_ms >= ?",
-	    "si", tenant, since_ms);
+		    "si", tenant, since_ms);
 	if (rc == SG_ST_ROW) {
 		t->cost = sg_st_int(cur, 0);
 		t->tokens = sg_st_int(cur, 1);
@@ -235,8 +257,15 @@ int
 sg_store_use_prune(struct sg_store *st, int64_t before_ms, int limit,
     int *removed)
 {
+	int rc;
+
 	*removed = 0;
-	return sg_st_exec_args(st, removed, "DELETE FROM usage WHERE id IN "
+	rc = sg_st_exec_args(st, removed, "DELETE FROM usage WHERE id IN "
 	    "(SELECT id FROM usage WHERE started_ms < ? LIMIT ?)", "ii",
 	    before_ms, (int64_t)limit);
+	/* A day's sum goes with the day's last row. */
+	if (rc == SG_STORE_OK)
+		rc = sg_st_exec_args(st, NULL, "DELETE FROM spend WHERE day < ?",
+		    "i", before_ms / DAY_MS * DAY_MS - DAY_MS);
+	return rc;
 }

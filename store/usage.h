@@ -105,6 +105,26 @@ struct sg_store_use_tot {
 int	 sg_store_use_total(struct sg_store *, const char *tenant,
 	    int64_t since_ms, struct sg_store_use_tot *);
 
+/*
+ * rate.c: a key's window (window_ms long, from the request that opened
+ * it) on a store several boxes share, taken one request at a time in one
+ * statement, so no two boxes both take the last of it: a request is let
+ * in (ok 1) while the window's requests are below max_requests and its
+ * tokens below max_tokens (0: no such limit); a window past its end
+ * starts anew with this request. *out: the window after the take.
+ */
+struct sg_store_rate {
+	int64_t	 start_ms, requests, tokens;
+	int	 ok;
+};
+int	 sg_store_rate_take(struct sg_store *, const char *tenant,
+	    int64_t now_ms, int64_t window_ms, int64_t max_requests,
+	    int64_t max_tokens, struct sg_store_rate *out);
+/* Tokens the upstream reported, counted in the window begun at start_ms
+ * (none when a new one began since). */
+int	 sg_store_rate_tokens(struct sg_store *, const char *tenant,
+	    int64_t start_ms, int64_t tokens);
+
 /* Remove at most limit rows started before before_ms (the reaper keeps
  * usage.retention): the count in *removed. */
 int	 sg_store_use_prune(struct sg_store *, int64_t before_ms, int limit,

@@ -743,7 +743,8 @@ copy_takes_the_ledger(void **state)
 	dst = fx->st;
 	if (sg_store_copy(src, dst, &rows) != SG_STORE_OK)
 		fail_msg("copy: %s", sg_store_errmsg(src));
-	assert_int_equal(rows, 1 + 6 + 1);
+	/* A key, six rows, a trace, and the rows' five key-days of spend. */
+	assert_int_equal(rows, 1 + 6 + 1 + 5);
 	assert_int_equal(sg_store_key_get(dst, h, &k, buf, sizeof(buf)),
 	    SG_STORE_OK);
 	assert_string_equal(k.settings, "{\"x\":1}");
@@ -780,7 +781,7 @@ migrate_9_to_10_keeps_rows(void **state)
 	assert_int_equal(sg_store_sbx_begin(fx->st, "cntr_1", "alice", "local",
 	    1, 2, 4102444800), SG_STORE_OK);
 	assert_int_equal(tu_raw_sql_store(fx->st, "DROP TABLE usage; DROP "
-	    "TABLE traces; ALTER TABLE keys DROP COLUMN settings"), 0);
+	    "TABLE traces; DROP TABLE spend; DROP TABLE rates; ALTER TABLE keys DROP COLUMN settings"), 0);
 	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?
 	    "UPDATE sg_schema SET version = 9" : "PRAGMA user_version=9"), 0);
 	sg_store_close(fx->st);
@@ -868,6 +869,71 @@ bench_ledger(void **state)
 	    tu_store_url != NULL ? "postgresql" : "sqlite", secs(&t) * 1e3);
 }
 
+/* A key's day sums follow the rows added, once each, and a budget's
+ * total from a day's start reads them. */
+static void
+spend_by_day(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_use r[3] = { use("req_1", "key_a", "m", T0 + 10, 100,
+	    10), use("req_2", "key_a", "m", T0 + DAY + 10, 200, 20),
+	    use("req_3", "key_b", "m", T0 + DAY + 20, 1, 1) };
+	struct sg_store_use_tot t;
+
+	r[1].sandbox_ms = 1500;
+	assert_int_equal(sg_store_use_add(fx->st, r, 3), SG_STORE_OK);
+	assert_int_equal(sg_store_use_add(fx->st, r, 2), SG_STORE_OK);
+	assert_int_equal(sg_store_use_total(fx->st, "tenant_key_a", T0, &t),
+	    SG_STORE_OK);
+	assert_int_equal(t.requests, 2);
+	assert_int_equal(t.tokens, 330);
+	assert_int_equal(t.cost, 100 * 1000 + 10 * 3000 + 200 * 1000 +
+	    20 * 3000);
+	assert_int_equal(t.sandbox_ms, 1500);
+	assert_int_equal(t.last_ms, T0 + DAY + 10);
+	assert_int_equal(sg_store_use_total(fx->st, "tenant_key_a", T0 + DAY,
+	    &t), SG_STORE_OK);
+	assert_int_equal(t.requests, 1);
+	assert_int_equal(t.tokens, 220);
+}
+
+/* A window lets in max_requests, then refuses, until it ends; tokens
+ * counted in it refuse too; a new window starts with the next request. */
+static void
+rate_windows(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_rate r;
+	int i, in = 0;
+
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(sg_store_rate_take(fx->st, "t", T0 + i, 60000, 3,
+		    0, &r), SG_STORE_OK);
+		in += r.ok;
+	}
+	assert_int_equal(in, 3);
+	assert_int_equal(r.requests, 3);
+	assert_int_equal(r.start_ms, T0);
+	assert_int_equal(sg_store_rate_take(fx->st, "t", T0 + 60000, 60000, 3,
+	    0, &r), SG_STORE_OK);
+	assert_true(r.ok);
+	assert_int_equal(r.start_ms, T0 + 60000);
+	assert_int_equal(r.requests, 1);
+	assert_int_equal(sg_store_rate_tokens(fx->st, "t", T0 + 60000, 500),
+	    SG_STORE_OK);
+	/* An old window's tokens do not count in this one. */
+	assert_int_equal(sg_store_rate_tokens(fx->st, "t", T0, 99999),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_rate_take(fx->st, "t", T0 + 60001, 60000, 0,
+	    500, &r), SG_STORE_OK);
+	assert_false(r.ok);
+	assert_int_equal(r.tokens, 500);
+	assert_int_equal(sg_store_rate_take(fx->st, "t", T0 + 60001, 60000, 0,
+	    501, &r), SG_STORE_OK);
+	assert_true(r.ok);
+	assert_int_equal(r.requests, 2);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_store_setup, \
 	tu_store_teardown)
 
@@ -892,6 +958,8 @@ main(void)
 		T(trace_prune_in_bounded_batches),
 		T(key_settings_round_trip),
 		T(copy_takes_the_ledger),
+		T(spend_by_day),
+		T(rate_windows),
 		T(migrate_9_to_10_keeps_rows),
 		T(bench_ledger),
 	};
