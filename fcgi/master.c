@@ -25,6 +25,7 @@
 
 #include "fcgi.h"
 #include "../core/state/ledger.h"
+#include "../core/state/limits.h"
 #include "../core/state/metrics.h"
 #include "../lib/util.h"
 #include "../providers/sandboxd/sandboxd.h"
@@ -514,7 +515,8 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}
-	if (sg_mx_map() == -1 || sg_use_map(SG_SLOTS) == -1) {
+	if (sg_mx_map() == -1 || sg_use_map(SG_SLOTS) == -1 ||
+	    sg_lim_map() == -1) {
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}

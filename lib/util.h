@@ -53,6 +53,8 @@ void	 sg_sha256_hex(const void *buf, size_t len, char out[65]);
 
 /* Milliseconds of a monotonic clock. */
 int64_t	 sg_now_ms(void);
+/* The wall clock, unix ms: what is recorded (sg_now_ms only measures). */
+int64_t	 sg_wall_ms(void);
 
 /* Constant-time compare of two equal-length buffers: 1 when equal. */
 int	 sg_secret_eq(const void *a, const void *b, size_t len);

@@ -18,6 +18,7 @@
 #include "../loop/rewrite.h"
 #include "../state/convo.h"
 #include "../state/ledger.h"
+#include "../state/limits.h"
 #include "../state/metrics.h"
 #include "../state/sandbox.h"
 #include "../upstream/upstream.h"
@@ -138,6 +139,7 @@ void
 sg_gw_req_init(const struct sg_cfg *cfg, struct sg_req *req)
 {
 	req->start_ms = sg_now_ms();
+	req->wall_ms = sg_wall_ms();
 	if (sg_rand_id(req->id, sizeof(req->id), "req_", 16) == -1)
 		snprintf(req->id, sizeof(req->id), "req_unknown");
 	if (sg_route_path(cfg->server.mount_prefix, req->uri, req->path,
@@ -471,12 +473,49 @@ static void
 account(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 {
 	struct sg_store_use row;
+	int rc;
 
-	if (sg_use_end(gw->cfg, req, out->started ? out->status : 0,
-	    !out->alive(out), &row) == 1 &&
-	    sg_store_use_add(gw->store, &row, 1) != SG_STORE_OK)
+	rc = sg_use_end(gw->cfg, req, out->started ? out->status : 0,
+	    !out->alive(out), &row);
+	sg_lim_end(row.cost_input + row.cost_output + row.cost_sandbox,
+	    row.sandbox_ms);
+	if (rc == 1 && sg_store_use_add(gw->store, &row, 1) != SG_STORE_OK)
 		fprintf(stderr, "event=usage_lost request=%s reason=store\n",
 		    req->id);
+}
+
+/* The routes a key's limits hold: those that call a model, make a
+ * sandbox or run code. Reading, listing and deleting spend nothing. */
+static int
+spends(enum sg_route r)
+{
+	return r == SG_ROUTE_CHAT || r == SG_ROUTE_RESPONSES ||
+	    r == SG_ROUTE_SBX_CREATE || r == SG_ROUTE_SBX_RUN ||
+	    r == SG_ROUTE_CODE || r == SG_ROUTE_CNTR_CREATE;
+}
+
+/* A spending route of a key with limits: 0 when it may go on (its answer
+ * then carries the key's x-ratelimit-* lines), or -1 refused (answered). */
+static int
+limited(struct sg_gw *gw, enum sg_route route, struct sg_req *req,
+    struct sg_out *out)
+{
+	struct sg_cfg_limits lim;
+	struct sg_error err;
+
+	if (!spends(route))
+		return 0;
+	sg_cfg_limits_of(gw->cfg, req->key != NULL ? &req->key->limits : NULL,
+	    &lim);
+	if (lim.rpm <= 0 && lim.tpm <= 0 && lim.budget <= 0 &&
+	    lim.sandbox_seconds <= 0)
+		return 0;
+	if (sg_lim_admit(gw->store, req->tenant, &lim, route == SG_ROUTE_CHAT ||
+	    route == SG_ROUTE_RESPONSES ? SG_LIM_MODEL : SG_LIM_SANDBOX,
+	    req->wall_ms, req->head, sizeof(req->head), &err) == 0)
+		return 0;
+	sg_http_error(out, req, &err);
+	return -1;
 }
 
 /* A routed request, its key known (the admin API's, or a tenant's). */
@@ -492,6 +531,8 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 		sg_http_error_head(out, req, &err, ADMIT_RETRY);
 		return;
 	}
+	if (limited(gw, route, req, out) == -1)
+		return;
 	if (surface_of(route) != NULL)
 		sg_use_begin(req, surface_of(route));
 	switch (route) {
@@ -549,7 +590,7 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	case SG_ROUTE_ORG_KEY_DELETE:
 	case SG_ROUTE_ORG_REQ_LIST:
 	case SG_ROUTE_ORG_REQ_GET: {
-		struct sg_org_env org = { gw->cfg, gw->store, req->start_ms };
+		struct sg_org_env org = { gw->cfg, gw->store, req->wall_ms };
 
 		sg_org_api(&org, route, id, req, out);
 		break;

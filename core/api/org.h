@@ -16,7 +16,7 @@ struct sg_store;
 struct sg_org_env {
 	const struct sg_cfg	*cfg;	/* borrowed */
 	struct sg_store		*store;	/* borrowed */
-	int64_t			 now_ms;	/* the request's start */
+	int64_t			 now_ms;	/* the request's start, unix ms */
 };
 
 /* Answer route (one of SG_ROUTE_ORG_*); id is the path's {id} or "". */

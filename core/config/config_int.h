@@ -52,6 +52,9 @@ int	 sg_cfgld_list(struct sg_cfgld *, const config_setting_t *list,
 	    const char *what, const char *const known[], size_t itemsz,
 	    void *arrayp, size_t *n,
 	    int (*fn)(struct sg_cfgld *, const config_setting_t *, void *));
+/* A key's hash from its key or key_sha256 (one of them), into k->sha256. */
+int	 sg_cfgld_key_hash(struct sg_cfgld *, const config_setting_t *,
+	    struct sg_cfg_key *k, char *key, char *hash);
 /* "http://x/v1/" and "http://x/v1" are one base: paths are appended. */
 void	 sg_cfgld_strip_slashes(char *);
 
@@ -65,9 +68,6 @@ int	 sg_cfgld_sessions(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_responses(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_files(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_store(struct sg_cfgld *, const config_setting_t *);
-/* A key's hash from its key or key_sha256 (one of them), into k->sha256. */
-int	 sg_cfgld_key_hash(struct sg_cfgld *, const config_setting_t *,
-	    struct sg_cfg_key *k, char *key, char *hash);
 
 /* config_usage.c: limits, admin keys, prices, the ledger's retention. */
 int	 sg_cfgld_limits(struct sg_cfgld *, const config_setting_t *,

@@ -320,3 +320,32 @@ sg_cfgld_list(struct sg_cfgld *ld, const config_setting_t *list,
 	}
 	return 0;
 }
+
+int
+sg_cfgld_key_hash(struct sg_cfgld *ld, const config_setting_t *e,
+    struct sg_cfg_key *k, char *key, char *hash)
+{
+	size_t j, len;
+
+	if (key != NULL && hash != NULL)
+		return sg_cfgld_fail(ld, e, "key %s: set key or key_sha256, not "
+		    "both", k->name);
+	if (key != NULL) {
+		sg_sha256_hex(key, strlen(key), k->sha256);
+		return 0;
+	}
+	if (hash == NULL)
+		return k->problem != NULL ? 0 : sg_cfgld_fail(ld, e, "key %s: "
+		    "needs key or key_sha256", k->name);
+	len = strlen(hash);
+	for (j = 0; j < len; j++)
+		if (!strchr("0123456789abcdefABCDEF", hash[j]))
+			break;
+	if (len != 64 || j != len)
+		return sg_cfgld_fail(ld, sg_cfgld_at(e, "key_sha256"), "key %s: "
+		    "key_sha256 must be 64 hex digits", k->name);
+	for (j = 0; j < len; j++)
+		k->sha256[j] = (char)(hash[j] | 0x20);
+	k->sha256[64] = '\0';
+	return 0;
+}

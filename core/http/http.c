@@ -51,6 +51,9 @@ sg_http_begin(struct sg_out *out, const struct sg_req *req, int status,
 	out->status = status;
 	if (out->write(out, head, (size_t)n) == -1)
 		return -1;
+	if (req->head[0] != '\0' && out->write(out, req->head,
+	    strlen(req->head)) == -1)
+		return -1;
 	if (extra != NULL && out->write(out, extra, strlen(extra)) == -1)
 		return -1;
 	return out->write(out, "\r\n", 2);

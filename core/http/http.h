@@ -48,7 +48,8 @@ struct sg_req {
 					 * sg_gw_streams says */
 	long long	 content_length;	/* -1 when not given */
 	char		 id[40];	/* "req_" + hex, x-request-id */
-	int64_t		 start_ms;
+	int64_t		 start_ms;	/* sg_now_ms: for timing */
+	int64_t		 wall_ms;	/* when it came, unix ms */
 	/* Filled as the request is handled, for the log line. */
 	char		 key_name[64];
 	char		 tenant[65];
@@ -56,6 +57,9 @@ struct sg_req {
 					 * anonymous */
 	char		 model[128];
 	int		 route;		/* enum sg_route, once routed */
+	/* Head lines every answer to it carries ("Name: value\r\n"...):
+	 * the key's rate limits (core/state/limits.h). */
+	char		 head[640];
 };
 
 /*

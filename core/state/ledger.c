@@ -28,6 +28,7 @@ struct live {
 	int		 state;		/* LIVE_*, changed under the lock */
 	int		 pid;
 	int64_t		 start;		/* sg_proc_start of pid */
+	int64_t		 mono;		/* sg_now_ms at the request's start */
 	struct sg_store_use row;
 };
 
@@ -42,6 +43,7 @@ struct page {
 static struct page *page;		/* NULL until mapped */
 static struct live own;			/* a process without a slot */
 static struct live *cur = &own;		/* the row this process counts */
+static void (*watcher)(int64_t);	/* told of tokens as counted */
 
 int
 sg_use_map(int nslots)
@@ -110,7 +112,7 @@ finish_orphan(struct live *s)
 		return;
 	s->row.status = 0;
 	if (s->row.duration_ms == 0)
-		s->row.duration_ms = sg_now_ms() - s->row.started_ms;
+		s->row.duration_ms = sg_now_ms() - s->mono;
 	/* With the ring full it stays live: the next drain takes it. */
 	if (push(&s->row) == 0)
 		s->state = LIVE_FREE;
@@ -145,10 +147,17 @@ sg_use_begin(const struct sg_req *req, const char *surface)
 	snprintf(u->key_name, sizeof(u->key_name), "%s", req->key_name);
 	snprintf(u->model, sizeof(u->model), "%s", req->model);
 	snprintf(u->surface, sizeof(u->surface), "%s", surface);
-	u->started_ms = req->start_ms;
+	u->started_ms = req->wall_ms;
+	cur->mono = req->start_ms;
 	cur->pid = getpid();
 	cur->start = sg_self_start();
 	__atomic_store_n(&cur->state, LIVE_BUSY, __ATOMIC_RELEASE);
+}
+
+void
+sg_use_watch(void (*fn)(int64_t))
+{
+	watcher = fn;
 }
 
 void
@@ -195,6 +204,9 @@ sg_use_tokens(const json_t *usage)
 	    "completion_tokens");
 	u->cached_tokens += count_of(in, "cached_tokens", NULL);
 	u->reasoning_tokens += count_of(out, "reasoning_tokens", NULL);
+	if (watcher != NULL)
+		watcher(count_of(usage, "input_tokens", "prompt_tokens") +
+		    count_of(usage, "output_tokens", "completion_tokens"));
 }
 
 /* Whether the quote at p (in text from start) opens a key: a quote
@@ -312,26 +324,25 @@ sg_use_end(const struct sg_cfg *cfg, const struct sg_req *req, int status,
 	int rc = 0;
 
 	(void)req;
+	memset(out, 0, sizeof(*out));
 	if (cur->state != LIVE_BUSY)
 		return 0;
 	u->status = status;
 	u->aborted = aborted;
-	u->duration_ms = sg_now_ms() - u->started_ms;
+	u->duration_ms = sg_now_ms() - cur->mono;
 	sg_use_price(cfg, u);
+	*out = *u;
 	if (!spent(u)) {
 		cur->state = LIVE_FREE;
 		return 0;
 	}
 	if (page == NULL || cur == &own) {
-		*out = *u;
 		cur->state = LIVE_FREE;
 		return 1;
 	}
 	lock();
-	if (push(u) == -1) {
-		*out = *u;
+	if (push(u) == -1)
 		rc = 1;
-	}
 	cur->state = LIVE_FREE;
 	unlock();
 	return rc;
@@ -374,6 +385,27 @@ sg_use_drain(const struct sg_cfg *cfg, struct sg_store *store, int *n)
 		unlock();
 		*n += (int)k;
 	}
+}
+
+void
+sg_use_pending(const char *tenant, int64_t since_ms, int64_t *cost,
+    int64_t *sandbox_ms)
+{
+	const struct sg_store_use *u;
+	uint64_t i;
+
+	*cost = *sandbox_ms = 0;
+	if (page == NULL)
+		return;
+	lock();
+	for (i = page->head; i != page->tail; i++) {
+		u = &page->ring[i % RING];
+		if (u->started_ms >= since_ms && strcmp(u->tenant, tenant) == 0) {
+			*cost += u->cost_input + u->cost_output + u->cost_sandbox;
+			*sandbox_ms += u->sandbox_ms;
+		}
+	}
+	unlock();
 }
 
 void

@@ -38,6 +38,9 @@ void	 sg_use_begin(const struct sg_req *, const char *surface);
 void	 sg_use_model(const char *model, const char *upstream_model);
 /* One call to the model's upstream, whatever came of it. */
 void	 sg_use_call(void);
+/* fn is told the tokens (input + output) of each usage counted for this
+ * process's request (NULL: nobody): how a key's tpm learns of them. */
+void	 sg_use_watch(void (*fn)(int64_t tokens));
 /* An upstream's usage object, in Responses' names or Chat's. */
 void	 sg_use_tokens(const json_t *usage);
 /* The usage in an answer's JSON text, or in one stream event's data:
@@ -51,9 +54,9 @@ void	 sg_use_file(int64_t bytes);
 /*
  * The request ended with status (0: none sent), aborted when the client
  * went first. A row that spent nothing is dropped. Its costs are priced
- * from cfg. 0 when queued for the reaper (or dropped); 1 when the ring
- * is full or not mapped: the row is copied to *out for the caller to
- * write itself.
+ * from cfg, and copied to *out. 0 when queued for the reaper (or
+ * dropped, or there was none: *out zeroed); 1 when the ring is full or
+ * not mapped: the caller writes *out itself.
  */
 int	 sg_use_end(const struct sg_cfg *, const struct sg_req *, int status,
 	    int aborted, struct sg_store_use *out);
@@ -64,6 +67,11 @@ int	 sg_use_end(const struct sg_cfg *, const struct sg_req *, int status,
  * written in *n. 0, or -1 when the store failed (the rows stay queued).
  */
 int	 sg_use_drain(const struct sg_cfg *, struct sg_store *, int *n);
+
+/* The cost (nano-USD) and sandbox ms of tenant's rows started since
+ * since_ms that wait in the ring for the reaper. */
+void	 sg_use_pending(const char *tenant, int64_t since_ms, int64_t *cost,
+	    int64_t *sandbox_ms);
 
 /* Price a row's tokens and sandbox time from cfg (nano-USD). */
 void	 sg_use_price(const struct sg_cfg *, struct sg_store_use *);

@@ -127,6 +127,11 @@ on_header(char *line, size_t size, size_t nitems, void *arg)
 	for (i = 0; relay_prefixes[i] != NULL; i++) {
 		size_t plen = strlen(relay_prefixes[i]);
 
+		/* A key with limits of its own sees its own, not the
+		 * upstream's (whose limits are the operator's). */
+		if (r->req->head[0] != '\0' && plen == 12 &&
+		    strncasecmp(relay_prefixes[i], "x-ratelimit-", 12) == 0)
+			continue;
 		if (nlen >= plen && strncasecmp(line, relay_prefixes[i], plen) == 0)
 			add_header(r, line, nlen, val, vlen);
 	}

@@ -136,8 +136,9 @@ export const localLimits = isRoot ? "" : 'limits = "process";';
 export const storeDirOf = (dir, extra = {}) => `${dir}/state/${extra.storeSub ?? "store"}`;
 
 // The gateway's config; extra is spliced into the server group (extra.server
-// is raw settings for it) and extra.keys into auth.keys; extra.storeUrl
-// and extra.box go into the store group (url, box).
+// is raw settings for it), extra.keys into auth.keys and extra.auth into
+// auth (admin_keys, limits); extra.storeUrl and extra.box go into the
+// store group (url, box); extra.top is raw top-level groups (usage).
 export function gatewayConfig(dir, fakePort, extra = {}) {
   const up = `http://127.0.0.1:${fakePort}/v1`;
   // The fake keeps state as OpenAI does: these models leave it to it
@@ -163,6 +164,7 @@ auth: {
     { name = "bob"; key_sha256 = "${sha256(KEYS.bob)}"; },
     { name = "carol"; key = "file:${dir}/carol.key"; }${extra.keys ? "," + extra.keys : ""}
   );
+  ${extra.auth ?? ""}
 };
 models = (
   ${model("gpt-test", "echo")},
@@ -187,6 +189,7 @@ sandbox_tools = (
 interception: { ${extra.sandboxTools ? `sandbox_tool = "${extra.interceptionTool ?? "e2b"}"; exec_timeout = ${extra.execTimeout ?? 20};` : ""} ${extra.interception ?? ""} };
 ${extra.sessions ? `sessions: { ${extra.sessions} };` : ""}
 ${extra.files ? `files: { ${extra.files} };` : ""}
+${extra.top ?? ""}
 `;
 }
 

@@ -41,6 +41,7 @@ req_of(struct sg_req *req, const char *id)
 	snprintf(req->key_name, sizeof(req->key_name), "team-a");
 	snprintf(req->model, sizeof(req->model), "m");
 	req->start_ms = sg_now_ms();
+	req->wall_ms = sg_wall_ms();
 }
 
 /* Without a mapped ring the finished row comes back to the caller. */
