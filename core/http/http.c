@@ -158,6 +158,37 @@ sg_http_query(const char *uri, const char *name, char *out, size_t outsz)
 }
 
 int
+sg_http_query_each(const char *uri,
+    int (*fn)(void *, const char *, const char *), void *arg)
+{
+	const char *q = uri != NULL ? strchr(uri, '?') : NULL, *p, *eq;
+	char *name = NULL, *value = NULL;
+	size_t len, nlen;
+	int rc = 0;
+
+	for (p = q; rc == 0 && p != NULL && *p != '\0' && *p != '#'; p += len) {
+		p++;
+		len = strcspn(p, "&#");
+		eq = memchr(p, '=', len);
+		nlen = (size_t)((eq != NULL ? eq : p + len) - p);
+		/* Decoding never lengthens: len + 1 holds either. */
+		free(name);
+		free(value);
+		name = malloc(len + 1);
+		value = malloc(len + 1);
+		if (name == NULL || value == NULL)
+			rc = -1;
+		else if (len > 0 && query_decode(p, nlen, name, len + 1) == 0)
+			rc = fn(arg, name, query_decode(eq != NULL ? eq + 1 :
+			    p + len, eq != NULL ? len - nlen - 1 : 0, value,
+			    len + 1) == 0 ? value : NULL) == -1 ? -1 : 0;
+	}
+	free(name);
+	free(value);
+	return rc;
+}
+
+int
 sg_http_page_args(const struct sg_req *req, long dflt, long max, long *limit,
     int *desc, char *after, size_t aftersz, struct sg_error *err)
 {
