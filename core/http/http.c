@@ -161,27 +161,30 @@ int
 sg_http_query_each(const char *uri,
     int (*fn)(void *, const char *, const char *), void *arg)
 {
-	const char *q = uri != NULL ? strchr(uri, '?') : NULL, *p, *eq;
-	char *name = NULL, *value = NULL;
-	size_t len, nlen;
-	int rc = 0;
+	const char *p = uri != NULL ? strchr(uri, '?') : NULL, *eq;
+	char *name, *value;
+	size_t cap, len, nlen;
+	int rc = 0, has;
 
-	for (p = q; rc == 0 && p != NULL && *p != '\0' && *p != '#'; p += len) {
+	if (p == NULL)
+		return 0;
+	/* Decoding never lengthens: the query's length holds any part. */
+	cap = strlen(p);
+	name = malloc(cap);
+	value = malloc(cap);
+	if (name == NULL || value == NULL)
+		rc = -1;
+	for (; rc == 0 && *p != '\0' && *p != '#'; p += len) {
 		p++;
 		len = strcspn(p, "&#");
 		eq = memchr(p, '=', len);
-		nlen = (size_t)((eq != NULL ? eq : p + len) - p);
-		/* Decoding never lengthens: len + 1 holds either. */
-		free(name);
-		free(value);
-		name = malloc(len + 1);
-		value = malloc(len + 1);
-		if (name == NULL || value == NULL)
+		has = eq != NULL;
+		nlen = has ? (size_t)(eq - p) : len;
+		if (len == 0 || query_decode(p, nlen, name, cap) == -1)
+			continue;
+		if (fn(arg, name, query_decode(p + nlen + has, len - nlen - has,
+		    value, cap) == 0 ? value : NULL) == -1)
 			rc = -1;
-		else if (len > 0 && query_decode(p, nlen, name, len + 1) == 0)
-			rc = fn(arg, name, query_decode(eq != NULL ? eq + 1 :
-			    p + len, eq != NULL ? len - nlen - 1 : 0, value,
-			    len + 1) == 0 ? value : NULL) == -1 ? -1 : 0;
 	}
 	free(name);
 	free(value);
