@@ -119,39 +119,45 @@ push(struct list *l, const char *value, const char *param,
 	return 0;
 }
 
+static int
+undecodable(struct sg_error *err, const char *param)
+{
+	return sg_error_invalid(err, param, "invalid_value", "Invalid '%s': "
+	    "it does not decode to text.", param);
+}
+
+/* name is list's, as list=v or list[]=v. */
+static int
+is_list(const char *name, const char *list)
+{
+	size_t n = strlen(list);
+
+	return strncmp(name, list, n) == 0 && (name[n] == '\0' ||
+	    strcmp(name + n, "[]") == 0);
+}
+
 /* sg_http_query_each's fn: one parameter into r. */
 static int
 take(void *arg, const char *name, const char *value)
 {
 	struct raw *r = arg;
-	size_t i, n;
+	size_t i;
 
 	for (i = 0; i < NSCALARS; i++) {
 		if (!(kind_scalars[r->kind] & 1u << i) ||
 		    strcmp(name, scalars[i]) != 0)
 			continue;
 		if (value == NULL)
-			break;
+			return undecodable(r->err, scalars[i]);
 		if (r->scalar[i] == NULL &&
 		    (r->scalar[i] = strdup(value)) == NULL)
 			return oom(r->err);
 		return 0;
 	}
-	if (i < NSCALARS)
-		return sg_error_invalid(r->err, scalars[i], "invalid_value",
-		    "Invalid '%s': it does not decode to text.", scalars[i]);
-	for (i = 0; i < NLISTS; i++) {
-		n = strlen(lists[i]);
-		if (!(kind_lists[r->kind] & 1u << i) ||
-		    strncmp(name, lists[i], n) != 0 ||
-		    (name[n] != '\0' && strcmp(name + n, "[]") != 0))
-			continue;
-		if (value == NULL)
-			return sg_error_invalid(r->err, lists[i],
-			    "invalid_value", "Invalid '%s': a value does not "
-			    "decode to text.", lists[i]);
-		return push(&r->list[i], value, lists[i], r->err);
-	}
+	for (i = 0; i < NLISTS; i++)
+		if ((kind_lists[r->kind] & 1u << i) && is_list(name, lists[i]))
+			return value == NULL ? undecodable(r->err, lists[i]) :
+			    push(&r->list[i], value, lists[i], r->err);
 	return 0;
 }
 
@@ -230,9 +236,9 @@ read_groups(const struct list *l, struct sg_orgq *q, struct sg_error *err)
 		if (g->name == NULL) {
 			names_of(kind_groups[q->kind], NULL, names,
 			    sizeof(names));
-			return sg_error_invalid(err, "group_by", "invalid_value",
-			    "Invalid 'group_by': '%.64s' is not one of %s.",
-			    l->v[i], names);
+			return sg_error_invalid(err, "group_by",
+			    "invalid_value", "Invalid 'group_by': '%.64s' is "
+			    "not one of %s.", l->v[i], names);
 		}
 		q->by |= g->by;
 		q->by_line |= g->line;

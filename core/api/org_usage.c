@@ -27,7 +27,7 @@
 /* One cost being summed, in nano-USD. */
 struct line {
 	int64_t		 bucket;
-	char		 item[200];	/* "": not grouped by line_item */
+	char		 item[300];	/* "": not grouped by line_item */
 	char		 key_id[32];	/* "": not grouped by api_key_id */
 	int64_t		 nano;
 	int64_t		 qty;		/* tokens; -1: none */
@@ -45,24 +45,31 @@ struct page {
 	int		 oom;
 };
 
-/* New reference: s as a JSON string (a name cut short inside a UTF-8
- * character loses that character), or null for NULL and "". */
+/* s into buf[256] without a character cut short at its end: the ledger
+ * keeps names in fields of fixed size. */
+static const char *
+whole(const char *s, char buf[256])
+{
+	size_t n = strlen(s) < 255 ? strlen(s) : 255;
+	json_t *j = NULL;
+
+	memcpy(buf, s, n);
+	while (n > 0 && (j = json_stringn(buf, n)) == NULL)
+		n--;
+	json_decref(j);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* New reference: s as a JSON string, or null for NULL and "". */
 static json_t *
 text(const char *s)
 {
 	char buf[256];
-	json_t *j;
-	size_t n;
 
-	if (s == NULL || s[0] == '\0')
+	if (s == NULL || whole(s, buf)[0] == '\0')
 		return json_null();
-	if ((j = json_string(s)) != NULL)
-		return j;
-	n = strlen(s) < sizeof(buf) ? strlen(s) : sizeof(buf) - 1;
-	memcpy(buf, s, n);
-	while (n > 0 && (j = json_stringn(buf, n)) == NULL)
-		n--;
-	return j != NULL ? j : json_string("");
+	return json_string(buf);
 }
 
 /* New reference: s's column when the query groups by it, else null. */
@@ -138,10 +145,11 @@ cost_lines(struct page *p, const struct sg_store_use_sum *s)
 {
 	const char *key = (p->q->by & SG_USE_BY_KEY) && s->key_id != NULL ?
 	    s->key_id : "";
-	const char *model = s->model != NULL && s->model[0] != '\0' ?
-	    s->model : "unknown model";
-	const char *tool = s->tool != NULL ? s->tool : "";
-	char item[200];
+	char item[300], model[256], tool[256];
+
+	if (s->model == NULL || whole(s->model, model)[0] == '\0')
+		snprintf(model, sizeof(model), "unknown model");
+	whole(s->tool != NULL ? s->tool : "", tool);
 
 	if (!p->q->by_line)
 		return cost_add(p, s->bucket, "", key, s->cost_input +

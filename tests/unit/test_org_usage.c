@@ -50,7 +50,8 @@ static struct call calls[32];
 static int ncalls;
 static int store_fails;
 
-int	__wrap_sg_store_use_sum(struct sg_store *, const struct sg_store_use_q *,
+int	__wrap_sg_store_use_sum(struct sg_store *,
+	    const struct sg_store_use_q *,
 	    int (*)(void *, const struct sg_store_use_sum *), void *);
 
 static int
@@ -332,18 +333,16 @@ usd(const json_t *cost)
 static void
 empty_ledger_shapes(void **state)
 {
+	static const enum sg_route routes[] = { SG_ROUTE_ORG_USAGE_COMPL,
+		SG_ROUTE_ORG_USAGE_CI, SG_ROUTE_ORG_COSTS };
 	char q[128], k[256];
 	json_t *pg, *b;
-	size_t i;
-	int r;
+	size_t i, r;
 
 	(void)state;
 	snprintf(q, sizeof(q), "start_time=%lld", T0);
-	for (r = SG_ROUTE_ORG_USAGE_COMPL; r <= SG_ROUTE_ORG_COSTS; r++) {
-		if (r != SG_ROUTE_ORG_USAGE_COMPL && r != SG_ROUTE_ORG_USAGE_CI &&
-		    r != SG_ROUTE_ORG_COSTS)
-			continue;
-		pg = page((enum sg_route)r, q);
+	for (r = 0; r < 3; r++) {
+		pg = page(routes[r], q);
 		assert_string_equal(keys_of(pg, k, sizeof(k)),
 		    "data,has_more,next_page,object");
 		assert_string_equal(str(pg, "object"), "page");
@@ -685,8 +684,9 @@ pages_follow_the_cursor(void **state)
 		sizes[npages] = json_array_size(json_object_get(pg, "data"));
 		/* One store query for this page's buckets only. */
 		assert_int_equal(ncalls, npages + 1);
-		assert_int_equal(calls[npages].q.to_ms - calls[npages].q.from_ms,
-		    (int64_t)sizes[npages] * DAY * 1000);
+		assert_int_equal(calls[npages].q.to_ms -
+		    calls[npages].q.from_ms, (int64_t)sizes[npages] * DAY *
+		    1000);
 		npages++;
 		json_array_foreach(json_object_get(pg, "data"), i, b) {
 			assert_true(nseen < 16);
@@ -854,6 +854,35 @@ costs_line_items(void **state)
 	json_decref(pg);
 }
 
+/* A name the ledger's fixed field cut inside a UTF-8 character is
+ * written without that character, not dropped and not as bad JSON. */
+static void
+names_cut_short(void **state)
+{
+	char q[160];
+	json_t *pg, *r;
+
+	(void)state;
+	add((struct row){ T0 + 60, "key_a", "caf\xc3", "t\xe2\x82", 1, 0, 1,
+	    1, 0, 7000000, 0, 3000000 });
+	snprintf(q, sizeof(q), "start_time=%lld&end_time=%lld&group_by=model",
+	    T0, T0 + DAY);
+	pg = page(SG_ROUTE_ORG_USAGE_COMPL, q);
+	assert_string_equal(str(json_array_get(results(pg, 0), 0), "model"),
+	    "caf");
+	json_decref(pg);
+	snprintf(q, sizeof(q), "start_time=%lld&end_time=%lld&group_by="
+	    "line_item", T0, T0 + DAY);
+	pg = page(SG_ROUTE_ORG_COSTS, q);
+	r = results(pg, 0);
+	assert_int_equal(json_array_size(r), 2);
+	assert_non_null(result_with(r, "line_item", "caf, input", NULL,
+	    NULL));
+	assert_non_null(result_with(r, "line_item",
+	    "code interpreter sessions, t", NULL, NULL));
+	json_decref(pg);
+}
+
 /* ---- errors ---- */
 
 /* route with query answers OpenAI's 400 naming param with code (NULL:
@@ -948,14 +977,17 @@ static void
 bad_limits(void **state)
 {
 	static const struct { int route; const char *q, *code; } t[] = {
-		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=0", "integer_out_of_range" },
-		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=32", "integer_out_of_range" },
+		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=0",
+		    "integer_out_of_range" },
+		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=32",
+		    "integer_out_of_range" },
 		{ SG_ROUTE_ORG_USAGE_COMPL, "bucket_width=1h&limit=169",
 		    "integer_out_of_range" },
 		{ SG_ROUTE_ORG_USAGE_CI, "bucket_width=1m&limit=1441",
 		    "integer_out_of_range" },
 		{ SG_ROUTE_ORG_COSTS, "limit=181", "integer_out_of_range" },
-		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=-1", "integer_out_of_range" },
+		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=-1",
+		    "integer_out_of_range" },
 		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=abc", "invalid_type" },
 		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=1.5", "invalid_type" },
 		{ SG_ROUTE_ORG_USAGE_COMPL, "limit=", "invalid_type" },
@@ -995,8 +1027,8 @@ bad_pages(void **state)
 		bad(SG_ROUTE_ORG_USAGE_COMPL, q, "page", "invalid_value");
 	}
 	/* The window's second day, as next_page writes it: taken. */
-	snprintf(q, sizeof(q), "start_time=%lld&end_time=%lld&page=page_%016llx",
-	    T0, T0 + 3 * DAY, (unsigned long long)(T0 + DAY));
+	snprintf(q, sizeof(q), "start_time=%lld&end_time=%lld&page="
+	    "page_%016llx", T0, T0 + 3 * DAY, (unsigned long long)(T0 + DAY));
 	json_decref(page(SG_ROUTE_ORG_USAGE_COMPL, q));
 	assert_int_equal(calls[0].q.from_ms, (T0 + DAY) * 1000);
 }
@@ -1029,7 +1061,7 @@ main(void)
 		T(buckets_aligned_down), T(empty_buckets_kept),
 		T(window_to_now), T(pages_follow_the_cursor),
 		T(largest_limits_taken), T(costs_amounts),
-		T(costs_line_items), T(bad_times), T(bad_widths_and_groups),
+		T(costs_line_items), T(names_cut_short), T(bad_times), T(bad_widths_and_groups),
 		T(bad_limits), T(bad_pages), T(store_failure_is_503),
 	};
 	int rc;
