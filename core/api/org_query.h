@@ -34,8 +34,9 @@ struct sg_orgq {
 	size_t		 nmodels;
 };
 
-/* q from uri's query for kind, now_ms the request's start: 0, or -1 with
- * OpenAI's 400 in err. q is to be freed by sg_orgq_free either way. */
+/* q from uri's query for kind, now_ms the wall clock's now in unix ms
+ * (end_time's default; not a monotonic clock): 0, or -1 with OpenAI's
+ * 400 in err. q is to be freed by sg_orgq_free either way. */
 int	sg_orgq_read(const char *uri, enum sg_orgq_kind, int64_t now_ms,
 	    struct sg_orgq *q, struct sg_error *err);
 void	sg_orgq_free(struct sg_orgq *);
