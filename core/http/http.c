@@ -161,6 +161,40 @@ sg_http_query(const char *uri, const char *name, char *out, size_t outsz)
 }
 
 int
+sg_http_query_each(const char *uri,
+    int (*fn)(void *, const char *, const char *), void *arg)
+{
+	const char *p = uri != NULL ? strchr(uri, '?') : NULL, *eq;
+	char *name, *value;
+	size_t cap, len, nlen;
+	int rc = 0, has;
+
+	if (p == NULL)
+		return 0;
+	/* Decoding never lengthens: the query's length holds any part. */
+	cap = strlen(p);
+	name = malloc(cap);
+	value = malloc(cap);
+	if (name == NULL || value == NULL)
+		rc = -1;
+	for (; rc == 0 && *p != '\0' && *p != '#'; p += len) {
+		p++;
+		len = strcspn(p, "&#");
+		eq = memchr(p, '=', len);
+		has = eq != NULL;
+		nlen = has ? (size_t)(eq - p) : len;
+		if (len == 0 || query_decode(p, nlen, name, cap) == -1)
+			continue;
+		if (fn(arg, name, query_decode(p + nlen + has, len - nlen - has,
+		    value, cap) == 0 ? value : NULL) == -1)
+			rc = -1;
+	}
+	free(name);
+	free(value);
+	return rc;
+}
+
+int
 sg_http_page_args(const struct sg_req *req, long dflt, long max, long *limit,
     int *desc, char *after, size_t aftersz, struct sg_error *err)
 {

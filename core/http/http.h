@@ -70,6 +70,16 @@ struct sg_req {
 int	 sg_http_query(const char *uri, const char *name, char *out,
 	    size_t outsz);
 
+/*
+ * Each parameter of uri's query, in order: fn(arg, name, value), both
+ * percent- and '+'-decoded and borrowed for the call; value NULL when it
+ * does not decode or holds a NUL (a name that does not is skipped). For
+ * what repeats (a=1&a=2, a[]=1): sg_http_query gives only the first. fn
+ * returns -1 to stop: then -1 (or when out of memory), else 0.
+ */
+int	 sg_http_query_each(const char *uri,
+	    int (*fn)(void *, const char *name, const char *value), void *arg);
+
 /* A list's limit (dflt when absent, 1..max), order (desc unless "asc")
  * and after (the cursor id, "" when absent) from the query, checked as
  * OpenAI does: 0, or -1 with err. */
