@@ -4,7 +4,6 @@
 // streams included, written by the reaper within a moment.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import OpenAI from "openai";
 import { startStack, KEYS, sseEvents } from "./harness.mjs";
 
@@ -18,9 +17,10 @@ before(async () => {
 });
 after(async () => { await stack?.stop(); });
 
+// The store's rows, numbers as numbers (PostgreSQL's BIGINT comes as text).
 function sql(q) {
-  const out = execFileSync("sqlite3", ["-json", stack.dbPath, q], { encoding: "utf8" });
-  return out.trim() === "" ? [] : JSON.parse(out);
+  return stack.sql(q).map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) =>
+    [k, typeof v === "string" && /^-?\d+$/.test(v) ? Number(v) : v])));
 }
 
 // The usage in what the fake sent: a JSON answer's, or each stream event's.

@@ -27,10 +27,11 @@ run() {
 }
 # What the PostgreSQL pass runs: the tests of what the store keeps and
 # shares, migrate (SQLite into PostgreSQL: it needs SG_PG, so only this
-# pass runs it), and every multibox test (gateways of several boxes on one
-# database).
+# pass runs it), every multibox test (gateways of several boxes on one
+# database), and the ledger and limits (two boxes sharing a key's).
 pg_tests="sessions conversation sandboxes containers files
-code-output-files audit-files warm-pool metrics pool lifecycle migrate"
+code-output-files audit-files warm-pool metrics pool lifecycle migrate
+ledger limits usage-api usage-exact"
 for p in $passes; do
 	case $p in
 	root) run SG_START=binpath SG_BUILD=build SG_USER="$user" ;;

@@ -117,18 +117,24 @@ test("500 mixed requests with faults: the Usage API equals what the upstreams se
   for (const pid of box.processes().responders) try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
   await dying;
 
-  let want = { input: 0, output: 0, cached: 0, calls: 0 };
-  for (const b of boxes) {
-    const s = sentBy(await b.fakeRequests());
-    for (const k of Object.keys(want)) want[k] += s[k];
+  // Both sides settle: the ledger within the reaper's drain, the fakes
+  // once each cut exchange's next write fails (a slow stream's, 0.4 s on).
+  const fakes = async () => {
+    const want = { input: 0, output: 0, cached: 0, calls: 0 };
+    for (const b of boxes) {
+      const s = sentBy(await b.fakeRequests());
+      for (const k of Object.keys(want)) want[k] += s[k];
+    }
+    return want;
+  };
+  let want, got;
+  for (let i = 0; i < 100; i++) {
+    want = await fakes();
+    got = await usageTotals();
+    if (got.calls === want.calls && got.input === want.input) break;
+    await sleep(200);
   }
   assert.ok(want.calls > 500, `the fakes saw ${want.calls} calls`);
-  let got;
-  for (let i = 0; i < 100; i++) {
-    got = await usageTotals();
-    if (got.calls >= want.calls) break;
-    await sleep(100);
-  }
   assert.deepEqual({ input: got.input, output: got.output, cached: got.cached, calls: got.calls }, want);
   assert.equal(got.keys.size, 4, "four keys");
   const killed = box.sql("SELECT status, model_requests FROM usage WHERE model = 'ci-turn'");
