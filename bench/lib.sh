@@ -3,7 +3,8 @@
 #   bench_setup            $dir (world-traversable), $root, cleanup trap
 #   bench_gateway PORT [CONF]  lighttpd on PORT spawning sandgate-fcgi with
 #                          $dir/sandgate.conf (and CONF, more lighttpd
-#                          settings); returns once /healthz answers
+#                          settings); returns once /healthz answers. The
+#                          binary is $gw_bin (default: this tree's build)
 bench_setup() {
 	root=$(cd "$(dirname "$0")/.." && pwd)
 	make -s -C "$root" all
@@ -34,7 +35,7 @@ server.modules += ( "mod_fastcgi" )
 server.stream-response-body = 2
 \$HTTP["url"] =~ "^/(v1/|healthz$|metrics$)" {
   fastcgi.server = ( "/" => (( "socket" => "$dir/fcgi.sock",
-    "bin-path" => "$root/build/sandgate-fcgi --config $dir/sandgate.conf",
+    "bin-path" => "${gw_bin:-$root/build/sandgate-fcgi} --config $dir/sandgate.conf",
     "max-procs" => 1, "check-local" => "disable" )) )
 }
 ${2:-}

@@ -5,7 +5,9 @@
 # the "make bench" markers (the rest of that file is kept).
 #   BENCH_SECS    seconds per wrk row (default 5)
 #   BENCH_PARTS   which parts (default "floor cpu loop memory local pool
-#                 store queue")
+#                 store queue ledger")
+#   BENCH_BASE    the commit the ledger part compares with (default: the
+#                 last one before the ledger and limits)
 #   BENCH_NO_WRITE=1  print only, leave RESULTS.md alone
 #   BENCH_PG_SYNC PostgreSQL's synchronous_commit in the store part (on)
 # BENCH_PARTS=hold keeps the stack up for BENCH_HOLD seconds (default 600),
@@ -14,7 +16,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 secs=${BENCH_SECS:-5}
-parts=${BENCH_PARTS:-floor cpu loop memory local pool store queue}
+parts=${BENCH_PARTS:-floor cpu loop memory local pool store queue ledger}
 bench_setup
 make -s -C "$root" build/bench/floor
 out="$dir/results.md"
@@ -122,7 +124,7 @@ delta() { # before-file pids... -> ticks used since (new pids: all of theirs)
 	{ t += $2 - ($1 in b ? b[$1] : 0) } END { print t + 0 }' 
 }
 gateway_pids() {
-	m=$(pgrep -f "^$root/build/sandgate-fcgi --config $dir" -o)
+	m=$(pgrep -f "^${gw_bin:-$root/build/sandgate-fcgi} --config $dir" -o)
 	echo "$m $(pgrep -P "$m" | tr '\n' ' ')"
 }
 floor_pids() { pgrep -f "^$root/build/bench/floor" | tr '\n' ' '; }
@@ -341,6 +343,52 @@ part_queue() {
 	awk '/requests in/ { n = $1 } /Non-2xx/ { bad = $NF } /Socket errors/ { sock = $0 }
 	END { printf "| wrk -t2 -c64 -d'"$secs"'s, passthrough chat JSON, `workers = [4, 64]` | %d | %d non-2xx%s | |\n",
 	    n - bad, bad, (sock == "" ? "" : "; " sock) }' "$dir/wrk.out"
+	echo
+}
+
+# What the ledger and a key's limits cost the passthrough: the same rows
+# with this tree's binary and with BENCH_BASE's (built in $dir/base), in
+# turns, twice each (the machine's noise moves both alike); the CPU per
+# request of the backend (responders, master and the reaper that writes
+# the ledger) and the p50 at c=1, for a key without limits and one with
+# rpm and a budget.
+ledger_rows() { # label
+	g="http://127.0.0.1:$gw"
+	p50=$(wrk_row 1 "$g/v1/chat/completions" "$dir/json.body" | cut -d' ' -f2)
+	cpu_row "$1" "$g/v1/chat/completions" "$dir/json.body" gateway_pids |
+	    sed "s/ |\$/ | $p50 µs |/"
+}
+part_ledger() {
+	base=${BENCH_BASE:-a25849d}
+	echo "### The ledger and limits: what they cost the passthrough"
+	echo
+	if ! git -C "$root" rev-parse -q --verify "$base^{commit}" >/dev/null; then
+		echo "Skipped: no commit $base here to compare with (\`BENCH_BASE\`)."
+		echo
+		return
+	fi
+	git -C "$root" worktree add -q --detach "$dir/base" "$base"
+	make -s -C "$dir/base" build/sandgate-fcgi >/dev/null
+	echo "\`BENCH_PARTS=ledger sh bench/run.sh\`: this tree against $base (before the"
+	echo "ledger), each twice in turns; CPU per request by process at c=16, p50 at c=1."
+	echo
+	echo "| what | requests | wrk | lighttpd | backend (responders + master + reaper) | fake upstream | all | c=1 p50 |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+	for round in 1 2; do
+		for which in base this this-limited; do
+			kill "$lpid"; wait "$lpid" 2>/dev/null || true
+			gw_bin=$root/build/sandgate-fcgi
+			[ $which = base ] && gw_bin=$dir/base/build/sandgate-fcgi
+			gateway_conf "[4, 64]" 0
+			# Each its own store: the base's schema is older.
+			[ $which = base ] && sed -i "s|$dir/store/|$dir/store-base/|" "$dir/sandgate.conf"
+			[ $which = this-limited ] && sed -i 's|{ name = "bench"; key_sha256|{ name = "bench"; rpm = 100000000; budget = 1000000.0; key_sha256|' "$dir/sandgate.conf"
+			bench_gateway "$gw"
+			ledger_rows "$which ($round)"
+		done
+	done
+	gw_bin=
+	git -C "$root" worktree remove --force "$dir/base"
 	echo
 }
 

@@ -120,10 +120,10 @@ sg_cfgld_auth_usage(struct sg_cfgld *ld, const config_setting_t *g)
 	    load_admin);
 }
 
-/* The group name of e, checked: NULL when absent, or on error (*rc). */
+/* The price group of e: NULL when absent, or on error (*rc). */
 static const config_setting_t *
-price_group(struct sg_cfgld *ld, const config_setting_t *e,
-    const char *const known[], const char *what, int *rc)
+price_group(struct sg_cfgld *ld, const config_setting_t *e, const char *what,
+    int *rc)
 {
 	config_setting_t *s = config_setting_get_member(e, "price");
 
@@ -135,7 +135,6 @@ price_group(struct sg_cfgld *ld, const config_setting_t *e,
 		    what);
 		return NULL;
 	}
-	sg_cfgld_check_keys(ld, s, known, "price");
 	return s;
 }
 
@@ -146,8 +145,9 @@ sg_cfgld_model_price(struct sg_cfgld *ld, const config_setting_t *e,
 	const config_setting_t *p;
 	int rc;
 
-	if ((p = price_group(ld, e, model_price_keys, m->name, &rc)) == NULL)
+	if ((p = price_group(ld, e, m->name, &rc)) == NULL)
 		return rc;
+	sg_cfgld_check_keys(ld, p, model_price_keys, "models[].price");
 	return read_money(ld, p, "input", &m->price.input, 1e6, NULL) == -1 ||
 	    read_money(ld, p, "cached_input", &m->price.cached_input, 1e6,
 	    &m->price.cached_set) == -1 ||
@@ -162,8 +162,9 @@ sg_cfgld_tool_price(struct sg_cfgld *ld, const config_setting_t *e,
 	const config_setting_t *p;
 	int rc;
 
-	if ((p = price_group(ld, e, tool_price_keys, t->name, &rc)) == NULL)
+	if ((p = price_group(ld, e, t->name, &rc)) == NULL)
 		return rc;
+	sg_cfgld_check_keys(ld, p, tool_price_keys, "sandbox_tools[].price");
 	return read_money(ld, p, "per_session", &t->price_session, 1e6,
 	    NULL) == -1 || read_money(ld, p, "per_hour", &t->price_hour, 1e6,
 	    NULL) == -1 ? -1 : 0;

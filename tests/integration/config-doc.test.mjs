@@ -16,7 +16,8 @@ import { plain } from "./roff.mjs";
 
 // The config reader's C files, read as one text: a move or a split of
 // them changes this list only.
-const READER = ["core/config/config.c", "core/config/config_parts.c", "core/config/config_read.c"];
+const READER = ["core/config/config.c", "core/config/config_parts.c", "core/config/config_read.c",
+  "core/config/config_usage.c"];
 const PROVIDER = "providers/provider.c";   // sg_provider_parse(): the provider words
 
 const read = (f) => fs.readFileSync(path.join(root, f), "utf8");
@@ -265,17 +266,27 @@ for (const { name, text, rows } of sources) {
 // as "unknown setting".
 const FILL = {
   "auth.keys[]": { name: '"probe"' },
+  "auth.admin_keys[]": { name: '"probe"' },
   "models[]": { name: '"probe"', api_base: '"http://127.0.0.1:9/v1"' },
   "sandbox_tools[]": { name: '"probe"', provider: '"local"' },
 };
 
-function probeConfig(group, key) {
+// A config whose only wrong setting is key of group: a group where the
+// setting is not one (a setting of the type "group ..." gets a number).
+function probeConfig(group, key, type = "") {
+  const bad = /^group/.test(type) ? "0" : "{}";
   if (group === "") return `${key} = 0;\n`;
-  if (!group.endsWith("[]")) return `${group} = { ${key} = {}; };\n`;
+  // A group of a list's entry: models[].price.
+  const sub = /^(.+\[\])\.(\w+)$/.exec(group);
+  if (sub) return probeConfig(sub[1], sub[2]).replace(`${sub[2]} = {};`, `${sub[2]} = { ${key} = ${bad}; };`);
+  if (!group.endsWith("[]")) {
+    const [top, ...rest] = group.split(".");
+    return `${top} = { ${rest.map((g) => `${g} = { `).join("")}${key} = ${bad};${" };".repeat(rest.length)} };\n`;
+  }
   const list = group.slice(0, -2);
   assert.ok(FILL[group], `config-doc.test.mjs: FILL needs the required settings of ${group}`);
   const fill = Object.entries(FILL[group]).filter(([k]) => k !== key).map(([k, v]) => `${k} = ${v}; `).join("");
-  const entry = `${list.split(".").at(-1)} = ( { ${fill}${key} = {}; } );`;
+  const entry = `${list.split(".").at(-1)} = ( { ${fill}${key} = ${bad}; } );`;
   return list.includes(".") ? `${list.split(".")[0]} = { ${entry} };\n` : `${entry}\n`;
 }
 
@@ -287,7 +298,7 @@ test("sandgate check-config reads every documented setting (no 'unknown setting'
     const probes = rows.filter((r) => !seen.has(where(r.group, r.key)) && seen.add(where(r.group, r.key)));
     const results = await Promise.all(probes.map((r, i) => new Promise((resolve) => {
       const file = path.join(dir, `p${i}.conf`);
-      fs.writeFileSync(file, probeConfig(r.group, r.key));
+      fs.writeFileSync(file, probeConfig(r.group, r.key, r.type));
       execFile(cli, ["--config", file, "check-config"], { env: { ...process.env, SANDGATE_CONFIG: "" } },
         (e, out, err) => resolve({ r, code: e ? e.code : 0, err: String(err) }));
     })));
