@@ -10,6 +10,7 @@
 #include "containers.h"
 #include "files_api.h"
 #include "gateway.h"
+#include "meter.h"
 #include "org.h"
 #include "resp_api.h"
 #include "sandbox_api.h"
@@ -18,7 +19,6 @@
 #include "../loop/rewrite.h"
 #include "../state/convo.h"
 #include "../state/ledger.h"
-#include "../state/limits.h"
 #include "../state/metrics.h"
 #include "../state/sandbox.h"
 #include "../upstream/upstream.h"
@@ -450,74 +450,6 @@ route_heavy(enum sg_route route)
 	    sg_route_authed(route) != SG_AUTH_ADMIN;
 }
 
-/* What the ledger calls the surface a tenant route spends on. */
-static const char *
-surface_of(enum sg_route r)
-{
-	if (r == SG_ROUTE_CHAT)
-		return "chat";
-	if (r == SG_ROUTE_RESPONSES)
-		return "responses";
-	if (r >= SG_ROUTE_SBX_CREATE && r <= SG_ROUTE_CODE)
-		return "sandboxes";
-	if (r >= SG_ROUTE_FILE_CREATE && r <= SG_ROUTE_FILE_CONTENT)
-		return "files";
-	if (r >= SG_ROUTE_CNTR_CREATE && r <= SG_ROUTE_CFILE_CONTENT)
-		return "containers";
-	return NULL;
-}
-
-/* The request's row for the ledger: queued, or written here when the
- * queue had no room (or there is none: no master mapped it). */
-static void
-account(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
-{
-	struct sg_store_use row;
-	int rc;
-
-	rc = sg_use_end(gw->cfg, req, out->started ? out->status : 0,
-	    !out->alive(out), &row);
-	sg_lim_end(row.cost_input + row.cost_output + row.cost_sandbox,
-	    row.sandbox_ms);
-	if (rc == 1 && sg_store_use_add(gw->store, &row, 1) != SG_STORE_OK)
-		fprintf(stderr, "event=usage_lost request=%s reason=store\n",
-		    req->id);
-}
-
-/* The routes a key's limits hold: those that call a model, make a
- * sandbox or run code. Reading, listing and deleting spend nothing. */
-static int
-spends(enum sg_route r)
-{
-	return r == SG_ROUTE_CHAT || r == SG_ROUTE_RESPONSES ||
-	    r == SG_ROUTE_SBX_CREATE || r == SG_ROUTE_SBX_RUN ||
-	    r == SG_ROUTE_CODE || r == SG_ROUTE_CNTR_CREATE;
-}
-
-/* A spending route of a key with limits: 0 when it may go on (its answer
- * then carries the key's x-ratelimit-* lines), or -1 refused (answered). */
-static int
-limited(struct sg_gw *gw, enum sg_route route, struct sg_req *req,
-    struct sg_out *out)
-{
-	struct sg_cfg_limits lim;
-	struct sg_error err;
-
-	if (!spends(route))
-		return 0;
-	sg_cfg_limits_of(gw->cfg, req->key != NULL ? &req->key->limits : NULL,
-	    &lim);
-	if (lim.rpm <= 0 && lim.tpm <= 0 && lim.budget <= 0 &&
-	    lim.sandbox_seconds <= 0)
-		return 0;
-	if (sg_lim_admit(gw->store, req->tenant, &lim, route == SG_ROUTE_CHAT ||
-	    route == SG_ROUTE_RESPONSES ? SG_LIM_MODEL : SG_LIM_SANDBOX,
-	    req->wall_ms, req->head, sizeof(req->head), &err) == 0)
-		return 0;
-	sg_http_error(out, req, &err);
-	return -1;
-}
-
 /* A routed request, its key known (the admin API's, or a tenant's). */
 static void
 dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
@@ -526,15 +458,15 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	struct sg_error err;
 	int rc = 0;
 
+	/* A key past its limits is told at once, never queued. */
+	if (sg_meter_admit(gw->cfg, gw->store, route, req, out) == -1)
+		return;
 	if (gw->admit != NULL && gw->admit(gw->admit_arg, req,
 	    route_heavy(route), out, &err) == -1) {
 		sg_http_error_head(out, req, &err, ADMIT_RETRY);
 		return;
 	}
-	if (limited(gw, route, req, out) == -1)
-		return;
-	if (surface_of(route) != NULL)
-		sg_use_begin(req, surface_of(route));
+	sg_meter_begin(route, req);
 	switch (route) {
 	case SG_ROUTE_HEALTHZ:
 		healthz(gw, req, out);
@@ -601,8 +533,7 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	}
 	if (rc == -1 && !out->started)
 		sg_http_error(out, req, &err);
-	if (surface_of(route) != NULL)
-		account(gw, req, out);
+	sg_meter_end(gw->cfg, gw->store, route, req, out);
 }
 
 void

@@ -1,0 +1,27 @@
+/*
+ * sg_meter: what a tenant's request spends, around its handler: held to
+ * its key's limits before (core/state/limits.h), counted in the ledger
+ * while it runs and after (core/state/ledger.h).
+ */
+#ifndef SG_METER_H
+#define SG_METER_H
+
+#include "../config/config.h"
+#include "../http/http.h"
+#include "../http/router.h"
+
+struct sg_store;
+
+/* 0 when the request may go on (its answer then carries the key's
+ * x-ratelimit-* lines, req->head); -1 when a limit refused it (answered:
+ * OpenAI's 429). Only the routes that spend are held. */
+int	 sg_meter_admit(const struct sg_cfg *, struct sg_store *,
+	    enum sg_route, struct sg_req *, struct sg_out *);
+/* The ledger's row begins (for the routes it counts). */
+void	 sg_meter_begin(enum sg_route, const struct sg_req *);
+/* The request was answered: its row to the ledger (queued, or written
+ * here), its cost to its key's period. */
+void	 sg_meter_end(const struct sg_cfg *, struct sg_store *, enum sg_route,
+	    const struct sg_req *, struct sg_out *);
+
+#endif
