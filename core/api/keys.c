@@ -13,7 +13,6 @@
 #include "../config/keyset.h"
 #include "../state/ledger.h"
 #include "../../lib/log.h"
-#include "../../lib/util.h"
 #include "../../store/store.h"
 #include "../../store/usage.h"
 
@@ -33,7 +32,8 @@ sg_keys_period_name(int period)
 /* The store failed: what went wrong is logged (it names no host or
  * key); the client is told no more than that. */
 int
-sg_keys_store_failed(struct sg_store *store, struct sg_error *err, const char *what)
+sg_keys_store_failed(struct sg_store *store, struct sg_error *err,
+    const char *what)
 {
 	sg_log("sandgate: keys: %s: %s", what, sg_store_errmsg(store));
 	return sg_error_set(err, 503, "server_error", NULL, NULL, "The key "
@@ -60,7 +60,6 @@ sg_keys_free(struct sg_keys_ent *e, size_t n)
 /* ---- reading the keys ---------------------------------------------- */
 
 struct list {
-	const struct sg_cfg	*cfg;
 	struct sg_keys_ent	*v;
 	size_t			 n, cap;
 	int			 oom;
@@ -163,7 +162,7 @@ int
 sg_keys_all(const struct sg_cfg *cfg, struct sg_store *store,
     struct sg_keys_ent **out, size_t *n, struct sg_error *err)
 {
-	struct list l = { cfg, NULL, 0, 0, 0, 0, "" };
+	struct list l = { NULL, 0, 0, 0, 0, "" };
 	struct stat sb;
 	int64_t mtime;
 	size_t i;

@@ -172,6 +172,15 @@ new_secret(char *secret, char hash[65], char *redacted, size_t redsz,
 	return 0;
 }
 
+/* A key half made goes, or says why it could not. */
+static void
+undo(struct sg_store *store, const char *name)
+{
+	if (sg_store_key_revoke(store, name) != SG_STORE_OK)
+		sg_log("sandgate: keys: key %s, half made, could not be "
+		    "revoked: %s", name, sg_store_errmsg(store));
+}
+
 int
 sg_keys_create(const struct sg_cfg *cfg, struct sg_store *store,
     const json_t *body, char *secret, struct sg_keys_ent *ent,
@@ -199,24 +208,21 @@ sg_keys_create(const struct sg_cfg *cfg, struct sg_store *store,
 		sg_keys_store_failed(store, err, "create");
 		goto fail;
 	}
-	/* Two writes: a key left without the settings asked for must not
-	 * stay (its secret was never shown, but its name is taken). */
+	/* Two writes, then a read: a key left without the settings asked
+	 * for, or one whose answer fails, must not stay (its secret was
+	 * never shown, but its name is taken). */
+	sg_use_key_id(hash, id);
 	if (sg_store_key_settings(store, json_string_value(name), text) !=
 	    SG_STORE_OK) {
 		sg_keys_store_failed(store, err, "create: settings");
-		if (sg_store_key_revoke(store, json_string_value(name)) !=
-		    SG_STORE_OK)
-			sg_log("sandgate: keys: key %s made without its settings "
-			    "could not be revoked: %s", json_string_value(name),
-			    sg_store_errmsg(store));
+		undo(store, json_string_value(name));
+		goto fail;
+	}
+	if (sg_keys_find(cfg, store, id, 0, ent, err) == -1) {
+		undo(store, json_string_value(name));
 		goto fail;
 	}
 	free(text);
-	sg_use_key_id(hash, id);
-	if (sg_keys_find(cfg, store, id, 0, ent, err) == -1) {
-		secret[0] = '\0';
-		return -1;
-	}
 	return 0;
 fail:
 	free(text);
@@ -238,14 +244,18 @@ sg_keys_update(const struct sg_cfg *cfg, struct sg_store *store,
     struct sg_keys_ent *ent, const json_t *patch, struct sg_error *err)
 {
 	struct sg_cfg_key k;
+	const char *kept;
 	char *text;
 	int rc;
 
 	if (ent->config)
 		return read_only(cfg, ent, err);
+	/* The redacted form made with the key stays; a key made before
+	 * there was one gets none. */
+	kept = strcmp(ent->redacted, SG_KEYS_REDACTED_NONE) != 0 ?
+	    ent->redacted : NULL;
 	if (known_members(patch, 0, err) == -1 || merge(cfg, &ent->own, patch,
-	    strcmp(ent->redacted, SG_KEYS_REDACTED_NONE) != 0 ? ent->redacted : NULL,
-	    &k, &text, err) == -1)
+	    kept, &k, &text, err) == -1)
 		return -1;
 	rc = sg_store_key_settings(store, ent->name, text);
 	free(text);

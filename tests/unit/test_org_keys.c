@@ -700,6 +700,34 @@ a_broken_settings_row_is_a_503_not_a_key_without_limits(void **state)
 	assert_error(fx, 503, NULL, NULL);
 }
 
+static int
+count_active(void *arg, const struct sg_store_key *k)
+{
+	if (k->revoked_at == 0)
+		(*(int *)arg)++;
+	return 0;
+}
+
+/* Made in two writes: when the second (its settings) fails, the first
+ * is undone, so no key stays without the limits it was made with. */
+static void
+a_key_whose_settings_cannot_be_written_is_not_left(void **state)
+{
+	struct fx *fx = *state;
+	int active = 0;
+
+	TU_SQLITE_ONLY();
+	assert_int_equal(tu_raw_sql_store(fx->s.st, "CREATE TRIGGER no_settings "
+	    "BEFORE UPDATE OF settings ON keys BEGIN SELECT RAISE(ABORT, "
+	    "'refused'); END"), 0);
+	call(fx, SG_ROUTE_ORG_KEY_CREATE, NULL, NULL, "{'name':'half','rpm':1}");
+	assert_error(fx, 503, NULL, NULL);
+	assert_null(strstr(fx->c.b.p, "sk-sg-"));
+	assert_int_equal(sg_store_key_list(fx->s.st, count_active, &active),
+	    SG_STORE_OK);
+	assert_int_equal(active, 0);
+}
+
 int
 main(void)
 {
@@ -724,6 +752,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    a_broken_settings_row_is_a_503_not_a_key_without_limits,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    a_key_whose_settings_cannot_be_written_is_not_left, setup,
+		    teardown),
 	};
 
 	TU_STORE_MAIN(tests);
