@@ -52,6 +52,12 @@ create(const struct sg_cfg *cfg, const char *name)
 	json_t *body = json_pack("{s:s}", "name", name);
 	int rc = 1;
 
+	/* Not UTF-8: JSON has no string for it. */
+	if (body == NULL) {
+		fprintf(stderr, "sandgate: a key's name is UTF-8 text without "
+		    "control characters\n");
+		return 1;
+	}
 	if ((st = sg_cli_open_store(cfg)) == NULL) {
 		json_decref(body);
 		return 1;

@@ -455,6 +455,14 @@ list_config_keys_first_then_the_store_s_oldest_first_in_pages(void **state)
 	assert_int_equal(call(fx, SG_ROUTE_ORG_KEY_LIST, NULL,
 	    "/v1/organization/api_keys?limit=100", NULL), 200);
 	assert_int_equal(json_array_size(member(fx->body, "data")), 5);
+	/* OpenAI's key lists take no order; asked for, it turns the list. */
+	assert_int_equal(call(fx, SG_ROUTE_ORG_KEY_LIST, NULL,
+	    "/v1/organization/api_keys?order=desc&limit=1", NULL), 200);
+	assert_string_equal(str(json_array_get(member(fx->body, "data"), 0),
+	    "name"), "k3");
+	call(fx, SG_ROUTE_ORG_KEY_LIST, NULL, "/v1/organization/api_keys?"
+	    "order=up", NULL);
+	assert_error(fx, 400, "order", NULL);
 }
 
 static void
