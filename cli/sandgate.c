@@ -1,7 +1,8 @@
 /*
  * sandgate: the command line tool: config checks, exec, reap, backup,
- * migrate; keys (cli/keys.c) and sessions (cli/sessions.c). Run as root against a store owned by the
- * service user, it becomes that user first (cli/store.c).
+ * migrate; keys (cli/keys.c) and sessions (cli/sessions.c). Run as root
+ * against a store owned by the service user, it becomes that user first
+ * (cli/store.c).
  */
 #include <errno.h>
 #include <getopt.h>

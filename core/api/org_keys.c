@@ -168,10 +168,7 @@ one(const struct sg_org_env *env, enum sg_route route, const char *id,
 	}
 	if (route == SG_ROUTE_ORG_KEY_DELETE) {
 		if (sg_keys_revoke(env->cfg, env->store, &ent, err) == 0)
-			/* A name the command line stored before names were checked may not
-	 * be UTF-8: shown, not dropped. A config key whose secret is not
-	 * set lets no one in: its owner has no access. */
-	o = json_pack("{s:s,s:s,s:b}", "object",
+			o = json_pack("{s:s,s:s,s:b}", "object",
 			    "organization.project.api_key.deleted", "id", ent.id,
 			    "deleted", 1);
 	} else if (route == SG_ROUTE_ORG_KEY_GET ||
