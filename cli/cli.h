@@ -14,4 +14,8 @@ struct sg_store *sg_cli_open_store(const struct sg_cfg *);
  * from "list"/"purge" on: 0, 1 on failure, -1 for a usage error. */
 int	 sg_cli_sessions(const struct sg_cfg *, int argc, char *argv[]);
 
+/* keys.c: keys create|list|revoke|set|usage, argv from "create" (...)
+ * on: 0, 1 on failure, -1 for a usage error. */
+int	 sg_cli_keys(const struct sg_cfg *, int argc, char *argv[]);
+
 #endif

@@ -1,14 +1,14 @@
 /*
- * sandgate: the command line tool: keys, config checks, exec, reap, and
- * sessions (cli/sessions.c). Run as root against a store owned by the
- * service user, it becomes that user first (cli/store.c).
+ * sandgate: the command line tool: config checks, exec, reap, backup,
+ * migrate; keys (cli/keys.c) and sessions (cli/sessions.c). Run as root
+ * against a store owned by the service user, it becomes that user first
+ * (cli/store.c).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -17,7 +17,6 @@
 #include "../core/api/gateway.h"
 #include "../core/config/config.h"
 #include "../core/state/sandbox.h"
-#include "../lib/util.h"
 #include "../store/store.h"
 
 static void
@@ -26,8 +25,16 @@ usage(void)
 	fprintf(stderr,
 	    "usage: sandgate [--config FILE] COMMAND\n"
 	    "  keys create NAME    make a key, print it once, store its hash\n"
-	    "  keys list           list keys (names and hash prefixes)\n"
+	    "  keys list           list keys (names and hash prefixes), their\n"
+	    "                      limits and what they spent this period\n"
 	    "  keys revoke NAME    revoke the active key of that name\n"
+	    "  keys set NAME OPTION...\n"
+	    "                      change a store key's limits: --rpm N, --tpm N,\n"
+	    "                      --budget USD, --period day|week|month,\n"
+	    "                      --sandbox-seconds N, --max-concurrent N,\n"
+	    "                      --tools A,B | --all-tools, --clear SETTING\n"
+	    "  keys usage [--by key|model|day] [--days N]\n"
+	    "                      what was spent over the last N days (30)\n"
 	    "  check-config        load the config; unknown settings are errors,\n"
 	    "                      and so are secrets not set yet (each named)\n"
 	    "  reap                delete sandboxes whose life has passed\n"
@@ -100,96 +107,6 @@ migrate_to(const struct sg_cfg *cfg, const char *url)
 		    SG_STORE_SCHEMA_VERSION);
 	sg_store_close(to);
 	sg_store_close(from);
-	return rc == SG_STORE_OK ? 0 : 1;
-}
-
-static int
-keys_create(const struct sg_cfg *cfg, const char *name)
-{
-	struct sg_store *st;
-	char key[80], hash[65];
-	size_t i;
-	int rc;
-
-	if (strlen(name) == 0 || strlen(name) > 63) {
-		fprintf(stderr, "sandgate: a key name has 1 to 63 characters\n");
-		return 1;
-	}
-	for (i = 0; i < cfg->auth.nkeys; i++)
-		if (strcmp(cfg->auth.keys[i].name, name) == 0) {
-			fprintf(stderr, "sandgate: %s is a key of the config "
-			    "file already\n", name);
-			return 1;
-		}
-	if (sg_rand_id(key, sizeof(key), "sk-sg-", 24) == -1) {
-		fprintf(stderr, "sandgate: no randomness from the kernel\n");
-		return 1;
-	}
-	sg_sha256_hex(key, strlen(key), hash);
-	if ((st = sg_cli_open_store(cfg)) == NULL)
-		return 1;
-	rc = sg_store_key_add(st, name, hash);
-	if (rc == SG_STORE_EXISTS)
-		fprintf(stderr, "sandgate: an active key named %s exists; "
-		    "revoke it first\n", name);
-	else if (rc != SG_STORE_OK)
-		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
-	else
-		printf("%s\n", key);
-	sg_store_close(st);
-	return rc == SG_STORE_OK ? 0 : 1;
-}
-
-static int
-print_key(void *arg, const struct sg_store_key *k)
-{
-	char when[32];
-	time_t t = (time_t)k->created_at;
-
-	(void)arg;
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-	printf("%-24s %.12s…  created %s  %s\n", k->name, k->sha256, when,
-	    k->revoked_at != 0 ? "revoked" : "active");
-	return 0;
-}
-
-static int
-keys_list(const struct sg_cfg *cfg)
-{
-	struct sg_store *st;
-	size_t i;
-	int rc;
-
-	for (i = 0; i < cfg->auth.nkeys; i++)
-		printf("%-24s %.12s…  from %s\n", cfg->auth.keys[i].name,
-		    cfg->auth.keys[i].sha256[0] != '\0' ?
-		    cfg->auth.keys[i].sha256 : "(unresolved)", cfg->path);
-	if ((st = sg_cli_open_store(cfg)) == NULL)
-		return 1;
-	rc = sg_store_key_list(st, print_key, NULL);
-	if (rc != SG_STORE_OK)
-		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
-	sg_store_close(st);
-	return rc == SG_STORE_OK ? 0 : 1;
-}
-
-static int
-keys_revoke(const struct sg_cfg *cfg, const char *name)
-{
-	struct sg_store *st;
-	int rc;
-
-	if ((st = sg_cli_open_store(cfg)) == NULL)
-		return 1;
-	rc = sg_store_key_revoke(st, name);
-	if (rc == SG_STORE_NOTFOUND)
-		fprintf(stderr, "sandgate: no active key named %s in the "
-		    "store\n", name);
-	else if (rc != SG_STORE_OK)
-		fprintf(stderr, "sandgate: %s\n", sg_store_errmsg(st));
-	else
-		printf("revoked %s\n", name);
-	sg_store_close(st);
 	return rc == SG_STORE_OK ? 0 : 1;
 }
 
@@ -427,16 +344,8 @@ main(int argc, char *argv[])
 			usage();
 		}
 	} else if (strcmp(cmd, "keys") == 0 && sub != NULL) {
-		const char *name = optind + 2 < argc ? argv[optind + 2] : NULL;
-		int nargs = argc - optind;
-
-		if (strcmp(sub, "create") == 0 && name != NULL && nargs == 3)
-			rc = keys_create(cfg, name);
-		else if (strcmp(sub, "list") == 0 && nargs == 2)
-			rc = keys_list(cfg);
-		else if (strcmp(sub, "revoke") == 0 && name != NULL && nargs == 3)
-			rc = keys_revoke(cfg, name);
-		else {
+		if ((rc = sg_cli_keys(cfg, argc - optind - 1,
+		    argv + optind + 1)) == -1) {
 			sg_cfg_free(cfg);
 			usage();
 		}
