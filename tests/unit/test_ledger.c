@@ -166,7 +166,7 @@ ring_to_store(void **state)
 	(void)state;
 	assert_int_equal(sg_use_map(4), 0);
 	for (i = 0; i < 3; i++) {
-		char id[16];
+		char id[32];
 
 		snprintf(id, sizeof(id), "req_r%d", i);
 		sg_use_slot(i);
