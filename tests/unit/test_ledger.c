@@ -137,6 +137,12 @@ usage_found_in_text(void **state)
 	assert_int_equal(tokens_in(""), 0);
 }
 
+static void
+tokens_text(const char *text)
+{
+	sg_use_tokens_in(text, strlen(text));
+}
+
 static struct sg_store *
 store_new(char *path, size_t sz)
 {
@@ -173,8 +179,8 @@ ring_to_store(void **state)
 		req_of(&req, id);
 		sg_use_begin(&req, "chat");
 		sg_use_call();
-		sg_use_tokens_in("{\"usage\":{\"prompt_tokens\":10,"
-		    "\"completion_tokens\":1}}", 52);
+		tokens_text("{\"usage\":{\"prompt_tokens\":10,"
+		    "\"completion_tokens\":1}}");
 		assert_int_equal(sg_use_end(&cfg, &req, 200, 0, &row), 0);
 	}
 	if ((pid = fork()) == 0) {
@@ -182,8 +188,8 @@ ring_to_store(void **state)
 		req_of(&req, "req_dead");
 		sg_use_begin(&req, "responses");
 		sg_use_call();
-		sg_use_tokens_in("{\"usage\":{\"input_tokens\":100,"
-		    "\"output_tokens\":1}}", 50);
+		tokens_text("{\"usage\":{\"input_tokens\":100,"
+		    "\"output_tokens\":1}}");
 		kill(getpid(), SIGKILL);
 		_exit(0);
 	}
