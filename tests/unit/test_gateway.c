@@ -36,31 +36,6 @@
 #define CODE_TOOL "\"tools\":[{\"type\":\"code_interpreter\"," \
 	"\"container\":{\"type\":\"auto\"}}]"
 
-/* An sg_out that keeps what is written. */
-struct capture {
-	struct sg_out	 out;	/* first: the callbacks get &out */
-	struct sg_buf	 b;
-};
-
-static int
-cap_write(struct sg_out *o, const void *p, size_t n)
-{
-	return sg_buf_add(&((struct capture *)o)->b, p, n);
-}
-
-static int
-cap_flush(struct sg_out *o)
-{
-	(void)o;
-	return 0;
-}
-
-static int
-cap_alive(struct sg_out *o)
-{
-	(void)o;
-	return 1;
-}
 
 /* What the admission hook was told, and whether it refuses. */
 struct seen {
@@ -73,7 +48,7 @@ struct fx {
 	char		 dir[64];
 	struct sg_cfg	*cfg;
 	struct sg_gw	*gw;
-	struct capture	 c;
+	struct tu_capture	 c;
 	struct seen	 seen;
 };
 
@@ -117,9 +92,7 @@ setup(void **state)
 	sg_store_close(st);
 	if (sg_gw_new(fx->cfg, &fx->gw, err, sizeof(err)) == -1)
 		fail_msg("gateway: %s", err);
-	fx->c.out.write = cap_write;
-	fx->c.out.flush = cap_flush;
-	fx->c.out.alive = cap_alive;
+	tu_capture_init(&fx->c);
 	*state = fx;
 	return 0;
 }

@@ -44,36 +44,11 @@ static const char config[] =
 	"  { name = \"local\"; provider = \"local\"; isolation = \"none\"; },\n"
 	"  { name = \"other\"; provider = \"local\"; isolation = \"none\"; } );\n";
 
-/* An sg_out that keeps what is written. */
-struct capture {
-	struct sg_out	 out;	/* first: the callbacks get &out */
-	struct sg_buf	 b;
-};
-
-static int
-cap_write(struct sg_out *o, const void *p, size_t n)
-{
-	return sg_buf_add(&((struct capture *)o)->b, p, n);
-}
-
-static int
-cap_flush(struct sg_out *o)
-{
-	(void)o;
-	return 0;
-}
-
-static int
-cap_alive(struct sg_out *o)
-{
-	(void)o;
-	return 1;
-}
 
 struct fx {
 	struct tu_store_fx	 s;
 	struct sg_cfg		*cfg;
-	struct capture		 c;
+	struct tu_capture		 c;
 	int64_t			 now_ms;
 	int			 status;
 	json_t			*body;	/* the last answer's */
@@ -139,10 +114,7 @@ call(struct fx *fx, enum sg_route route, const char *id, const char *uri,
 	req.body = q;
 	req.body_len = q != NULL ? strlen(q) : 0;
 	free(fx->c.b.p);
-	memset(&fx->c, 0, sizeof(fx->c));
-	fx->c.out.write = cap_write;
-	fx->c.out.flush = cap_flush;
-	fx->c.out.alive = cap_alive;
+	tu_capture_init(&fx->c);
 	sg_org_keys(&env, route, id != NULL ? id : "", &req, &fx->c.out);
 	free(q);
 	json_decref(fx->body);

@@ -147,31 +147,6 @@ add(struct row r)
 
 /* ---- driving the handler ---- */
 
-struct capture {
-	struct sg_out	 out;	/* first: the callbacks get &out */
-	struct sg_buf	 b;
-};
-
-static int
-cap_write(struct sg_out *o, const void *p, size_t n)
-{
-	return sg_buf_add(&((struct capture *)o)->b, p, n);
-}
-
-static int
-cap_flush(struct sg_out *o)
-{
-	(void)o;
-	return 0;
-}
-
-static int
-cap_alive(struct sg_out *o)
-{
-	(void)o;
-	return 1;
-}
-
 static char dir[64];
 static struct sg_store *store;
 static char body[1 << 20];	/* the last answer's body */
@@ -211,16 +186,13 @@ get(enum sg_route route, const char *query, int *status)
 	static const char *const paths[] = { "usage/completions",
 		"usage/code_interpreter_sessions", "costs" };
 	struct sg_org_env env = { NULL, store, NOW_MS };
-	struct capture c;
+	struct tu_capture c;
 	struct sg_req req;
 	char uri[2048];
 	const char *p;
 	json_t *j;
 
-	memset(&c, 0, sizeof(c));
-	c.out.write = cap_write;
-	c.out.flush = cap_flush;
-	c.out.alive = cap_alive;
+	tu_capture_init(&c);
 	memset(&req, 0, sizeof(req));
 	snprintf(uri, sizeof(uri), "/v1/organization/%s?%s",
 	    paths[route == SG_ROUTE_ORG_USAGE_COMPL ? 0 :

@@ -272,4 +272,44 @@ tu_qjson(const char *text)
 }
 #endif
 
+#ifdef SG_HTTP_H
+#include "../../lib/util.h"
+
+/* An sg_out that keeps what is written in b, its client always there:
+ * tu_capture_init, then hand &c.out to a handler. */
+struct tu_capture {
+	struct sg_out	 out;	/* first: the callbacks get &out */
+	struct sg_buf	 b;
+};
+
+static inline int
+tu_cap_write(struct sg_out *o, const void *p, size_t n)
+{
+	return sg_buf_add(&((struct tu_capture *)o)->b, p, n);
+}
+
+static inline int
+tu_cap_flush(struct sg_out *o)
+{
+	(void)o;
+	return 0;
+}
+
+static inline int
+tu_cap_alive(struct sg_out *o)
+{
+	(void)o;
+	return 1;
+}
+
+static inline void
+tu_capture_init(struct tu_capture *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->out.write = tu_cap_write;
+	c->out.flush = tu_cap_flush;
+	c->out.alive = tu_cap_alive;
+}
+#endif
+
 #endif
