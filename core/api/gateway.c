@@ -21,6 +21,7 @@
 #include "../state/limits.h"
 #include "../state/metrics.h"
 #include "../state/sandbox.h"
+#include "../state/trace.h"
 #include "../upstream/upstream.h"
 #include "../../lib/util.h"
 #include "../../store/store.h"
@@ -482,6 +483,7 @@ account(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 	if (rc == 1 && sg_store_use_add(gw->store, &row, 1) != SG_STORE_OK)
 		fprintf(stderr, "event=usage_lost request=%s reason=store\n",
 		    req->id);
+	sg_trace_end(gw->cfg, gw->store, req, out->started ? out->status : 0);
 }
 
 /* The routes a key's limits hold: those that call a model, make a
