@@ -22,8 +22,9 @@
  * key's own settings (JSON of its limits and tools; NULL: the defaults).
  * Counters are NOT NULL DEFAULT 0 so a sum never meets a NULL. The
  * traces' index, and the ledger's, serve their newest-first pages
- * (started_ms, id) and their prune; usage_key a key's requests. spend sums the ledger per key and UTC day as rows are
- * added (a budget reads a month in 31 rows, not a month of requests);
+ * (started_ms, id) and their prune; usage_key a key's requests. spend
+ * sums the ledger per key and UTC day as rows are added (a budget reads
+ * a month in 31 rows, not a month of requests);
  * rates holds each key's minute window on a store boxes share.
  */
 #define STEP_LEDGER(INT, ROWID) \
