@@ -124,6 +124,20 @@ test("a code_interpreter request is listed with its trace: both rounds, the code
   assert.equal(count(stack, `WHERE id = '${r.id}'`), 1);
 });
 
+test("a loop whose upstream failed: its round says with what status and why", async () => {
+  const r = await send(stack, "/v1/responses", { model: "fault-500", input: "x", tools: CI });
+  assert.equal(r.status, 500, r.text);
+  await listed(stack, [r.id]);
+  const one = (await get(stack, `${LIST}/${r.id}`)).json;
+  assert.equal(one.status, 500);
+  assert.equal(one.has_trace, true);
+  assert.equal(one.rounds.length, 1);
+  assert.equal(one.rounds[0].model.status, 500);
+  assert.match(one.rounds[0].model.error, /^The upstream of model fault-500 answered HTTP 500/);
+  assertNoSecrets(JSON.stringify(one));
+  ids.loopFail = r.id;
+});
+
 test("a relayed request is listed without a trace, and no trace row is written", async () => {
   const before = count(stack);
   const r = await send(stack, "/v1/chat/completions", { model: "gpt-test", messages: [{ role: "user", content: "hi" }] });
@@ -196,7 +210,7 @@ test("filters: key, model, status (a number or 'error'), time; pages as OpenAI's
   assert.deepEqual(await only(`api_key_id=${bobId}`), [bob.id]);
   assert.ok(!(await only(`api_key_id=${aliceId}`)).includes(bob.id));
   assert.deepEqual(await only("model=ci-primes"), [ids.ci]);
-  assert.deepEqual(await only("status=500"), [fail.id]);
+  assert.deepEqual(await only("status=500"), [fail.id, ids.loopFail]);
   assert.ok((await only("status=error")).includes(fail.id));
   assert.ok(!(await only("status=error")).includes(ids.ci));
   assert.ok((await only("status=200")).includes(ids.ci));
