@@ -281,6 +281,7 @@ sg_trace_call(const char *call_id, const char *refused)
 		return;
 	}
 	snprintf(p->call_id, sizeof(p->call_id), "%s", tr.call_id);
+	p->t0 = sg_now_ms();
 	p->failed = bounded(refused, MESSAGE_MAX);
 }
 
@@ -336,7 +337,7 @@ run_json(const struct run *p, int64_t start)
 	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:i,s:o,s:b}", "call_id",
 	    text_or_null(p->call_id), "tool", text_or_null(p->tool),
 	    "sandbox_id", text_or_null(p->sandbox), "started_ms",
-	    (json_int_t)(p->t0 != 0 ? p->t0 - start : 0), "duration_ms",
+	    (json_int_t)(p->t0 - start), "duration_ms",
 	    (json_int_t)p->ms, "images", p->images, "failed",
 	    text_or_null(p->failed), "omitted", p->detail != NULL ||
 	    p->dropped);
