@@ -21,9 +21,10 @@
  * row per request with the box that wrote it; the request traces; and a
  * key's own settings (JSON of its limits and tools; NULL: the defaults).
  * Counters are NOT NULL DEFAULT 0 so a sum never meets a NULL. The
- * traces' index serves their newest-first pages (started_ms, id) and
- * their prune. spend sums the ledger per key and UTC day as rows are
- * added (a budget reads a month in 31 rows, not a month of requests);
+ * traces' index, and the ledger's, serve their newest-first pages
+ * (started_ms, id) and their prune; usage_key a key's requests. spend
+ * sums the ledger per key and UTC day as rows are added (a budget reads
+ * a month in 31 rows, not a month of requests);
  * rates holds each key's minute window on a store boxes share.
  */
 #define STEP_LEDGER(INT, ROWID) \
@@ -48,8 +49,9 @@
 	"  cost_input " INT " NOT NULL DEFAULT 0," \
 	"  cost_output " INT " NOT NULL DEFAULT 0," \
 	"  cost_sandbox " INT " NOT NULL DEFAULT 0);" \
-	"CREATE INDEX usage_started ON usage(started_ms);" \
+	"CREATE INDEX usage_started ON usage(started_ms, id);" \
 	"CREATE INDEX usage_tenant ON usage(tenant, started_ms);" \
+	"CREATE INDEX usage_key ON usage(key_id, started_ms, id);" \
 	"CREATE TABLE traces (" ROWID \
 	"  id TEXT PRIMARY KEY," \
 	"  tenant TEXT, key_id TEXT, model TEXT," \

@@ -269,3 +269,122 @@ sg_store_use_prune(struct sg_store *st, int64_t before_ms, int limit,
 		    "i", before_ms / DAY_MS * DAY_MS - DAY_MS);
 	return rc;
 }
+
+/* A row's columns, and whether its trace is kept (1 or 0). */
+#define USE_COLUMNS "id, tenant, key_id, key_name, model, upstream_model, " \
+	"surface, tool, box, status, aborted, started_ms, duration_ms, " \
+	"input_tokens, cached_tokens, output_tokens, reasoning_tokens, " \
+	"model_requests, code_runs, sandbox_ms, sessions, file_bytes, " \
+	"cost_input, cost_output, cost_sandbox, CASE WHEN EXISTS (SELECT 1 " \
+	"FROM traces WHERE traces.id = usage.id) THEN 1 ELSE 0 END"
+
+/* Column i as text into out[sz] ("" for NULL). */
+static void
+copy(struct sg_st_cur *cur, int i, char *out, size_t sz)
+{
+	const char *v = sg_st_text(cur, i);
+
+	snprintf(out, sz, "%s", v != NULL ? v : "");
+}
+
+#define COPY(i, f)	copy(cur, (i), (f), sizeof(f))
+
+static void
+use_row(struct sg_st_cur *cur, struct sg_store_use_row *r)
+{
+	struct sg_store_use *u = &r->use;
+	int64_t *counters[] = { &u->started_ms, &u->duration_ms,
+	    &u->input_tokens, &u->cached_tokens, &u->output_tokens,
+	    &u->reasoning_tokens, &u->model_requests, &u->code_runs,
+	    &u->sandbox_ms, &u->sessions, &u->file_bytes, &u->cost_input,
+	    &u->cost_output, &u->cost_sandbox };
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	COPY(0, u->id);
+	COPY(1, u->tenant);
+	COPY(2, u->key_id);
+	COPY(3, u->key_name);
+	COPY(4, u->model);
+	COPY(5, u->upstream_model);
+	COPY(6, u->surface);
+	COPY(7, u->tool);
+	COPY(8, r->box);
+	u->status = (int)sg_st_int(cur, 9);
+	u->aborted = (int)sg_st_int(cur, 10);
+	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+		*counters[i] = sg_st_int(cur, 11 + (int)i);
+	r->has_trace = sg_st_int(cur, 25) != 0;
+}
+
+int
+sg_store_use_get(struct sg_store *st, const char *id,
+    struct sg_store_use_row *out)
+{
+	struct sg_st_cur *cur;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = sg_st_run(st, &cur, "SELECT " USE_COLUMNS " FROM usage WHERE id = "
+	    "?", "s", id);
+	if (rc == SG_ST_ROW)
+		use_row(cur, out);
+	sg_st_done(st, cur);
+	return rc == SG_ST_ROW ? SG_STORE_OK : rc == SG_ST_DONE ?
+	    SG_STORE_NOTFOUND : rc;
+}
+
+/*
+ * A list's filters, ?1-?5: key_id, model, status (0 any, -1 not 2xx),
+ * from_ms, to_ms (0: open); as the traces' (traces.c). The page's start,
+ * after, must pass them too.
+ */
+#define USE_FILTERS "(?1 IS NULL OR key_id = ?1) AND (?2 IS NULL OR " \
+	"model = ?2) AND (?3 = 0 OR status = ?3 OR (?3 = -1 AND (status < " \
+	"200 OR status >= 300))) AND (?4 = 0 OR started_ms >= ?4) AND (?5 = " \
+	"0 OR started_ms < ?5)"
+
+/* A page's statement, after (?6, its started_ms ?7) going by cmp, in
+ * order dir, ?8 rows. */
+#define USE_PAGE(cmp, dir) "SELECT " USE_COLUMNS " FROM usage WHERE " \
+	USE_FILTERS " AND (?6 IS NULL OR (started_ms, id) " cmp " (?7, ?6)) " \
+	"ORDER BY started_ms " dir ", id " dir " LIMIT ?8"
+
+int
+sg_store_use_list(struct sg_store *st, const struct sg_store_use_lq *q,
+    int (*fn)(void *, const struct sg_store_use_row *), void *arg,
+    int *more)
+{
+	struct sg_store_use_row r;
+	struct sg_st_cur *cur;
+	int64_t after_ms = 0;
+	int n = 0, rc;
+
+	*more = 0;
+	if (q->limit < 1)
+		return sg_st_err(st, "usage list: limit < 1");
+	if (q->after != NULL) {
+		rc = sg_st_run(st, &cur, "SELECT started_ms FROM usage WHERE "
+		    USE_FILTERS " AND id = ?6", "ssiiis", q->key_id, q->model,
+		    (int64_t)q->status, q->from_ms, q->to_ms, q->after);
+		if (rc == SG_ST_ROW)
+			after_ms = sg_st_int(cur, 0);
+		sg_st_done(st, cur);
+		if (rc != SG_ST_ROW)
+			return rc == SG_ST_DONE ? SG_STORE_NOTFOUND : rc;
+	}
+	/* One more than asked: whether there are more. */
+	for (rc = sg_st_run(st, &cur, q->asc ? USE_PAGE(">", "ASC") :
+	    USE_PAGE("<", "DESC"), "ssiiisii", q->key_id, q->model,
+	    (int64_t)q->status, q->from_ms, q->to_ms, q->after, after_ms,
+	    (int64_t)q->limit + 1); rc == SG_ST_ROW; rc = sg_st_next(st, cur)) {
+		if (n++ == q->limit) {
+			*more = 1;
+			break;
+		}
+		use_row(cur, &r);
+		if (fn(arg, &r) == -1)
+			break;
+	}
+	return sg_st_finish(st, cur, rc, "list usage");
+}

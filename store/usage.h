@@ -125,6 +125,40 @@ int	 sg_store_rate_take(struct sg_store *, const char *tenant,
 int	 sg_store_rate_tokens(struct sg_store *, const char *tenant,
 	    int64_t start_ms, int64_t tokens);
 
+/*
+ * One request's row read back (the admin API's requests): the row as it
+ * was added (priced), the box that wrote it, and whether the request's
+ * trace is kept (traces.c).
+ */
+struct sg_store_use_row {
+	struct sg_store_use use;
+	char		 box[64];	/* SG_STORE_BOX_MAX + 1 */
+	int		 has_trace;
+};
+/* The row of request id: OK or NOTFOUND. */
+int	 sg_store_use_get(struct sg_store *, const char *id,
+	    struct sg_store_use_row *);
+/*
+ * Rows newest first (oldest first when asc), among those of key_id,
+ * model and status when given (NULL / 0: any; status -1: any not 2xx,
+ * a dead responder's 0 included) and started in [from_ms, to_ms) (0:
+ * open), after the row id after (NULL: from the first), at most limit:
+ * fn for each (-1 stops). *more set when more remain. Ties on started_ms
+ * go by id. NOTFOUND when after is not one of them (unknown, or left
+ * out by the filters); ERROR when limit < 1. One page is one query (and
+ * one more to find after).
+ */
+struct sg_store_use_lq {
+	const char	*key_id, *model, *after;
+	int		 status;
+	int64_t		 from_ms, to_ms;
+	int		 limit;
+	int		 asc;
+};
+int	 sg_store_use_list(struct sg_store *, const struct sg_store_use_lq *,
+	    int (*fn)(void *, const struct sg_store_use_row *), void *arg,
+	    int *more);
+
 /* Remove at most limit rows started before before_ms (the reaper keeps
  * usage.retention): the count in *removed. */
 int	 sg_store_use_prune(struct sg_store *, int64_t before_ms, int limit,

@@ -1,11 +1,12 @@
 /*
- * A tenant request's limits and ledger row (meter.h).
+ * A tenant request's limits, ledger row and trace (meter.h).
  */
 #include <stdio.h>
 
 #include "meter.h"
 #include "../state/ledger.h"
 #include "../state/limits.h"
+#include "../state/trace.h"
 #include "../../store/store.h"
 
 /* What the ledger calls the surface a tenant route spends on; NULL for
@@ -84,4 +85,5 @@ sg_meter_end(const struct sg_cfg *cfg, struct sg_store *store,
 	if (rc == 1 && sg_store_use_add(store, &row, 1) != SG_STORE_OK)
 		fprintf(stderr, "event=usage_lost request=%s reason=store\n",
 		    req->id);
+	sg_trace_end(cfg, store, req, out->started ? out->status : 0);
 }

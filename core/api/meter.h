@@ -20,7 +20,8 @@ int	 sg_meter_admit(const struct sg_cfg *, struct sg_store *,
 /* The ledger's row begins (for the routes it counts). */
 void	 sg_meter_begin(enum sg_route, const struct sg_req *);
 /* The request was answered: its row to the ledger (queued, or written
- * here), its cost to its key's period. */
+ * here), its cost to its key's period, its trace (when it ran code) to
+ * the store. */
 void	 sg_meter_end(const struct sg_cfg *, struct sg_store *, enum sg_route,
 	    const struct sg_req *, struct sg_out *);
 

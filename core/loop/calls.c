@@ -11,6 +11,7 @@
 #include "loop_int.h"
 #include "outfiles.h"
 #include "rewrite.h"
+#include "../state/trace.h"
 #include "../../lib/util.h"
 
 int
@@ -142,6 +143,7 @@ sg_call_run(struct run *r, const struct call *c, char **text, json_t **item,
 		code = NULL;
 		problem = strdup(SG_RW_INVALID_ARGS);
 	}
+	sg_trace_call(c->id, code == NULL ? problem : NULL);
 	if (code == NULL) {
 		*text = problem;
 	} else {

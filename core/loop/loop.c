@@ -7,6 +7,7 @@
 #include "../render/answer.h"
 #include "../state/ledger.h"
 #include "../state/metrics.h"
+#include "../state/trace.h"
 #include "../upstream/bridge.h"
 #include "../../lib/util.h"
 
@@ -82,17 +83,18 @@ bridged(const struct run *r)
 	return r->s == SG_SURFACE_RESPONSES && r->m->api == SG_API_CHAT;
 }
 
-/* One upstream call. 0; or -1 with the reply already sent (an upstream
- * error passed on as it came) or err filled. */
+/* One upstream call: its HTTP status in *status (0: none). 0; or -1 with
+ * err filled (and the reply already sent when the upstream's error was
+ * passed on as it came). */
 static int
-upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
+upstream_call(struct run *r, struct sg_turn *t, long *status,
+    struct sg_error *err)
 {
 	int64_t deadline = r->req->start_ms +
 	    (int64_t)r->env->cfg->server.request_timeout * 1000;
 	sg_sse_fn fn = r->stream != NULL ? stream_event : sg_turn_event;
 	void *arg = r->stream != NULL ? (void *)r : (void *)t;
 	char *body = NULL, *errbody = NULL;
-	long status = 0;
 	int rc;
 
 	sg_turn_init(t, r->s);
@@ -102,31 +104,27 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 	 * bridge: the turn sees Responses events all the same. */
 	if (bridged(r))
 		rc = sg_bridge_events(r->env->up, r->m, r->work, deadline, r->req,
-		    r->out, fn, arg, &status, &errbody, err);
+		    r->out, fn, arg, status, &errbody, err);
 	else if ((body = json_dumps(r->work, JSON_COMPACT)) == NULL)
 		return sg_error_server(err, 500, "out of memory");
 	else
 		rc = sg_upstream_events(r->env->up, r->m, r->s, body,
-		    strlen(body), deadline, r->req, r->out, fn, arg, &status,
+		    strlen(body), deadline, r->req, r->out, fn, arg, status,
 		    &errbody, err);
 	free(body);
-	if (rc == -1 && errbody != NULL && r->out->started) {
-		/* Too late for a status: the error as the stream's end. */
+	if (rc == -1 && errbody != NULL) {
 		json_t *e = json_loads(errbody, 0, NULL);
 		const char *msg = json_string_value(json_object_get(
 		    json_object_get(e, "error"), "message"));
 
-		sg_error_set(err, (int)status, "server_error", NULL, NULL,
+		sg_error_set(err, (int)*status, "server_error", NULL, NULL,
 		    "The upstream of model %s answered HTTP %ld: %s", r->m->name,
-		    status, msg != NULL ? msg : "no message");
+		    *status, msg != NULL ? msg : "no message");
 		json_decref(e);
-		free(errbody);
-		return -1;
-	}
-	if (rc == -1 && errbody != NULL) {
-		/* The upstream's own error, with its own status. */
-		if (sg_http_begin(r->out, r->req, (int)status, "application/json",
-		    NULL) == 0)
+		/* The upstream's own error, with its own status; too late
+		 * for a status, err is the stream's end. */
+		if (!r->out->started && sg_http_begin(r->out, r->req,
+		    (int)*status, "application/json", NULL) == 0)
 			r->out->write(r->out, errbody, strlen(errbody));
 		free(errbody);
 		return -1;
@@ -142,6 +140,19 @@ upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
 		sg_answer_add_usage(r->usage, t->usage);
 		sg_use_tokens(t->usage);
 	}
+	return rc;
+}
+
+/* One upstream call (upstream_call), a round of the request's trace. */
+static int
+upstream_turn(struct run *r, struct sg_turn *t, struct sg_error *err)
+{
+	int64_t t0 = sg_now_ms();
+	long status = 0;
+	int rc = upstream_call(r, t, &status, err);
+
+	sg_trace_turn(t0, sg_now_ms() - t0, status, rc == 0 ? NULL :
+	    err->message, rc == 0 ? t->usage : NULL);
 	return rc;
 }
 

@@ -8,6 +8,7 @@
 #include "metrics.h"
 #include "pool.h"
 #include "sandbox.h"
+#include "trace.h"
 #include "../../lib/log.h"
 #include "../../lib/util.h"
 
@@ -339,7 +340,7 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	struct sg_prov_error pe;
 	struct sg_exec res;
 	json_t *handle;
-	int64_t left, t0;
+	int64_t left, t0, ms;
 	int rc, life;
 
 	*result = NULL;
@@ -369,9 +370,9 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	t0 = sg_now_ms();
 	if (rc == SG_PROV_OK)
 		rc = ops->run(env->prov, t, handle, code, timeout_s, &res, &pe);
-	sg_mx_sbx(t->name, rc == SG_PROV_OK ? SG_MX_RAN : SG_MX_RUN_FAILED,
-	    sg_now_ms() - t0);
-	sg_use_run(t->name, sg_now_ms() - t0);
+	ms = sg_now_ms() - t0;
+	sg_mx_sbx(t->name, rc == SG_PROV_OK ? SG_MX_RAN : SG_MX_RUN_FAILED, ms);
+	sg_use_run(t->name, ms);
 	if (rc == SG_PROV_OK)
 		sg_store_sbx_touch(env->store, id, (int64_t)time(NULL) + life);
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)
@@ -383,6 +384,8 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 		    SG_SBX_GONE : -1;
 	else if (rc != SG_PROV_OK)
 		rc = sg_sbx_prov_error(t, &pe, id, err);
+	sg_trace_run(t->name, id, code, t0, ms, *result, rc == SG_PROV_OK ?
+	    NULL : err->message);
 	json_decref(handle);
 	sg_store_sbx_clear(&row);
 	return rc == SG_PROV_OK ? 0 : rc == SG_SBX_GONE ? SG_SBX_GONE : -1;

@@ -447,9 +447,10 @@ ledger_indexes(void **state)
 	assert_contains(out, "traces_started ON");
 	assert_contains(out, "(started_ms, id)");
 	assert_contains(out, "usage_started ON");
-	assert_contains(out, "(started_ms)");
 	assert_contains(out, "usage_tenant ON");
 	assert_contains(out, "(tenant, started_ms)");
+	assert_contains(out, "usage_key ON");
+	assert_contains(out, "(key_id, started_ms, id)");
 }
 
 /* Traces: the list's rows, "id status" each, and whether more. */
