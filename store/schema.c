@@ -50,7 +50,6 @@
 	"  cost_output " INT " NOT NULL DEFAULT 0," \
 	"  cost_sandbox " INT " NOT NULL DEFAULT 0);" \
 	"CREATE INDEX usage_started ON usage(started_ms, id);" \
-	"CREATE INDEX usage_tenant ON usage(tenant, started_ms);" \
 	"CREATE INDEX usage_key ON usage(key_id, started_ms, id);" \
 	"CREATE TABLE traces (" ROWID \
 	"  id TEXT PRIMARY KEY," \

@@ -5,6 +5,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -32,8 +33,57 @@ clean(char *s, size_t sz)
 
 #define DAY_MS	86400000LL
 
+/* A key's day, summed over the rows of one batch: the batch writes one
+ * upsert a key and day, not one a row. */
+struct day_sum {
+	const char	*tenant;	/* the batch's row's */
+	int64_t		 day, cost, tokens, sandbox_ms, requests, last_ms;
+};
+
+/* Add row r (just inserted) to its key-day in sums[*n] (at most max). */
+static void
+sum_day(struct day_sum *sums, size_t *n, const struct sg_store_use *r,
+    const char *tenant)
+{
+	int64_t day = r->started_ms / DAY_MS * DAY_MS;
+	struct day_sum *d;
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (sums[i].day == day && strcmp(sums[i].tenant, tenant) == 0)
+			break;
+	d = &sums[i];
+	if (i == *n) {
+		memset(d, 0, sizeof(*d));
+		d->tenant = tenant;
+		d->day = day;
+		(*n)++;
+	}
+	d->cost += r->cost_input + r->cost_output + r->cost_sandbox;
+	d->tokens += r->input_tokens + r->output_tokens;
+	d->sandbox_ms += r->sandbox_ms;
+	d->requests++;
+	if (r->started_ms > d->last_ms)
+		d->last_ms = r->started_ms;
+}
+
 static int
-add_row(struct sg_store *st, const struct sg_store_use *in)
+add_day(struct sg_store *st, const struct day_sum *d)
+{
+	return sg_st_exec_args(st, NULL, "INSERT INTO spend (tenant, day, "
+	    "cost, tokens, sandbox_ms, requests, last_ms) VALUES (?1, ?2, ?3, "
+	    "?4, ?5, ?6, ?7) ON CONFLICT (tenant, day) DO UPDATE SET cost = "
+	    "spend.cost + ?3, tokens = spend.tokens + ?4, sandbox_ms = "
+	    "spend.sandbox_ms + ?5, requests = spend.requests + ?6, last_ms = "
+	    "CASE WHEN spend.last_ms > ?7 THEN spend.last_ms ELSE ?7 END",
+	    "siiiiii", d->tenant, d->day, d->cost, d->tokens, d->sandbox_ms,
+	    d->requests, d->last_ms);
+}
+
+/* Insert row in (cleaned into *out): *added set when it was not there. */
+static int
+add_row(struct sg_store *st, const struct sg_store_use *in,
+    struct sg_store_use *out, int *added)
 {
 	struct sg_store_use r = *in;
 	int rc, changes = 0;
@@ -48,7 +98,7 @@ add_row(struct sg_store *st, const struct sg_store_use *in)
 	CLEAN(r.tool);
 	if (r.id[0] == '\0')
 		return sg_st_err(st, "usage: a row without an id");
-	if ((rc = sg_st_exec_args(st, &changes, "INSERT INTO usage (id, tenant, "
+	rc = sg_st_exec_args(st, &changes, "INSERT INTO usage (id, tenant, "
 	    "key_id, key_name, model, upstream_model, surface, tool, box, "
 	    "status, aborted, started_ms, duration_ms, input_tokens, "
 	    "cached_tokens, output_tokens, reasoning_tokens, model_requests, "
@@ -61,35 +111,45 @@ add_row(struct sg_store *st, const struct sg_store_use *in)
 	    r.input_tokens, r.cached_tokens, r.output_tokens,
 	    r.reasoning_tokens, r.model_requests, r.code_runs, r.sandbox_ms,
 	    r.sessions, r.file_bytes, r.cost_input, r.cost_output,
-	    r.cost_sandbox)) != SG_STORE_OK || changes == 0)
-		return rc;
-	/* Only a row added now counts in its key's day: one written again
-	 * after a crash is skipped above. */
-	return sg_st_exec_args(st, NULL, "INSERT INTO spend (tenant, day, "
-	    "cost, tokens, sandbox_ms, requests, last_ms) VALUES (?1, ?2, ?3, "
-	    "?4, ?5, 1, ?6) ON CONFLICT (tenant, day) DO UPDATE SET cost = "
-	    "spend.cost + ?3, tokens = spend.tokens + ?4, sandbox_ms = "
-	    "spend.sandbox_ms + ?5, requests = spend.requests + 1, last_ms = "
-	    "CASE WHEN spend.last_ms > ?6 THEN spend.last_ms ELSE ?6 END",
-	    "siiiii", r.tenant, r.started_ms / DAY_MS * DAY_MS,
-	    r.cost_input + r.cost_output + r.cost_sandbox,
-	    r.input_tokens + r.output_tokens, r.sandbox_ms, r.started_ms);
+	    r.cost_sandbox);
+	*out = r;
+	*added = rc == SG_STORE_OK && changes > 0;
+	return rc;
 }
 
 int
 sg_store_use_add(struct sg_store *st, const struct sg_store_use *rows,
     size_t n)
 {
-	size_t i;
-	int rc;
+	struct sg_store_use *clean;
+	struct day_sum *sums;
+	size_t i, nsums = 0;
+	int rc, added;
 
 	if (n == 0)
 		return SG_STORE_OK;
-	if ((rc = sg_st_begin_batch(st)) != SG_STORE_OK)
-		return rc;
-	for (i = 0; i < n && rc == SG_STORE_OK; i++)
-		rc = add_row(st, &rows[i]);
-	return sg_st_end(st, rc);
+	clean = calloc(n, sizeof(*clean));
+	sums = calloc(n, sizeof(*sums));
+	if (clean == NULL || sums == NULL) {
+		free(clean);
+		free(sums);
+		return sg_st_err(st, "usage: out of memory");
+	}
+	if ((rc = sg_st_begin_batch(st)) == SG_STORE_OK) {
+		for (i = 0; i < n && rc == SG_STORE_OK; i++) {
+			rc = add_row(st, &rows[i], &clean[i], &added);
+			/* Only a row added now counts in its key's day: one
+			 * written again after a crash was skipped. */
+			if (rc == SG_STORE_OK && added)
+				sum_day(sums, &nsums, &clean[i], clean[i].tenant);
+		}
+		for (i = 0; i < nsums && rc == SG_STORE_OK; i++)
+			rc = add_day(st, &sums[i]);
+		rc = sg_st_end(st, rc);
+	}
+	free(clean);
+	free(sums);
+	return rc;
 }
 
 /*
@@ -229,18 +289,12 @@ sg_store_use_total(struct sg_store *st, const char *tenant, int64_t since_ms,
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	/* From a day's start (a budget's period): the day sums. */
-	if (since_ms % DAY_MS == 0)
-		rc = sg_st_run(st, &cur, "SELECT coalesce(sum(cost), 0), "
-		    "coalesce(sum(tokens), 0), coalesce(sum(sandbox_ms), 0), "
-		    "coalesce(sum(requests), 0), coalesce(max(last_ms), 0) FROM "
-		    "spend WHERE tenant = ? AND day >= ?", "si", tenant, since_ms);
-	else
-		rc = sg_st_run(st, &cur, "SELECT coalesce(sum(cost_input + cost_output "
-	    "+ cost_sandbox), 0), coalesce(sum(input_tokens + output_tokens), "
-	    "0), coalesce(sum(sandbox_ms), 0), count(*), coalesce(max("
-	    "started_ms), 0) FROM usage WHERE tenant = ? AND started_ms >= ?",
-		    "si", tenant, since_ms);
+	/* The day sums: a month is 31 rows, not a month of requests. */
+	rc = sg_st_run(st, &cur, "SELECT coalesce(sum(cost), 0), "
+	    "coalesce(sum(tokens), 0), coalesce(sum(sandbox_ms), 0), "
+	    "coalesce(sum(requests), 0), coalesce(max(last_ms), 0) FROM "
+	    "spend WHERE tenant = ? AND day >= ?", "si", tenant,
+	    since_ms / DAY_MS * DAY_MS);
 	if (rc == SG_ST_ROW) {
 		t->cost = sg_st_int(cur, 0);
 		t->tokens = sg_st_int(cur, 1);

@@ -93,8 +93,9 @@ struct sg_store_use_sum {
 int	 sg_store_use_sum(struct sg_store *, const struct sg_store_use_q *,
 	    int (*fn)(void *, const struct sg_store_use_sum *), void *arg);
 
-/* A key's (tenant's) totals since a unix ms: what its budget and
- * sandbox_seconds are held to. Every box's rows count. */
+/* A key's (tenant's) totals from the start of the UTC day holding
+ * since_ms (the ledger's day sums): what its budget and sandbox_seconds
+ * are held to. Every box's rows count. */
 struct sg_store_use_tot {
 	int64_t	 cost;			/* nano-USD, all three parts */
 	int64_t	 tokens;		/* input + output */

@@ -447,8 +447,6 @@ ledger_indexes(void **state)
 	assert_contains(out, "traces_started ON");
 	assert_contains(out, "(started_ms, id)");
 	assert_contains(out, "usage_started ON");
-	assert_contains(out, "usage_tenant ON");
-	assert_contains(out, "(tenant, started_ms)");
 	assert_contains(out, "usage_key ON");
 	assert_contains(out, "(key_id, started_ms, id)");
 }
