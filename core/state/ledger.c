@@ -135,10 +135,12 @@ static void
 key_id(const char *tenant, char out[32])
 {
 	static char last[65], id[32];
+	static int known;
 
-	if (strcmp(last, tenant) != 0) {
+	if (!known || strcmp(last, tenant) != 0) {
 		sg_use_key_id(tenant, id);
 		snprintf(last, sizeof(last), "%s", tenant);
+		known = 1;
 	}
 	memcpy(out, id, sizeof(id));
 }
