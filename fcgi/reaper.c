@@ -24,7 +24,9 @@
 
 #define REAP_EVERY	30
 #define LEASE_RENEW_MS	5000
-#define DRAIN_MS	200	/* ledger rows reach the store within */
+#define TICK_MS		200	/* the loop's tick: the pool, a full ring */
+#define DRAIN_MS	1000	/* ledger rows reach the store within: a
+				 * commit a second, not one a request */
 #define PRUNE_BATCH	1000	/* ledger rows and traces removed a sweep */
 
 static volatile sig_atomic_t stopping;
@@ -122,9 +124,10 @@ tend_pool(struct sg_sbx_env *env, struct pool_turn *p)
 }
 
 /*
- * Every DRAIN_MS the responders' ledger rows go to the store and, with
- * warm sandboxes wanted, the pool is tended (a claimed one is replaced at
- * once); every REAP_EVERY seconds, a sweep. At the end
+ * Every DRAIN_MS (or TICK_MS while the ring fills) the responders' ledger
+ * rows go to the store; every TICK_MS, with warm sandboxes wanted, the
+ * pool is tended (a claimed one is replaced at once); every REAP_EVERY
+ * seconds, a sweep. At the end
  * (a stop, or a reload: the new reaper makes them again with the new
  * settings) its own warm sandboxes go.
  */
@@ -133,13 +136,16 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 {
 	struct pool_turn p = { .held = 0 };
 	int pooled = sg_pool_wanted(cfg);
-	int64_t next_sweep = 0;
+	int64_t next_sweep = 0, next_drain = 0;
 
 	snprintf(p.holder, sizeof(p.holder), "%s:%d", sg_store_box(env->store),
 	    (int)getpid());
 	snprintf(p.lease, sizeof(p.lease), "pool:%s", sg_store_box(env->store));
 	while (!stopping) {
-		drain(env);
+		if (sg_now_ms() >= next_drain || sg_use_filling()) {
+			drain(env);
+			next_drain = sg_now_ms() + DRAIN_MS;
+		}
 		if (sg_now_ms() >= next_sweep) {
 			sweep(env, NULL);
 			prune_usage(env);
@@ -147,7 +153,7 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 		}
 		if (pooled)
 			tend_pool(env, &p);
-		poll(NULL, 0, DRAIN_MS);
+		poll(NULL, 0, TICK_MS);
 	}
 	drain(env);
 	if (p.tended) {

@@ -39,6 +39,9 @@ enum sg_st_kind { SG_ST_SQLITE, SG_ST_PG };
 
 struct sg_st_cached {
 	char			*sql;
+	const char		*seen;	/* the caller's text when last found:
+					 * most SQL is a literal, the same
+					 * pointer each time */
 	uint64_t		 hash;
 	struct sqlite3_stmt	*stmt;
 	int			 busy;

@@ -98,11 +98,23 @@ sg_sq_close(struct sg_store *st)
 static int
 prepare(struct sg_store *st, const char *sql, sqlite3_stmt **stmt)
 {
-	uint64_t h = sg_fnv1a(sql);
 	struct sg_st_cached *c;
+	uint64_t h;
 	char *copy;
 	int i, rc;
 
+	/* The text seen here before, at the same address: a compare, not
+	 * a hash of the whole text (a text built in a buffer may reuse an
+	 * address, so the text is compared too). */
+	for (i = 0; i < st->ncache; i++) {
+		c = &st->cache[i];
+		if (c->seen == sql && !c->busy && strcmp(c->sql, sql) == 0) {
+			c->busy = 1;
+			*stmt = c->stmt;
+			return SQLITE_OK;
+		}
+	}
+	h = sg_fnv1a(sql);
 	for (i = 0; i < st->ncache; i++) {
 		c = &st->cache[i];
 		if (c->hash != h || strcmp(c->sql, sql) != 0)
@@ -110,6 +122,7 @@ prepare(struct sg_store *st, const char *sql, sqlite3_stmt **stmt)
 		if (c->busy)
 			break;	/* in use (a nested query): a fresh one */
 		c->busy = 1;
+		c->seen = sql;
 		*stmt = c->stmt;
 		return SQLITE_OK;
 	}
@@ -122,7 +135,8 @@ prepare(struct sg_store *st, const char *sql, sqlite3_stmt **stmt)
 		free(copy);
 		return rc;
 	}
-	st->cache[st->ncache++] = (struct sg_st_cached){ copy, h, *stmt, 1 };
+	st->cache[st->ncache++] = (struct sg_st_cached){ copy, sql, h, *stmt,
+	    1 };
 	return SQLITE_OK;
 }
 

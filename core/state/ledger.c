@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ledger.h"
+#include "usage_scan.h"
 #include "../config/config.h"
 #include "../http/http.h"
 #include "../../lib/util.h"
@@ -41,6 +42,16 @@ struct page {
 };
 
 static struct page *page;		/* NULL until mapped */
+
+/* src into the array dst (zeroed), cut to fit: a request's copies,
+ * without printf's cost. */
+#define PUT(dst, src)	put((dst), sizeof(dst), (src))
+
+static void
+put(char *dst, size_t sz, const char *src)
+{
+	memcpy(dst, src, strnlen(src, sz - 1));
+}
 static struct live own;			/* a process without a slot */
 static struct live *cur = &own;		/* the row this process counts */
 static void (*watcher)(int64_t);	/* told of tokens as counted */
@@ -126,6 +137,8 @@ sg_use_slot(int slot)
 	cur = &page->slots[slot];
 	lock();
 	finish_orphan(cur);
+	cur->pid = getpid();
+	cur->start = sg_self_start();
 	unlock();
 }
 
@@ -157,16 +170,19 @@ sg_use_begin(const struct sg_req *req, const char *surface)
 		unlock();
 	}
 	memset(u, 0, sizeof(*u));
-	snprintf(u->id, sizeof(u->id), "%s", req->id);
-	snprintf(u->tenant, sizeof(u->tenant), "%s", req->tenant);
+	PUT(u->id, req->id);
+	PUT(u->tenant, req->tenant);
 	key_id(req->tenant, u->key_id);
-	snprintf(u->key_name, sizeof(u->key_name), "%s", req->key_name);
-	snprintf(u->model, sizeof(u->model), "%s", req->model);
-	snprintf(u->surface, sizeof(u->surface), "%s", surface);
+	PUT(u->key_name, req->key_name);
+	PUT(u->model, req->model);
+	PUT(u->surface, surface);
 	u->started_ms = req->wall_ms;
 	cur->mono = req->start_ms;
-	cur->pid = getpid();
-	cur->start = sg_self_start();
+	/* A responder's slot knows its process (sg_use_slot). */
+	if (cur == &own) {
+		cur->pid = getpid();
+		cur->start = sg_self_start();
+	}
 	__atomic_store_n(&cur->state, LIVE_BUSY, __ATOMIC_RELEASE);
 }
 
@@ -201,10 +217,25 @@ count_of(const json_t *o, const char *a, const char *b)
 	    (int64_t)json_integer_value(v) : 0;
 }
 
+/* Counts of one usage into the request's row; its tokens to whoever
+ * watches them (a key's tpm). */
+static void
+add_counts(const struct sg_usage_counts *c)
+{
+	struct sg_store_use *u = &cur->row;
+
+	u->input_tokens += c->input;
+	u->output_tokens += c->output;
+	u->cached_tokens += c->cached;
+	u->reasoning_tokens += c->reasoning;
+	if (watcher != NULL)
+		watcher(c->input + c->output);
+}
+
 void
 sg_use_tokens(const json_t *usage)
 {
-	struct sg_store_use *u = &cur->row;
+	struct sg_usage_counts c;
 	const json_t *in, *out;
 
 	if (!json_is_object(usage))
@@ -215,14 +246,11 @@ sg_use_tokens(const json_t *usage)
 	out = json_object_get(usage, "output_tokens_details");
 	if (out == NULL)
 		out = json_object_get(usage, "completion_tokens_details");
-	u->input_tokens += count_of(usage, "input_tokens", "prompt_tokens");
-	u->output_tokens += count_of(usage, "output_tokens",
-	    "completion_tokens");
-	u->cached_tokens += count_of(in, "cached_tokens", NULL);
-	u->reasoning_tokens += count_of(out, "reasoning_tokens", NULL);
-	if (watcher != NULL)
-		watcher(count_of(usage, "input_tokens", "prompt_tokens") +
-		    count_of(usage, "output_tokens", "completion_tokens"));
+	c.input = count_of(usage, "input_tokens", "prompt_tokens");
+	c.output = count_of(usage, "output_tokens", "completion_tokens");
+	c.cached = count_of(in, "cached_tokens", NULL);
+	c.reasoning = count_of(out, "reasoning_tokens", NULL);
+	add_counts(&c);
 }
 
 /* Whether the quote at p (in text from start) opens a key: a quote
@@ -242,6 +270,7 @@ sg_use_tokens_in(const char *text, size_t len)
 {
 	static const char key[] = "\"usage\"";
 	const char *p = NULL, *q, *end = text + len;
+	struct sg_usage_counts c;
 	json_t *v;
 
 	/* The last "usage" key: an answer's own is at its top level and
@@ -261,6 +290,10 @@ sg_use_tokens_in(const char *text, size_t len)
 		p++;
 	if (p >= end || *p != '{')
 		return;
+	if (sg_usescan(p, (size_t)(end - p), &c) == SG_USESCAN_OK) {
+		add_counts(&c);
+		return;
+	}
 	if ((v = json_loadb(p, (size_t)(end - p), JSON_DISABLE_EOF_CHECK,
 	    NULL)) == NULL)
 		return;
@@ -362,6 +395,14 @@ sg_use_end(const struct sg_cfg *cfg, const struct sg_req *req, int status,
 	cur->state = LIVE_FREE;
 	unlock();
 	return rc;
+}
+
+int
+sg_use_filling(void)
+{
+	/* Unlocked: a stale count only moves the drain by a tick. */
+	return page != NULL && __atomic_load_n(&page->tail, __ATOMIC_RELAXED) -
+	    __atomic_load_n(&page->head, __ATOMIC_RELAXED) >= RING / 4;
 }
 
 int

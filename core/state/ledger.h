@@ -67,6 +67,8 @@ int	 sg_use_end(const struct sg_cfg *, const struct sg_req *, int status,
  * written in *n. 0, or -1 when the store failed (the rows stay queued).
  */
 int	 sg_use_drain(const struct sg_cfg *, struct sg_store *, int *n);
+/* Whether the ring is a quarter full: drain before the usual time. */
+int	 sg_use_filling(void);
 
 /* The cost (nano-USD) and sandbox ms of tenant's rows started since
  * since_ms that wait in the ring for the reaper. */
