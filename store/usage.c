@@ -36,26 +36,26 @@ clean(char *s, size_t sz)
 /* A key's day, summed over the rows of one batch: the batch writes one
  * upsert a key and day, not one a row. */
 struct day_sum {
-	const char	*tenant;	/* the batch's row's */
+	char		 tenant[65];
 	int64_t		 day, cost, tokens, sandbox_ms, requests, last_ms;
 };
 
-/* Add row r (just inserted) to its key-day in sums[*n] (at most max). */
+/* Add row r (just inserted) to its key-day in sums[*n]. */
 static void
-sum_day(struct day_sum *sums, size_t *n, const struct sg_store_use *r,
-    const char *tenant)
+sum_day(struct day_sum *sums, size_t *n, const struct sg_store_use *r)
 {
 	int64_t day = r->started_ms / DAY_MS * DAY_MS;
 	struct day_sum *d;
 	size_t i;
 
 	for (i = 0; i < *n; i++)
-		if (sums[i].day == day && strcmp(sums[i].tenant, tenant) == 0)
+		if (sums[i].day == day && strncmp(sums[i].tenant, r->tenant,
+		    sizeof(sums[i].tenant) - 1) == 0)
 			break;
 	d = &sums[i];
 	if (i == *n) {
 		memset(d, 0, sizeof(*d));
-		d->tenant = tenant;
+		memcpy(d->tenant, r->tenant, sizeof(d->tenant) - 1);
 		d->day = day;
 		(*n)++;
 	}
@@ -80,21 +80,21 @@ add_day(struct sg_store *st, const struct day_sum *d)
 	    d->requests, d->last_ms);
 }
 
-/* Insert row in (cleaned into *out): *added set when it was not there. */
+/* Insert row in: *added set when it was not there. */
 static int
-add_row(struct sg_store *st, const struct sg_store_use *in,
-    struct sg_store_use *out, int *added)
+add_row(struct sg_store *st, const struct sg_store_use *in, int *added)
 {
 	struct sg_store_use r = *in;
 	int rc, changes = 0;
 
-	CLEAN(r.id);
-	CLEAN(r.tenant);
-	CLEAN(r.key_id);
+	/* The names come from clients and configs, cut to fit; the ids and
+	 * the surface are sandgate's ASCII, their ends checked only. */
+	r.id[sizeof(r.id) - 1] = r.tenant[sizeof(r.tenant) - 1] = '\0';
+	r.key_id[sizeof(r.key_id) - 1] = '\0';
+	r.surface[sizeof(r.surface) - 1] = '\0';
 	CLEAN(r.key_name);
 	CLEAN(r.model);
 	CLEAN(r.upstream_model);
-	CLEAN(r.surface);
 	CLEAN(r.tool);
 	if (r.id[0] == '\0')
 		return sg_st_err(st, "usage: a row without an id");
@@ -112,7 +112,6 @@ add_row(struct sg_store *st, const struct sg_store_use *in,
 	    r.reasoning_tokens, r.model_requests, r.code_runs, r.sandbox_ms,
 	    r.sessions, r.file_bytes, r.cost_input, r.cost_output,
 	    r.cost_sandbox);
-	*out = r;
 	*added = rc == SG_STORE_OK && changes > 0;
 	return rc;
 }
@@ -121,33 +120,26 @@ int
 sg_store_use_add(struct sg_store *st, const struct sg_store_use *rows,
     size_t n)
 {
-	struct sg_store_use *clean;
 	struct day_sum *sums;
 	size_t i, nsums = 0;
 	int rc, added;
 
 	if (n == 0)
 		return SG_STORE_OK;
-	clean = calloc(n, sizeof(*clean));
-	sums = calloc(n, sizeof(*sums));
-	if (clean == NULL || sums == NULL) {
-		free(clean);
-		free(sums);
+	if ((sums = calloc(n, sizeof(*sums))) == NULL)
 		return sg_st_err(st, "usage: out of memory");
-	}
 	if ((rc = sg_st_begin_batch(st)) == SG_STORE_OK) {
 		for (i = 0; i < n && rc == SG_STORE_OK; i++) {
-			rc = add_row(st, &rows[i], &clean[i], &added);
+			rc = add_row(st, &rows[i], &added);
 			/* Only a row added now counts in its key's day: one
 			 * written again after a crash was skipped. */
 			if (rc == SG_STORE_OK && added)
-				sum_day(sums, &nsums, &clean[i], clean[i].tenant);
+				sum_day(sums, &nsums, &rows[i]);
 		}
 		for (i = 0; i < nsums && rc == SG_STORE_OK; i++)
 			rc = add_day(st, &sums[i]);
 		rc = sg_st_end(st, rc);
 	}
-	free(clean);
 	free(sums);
 	return rc;
 }

@@ -1,0 +1,72 @@
+#!/bin/sh
+# What a passthrough request costs in instructions, by process kind:
+# callgrind on a gateway (`workers = [2, 2]`) behind lighttpd, chat JSON at
+# c=1 for SECS seconds, for each build root given (this tree's and a base
+# built the same way). Deterministic where wrk's timings are not (the
+# machine is shared): the ledger's cost is read here.
+#   sh bench/instructions.sh SECS ROOT...   (each ROOT with build/sandgate-fcgi)
+set -eu
+secs=$1
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+for root in "$@"; do
+	out=$(mktemp -d /tmp/sgcg.XXXXXX)
+	chmod 1777 "$out"	# the responders (nobody) write their profiles here
+	mkdir -p "$out/www" "$out/store"
+	chown nobody "$out/store" 2>/dev/null || true
+	port=$((30000 + $$ % 1000)); up=$((port + 1)); gw=$((port + 2))
+	node "$here/fakes.mjs" "$up" $((port + 3)) & fpid=$!
+	key=bench-key
+	cat > "$out/sandgate.conf" <<CONF
+server: { workers = [2, 2]; user = "nobody"; };
+store: { path = "$out/store/sandgate.db"; };
+auth: { keys = ( { name = "bench"; key_sha256 = "$(printf %s "$key" | sha256sum | cut -d' ' -f1)"; } ); };
+models = ( { name = "bench"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "echo"; } );
+CONF
+	cat > "$out/lighttpd.conf" <<CONF
+server.port = $gw
+server.bind = "127.0.0.1"
+server.document-root = "$out/www"
+server.modules += ( "mod_fastcgi" )
+\$HTTP["url"] =~ "^/(v1/|healthz$|metrics$)" {
+  fastcgi.server = ( "/" => (( "socket" => "$out/fcgi.sock",
+    "bin-path" => "/usr/bin/valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=$out/cg.%p $root/build/sandgate-fcgi --config $out/sandgate.conf",
+    "max-procs" => 1, "check-local" => "disable" )) )
+}
+CONF
+	/usr/sbin/lighttpd -D -f "$out/lighttpd.conf" 2>"$out/log" & lpid=$!
+	for i in $(seq 300); do
+		curl -sf "http://127.0.0.1:$gw/healthz" >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	printf '{"model":"bench","messages":[{"role":"user","content":"hi"}]}' > "$out/body"
+	BODY_FILE="$out/body" wrk -t1 -c1 -d"${secs}s" -s "$here/post.lua" \
+	    "http://127.0.0.1:$gw/v1/chat/completions" > "$out/wrk.out"
+	kill $lpid; wait $lpid 2>/dev/null || true
+	kill $fpid; wait $fpid 2>/dev/null || true
+	sleep 3
+	python3 - "$out" "$root" <<'PY'
+import glob, re, sys
+out, root = sys.argv[1], sys.argv[2]
+n = int(re.search(r'(\d+) requests in', open(out + '/wrk.out').read()).group(1))
+steady, reaper = [], 0
+for f in glob.glob(out + '/cg.*'):
+    txt = open(f).read()
+    if 'sg_reaper_run' in txt:
+        # The reaper's work on requests: what drains the ledger.
+        m = re.search(r'\((\d+)\) sg_use_drain\b', txt)
+        calls = re.findall(r'cfn=\(%s\)[^\n]*\ncalls=\d+[^\n]*\n\S+ (\d+)' % m.group(1), txt) if m else []
+        reaper += sum(int(c) for c in calls)
+        continue
+    m = re.search(r'\((\d+)\) sg_gw_handle\b', txt)
+    if not m:
+        continue
+    calls = ir = 0
+    for c, i in re.findall(r'cfn=\(%s\)[^\n]*\ncalls=(\d+)[^\n]*\n\S+ (\d+)' % m.group(1), txt):
+        calls += int(c); ir += int(i)
+    if calls > 100:  # a responder that served: its first request aside
+        steady.append(ir / calls)
+print("| %s | %d | %.0f | %.0f |" % (root, n, sum(steady) / len(steady), reaper / n))
+PY
+	rm -rf "$out"
+done
