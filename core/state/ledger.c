@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "ledger.h"
-#include "usage_scan.h"
 #include "../config/config.h"
 #include "../http/http.h"
 #include "../../lib/util.h"
@@ -233,11 +232,11 @@ add_counts(const struct sg_usage_counts *c)
 }
 
 void
-sg_use_tokens(const json_t *usage)
+sg_use_counts(const json_t *usage, struct sg_usage_counts *c)
 {
-	struct sg_usage_counts c;
 	const json_t *in, *out;
 
+	memset(c, 0, sizeof(*c));
 	if (!json_is_object(usage))
 		return;
 	in = json_object_get(usage, "input_tokens_details");
@@ -246,10 +245,20 @@ sg_use_tokens(const json_t *usage)
 	out = json_object_get(usage, "output_tokens_details");
 	if (out == NULL)
 		out = json_object_get(usage, "completion_tokens_details");
-	c.input = count_of(usage, "input_tokens", "prompt_tokens");
-	c.output = count_of(usage, "output_tokens", "completion_tokens");
-	c.cached = count_of(in, "cached_tokens", NULL);
-	c.reasoning = count_of(out, "reasoning_tokens", NULL);
+	c->input = count_of(usage, "input_tokens", "prompt_tokens");
+	c->output = count_of(usage, "output_tokens", "completion_tokens");
+	c->cached = count_of(in, "cached_tokens", NULL);
+	c->reasoning = count_of(out, "reasoning_tokens", NULL);
+}
+
+void
+sg_use_tokens(const json_t *usage)
+{
+	struct sg_usage_counts c;
+
+	if (!json_is_object(usage))
+		return;
+	sg_use_counts(usage, &c);
 	add_counts(&c);
 }
 

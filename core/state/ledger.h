@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "usage_scan.h"
 #include "../../store/usage.h"
 
 struct sg_cfg;
@@ -43,6 +44,8 @@ void	 sg_use_call(void);
 void	 sg_use_watch(void (*fn)(int64_t tokens));
 /* An upstream's usage object, in Responses' names or Chat's. */
 void	 sg_use_tokens(const json_t *usage);
+/* The counts sg_use_tokens takes from usage (zeros when it is none). */
+void	 sg_use_counts(const json_t *usage, struct sg_usage_counts *);
 /* The usage in an answer's JSON text, or in one stream event's data:
  * found without parsing the rest (a relayed answer is not parsed). */
 void	 sg_use_tokens_in(const char *text, size_t len);

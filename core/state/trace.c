@@ -237,7 +237,7 @@ void
 sg_trace_turn(int64_t t0, int64_t ms, long status, const char *error,
     const json_t *usage)
 {
-	const json_t *in, *out;
+	struct sg_usage_counts c;
 	struct round *r;
 
 	tr.call_id[0] = '\0';
@@ -250,21 +250,12 @@ sg_trace_turn(int64_t t0, int64_t ms, long status, const char *error,
 	r->ms = ms;
 	r->status = status;
 	r->error = error != NULL ? bounded(error, MESSAGE_MAX) : NULL;
-	if (!json_is_object(usage))
-		return;
-	in = json_object_get(usage, "input_tokens_details");
-	if (in == NULL)
-		in = json_object_get(usage, "prompt_tokens_details");
-	out = json_object_get(usage, "output_tokens_details");
-	if (out == NULL)
-		out = json_object_get(usage, "completion_tokens_details");
-	r->in = json_integer_value(json_object_get(usage, "input_tokens")) +
-	    json_integer_value(json_object_get(usage, "prompt_tokens"));
-	r->out = json_integer_value(json_object_get(usage, "output_tokens")) +
-	    json_integer_value(json_object_get(usage, "completion_tokens"));
-	r->cached = json_integer_value(json_object_get(in, "cached_tokens"));
-	r->reasoning = json_integer_value(json_object_get(out,
-	    "reasoning_tokens"));
+	/* As the ledger counts them: the round's tokens add up to its row. */
+	sg_use_counts(usage, &c);
+	r->in = c.input;
+	r->out = c.output;
+	r->cached = c.cached;
+	r->reasoning = c.reasoning;
 }
 
 void
