@@ -381,6 +381,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	}
 	if (m->model != NULL)
 		json_object_set_new(body, "model", json_string(m->model));
+	sg_meter_stream(surface, body, req);
 	text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (text == NULL)

@@ -53,6 +53,7 @@ sg_meter_admit(const struct sg_cfg *cfg, struct sg_store *store,
 	if (lim.rpm <= 0 && lim.tpm <= 0 && lim.budget <= 0 &&
 	    lim.sandbox_seconds <= 0)
 		return 0;
+	req->metered = lim.tpm > 0 || lim.budget > 0;
 	if (sg_lim_admit(store, req->tenant, &lim, route == SG_ROUTE_CHAT ||
 	    route == SG_ROUTE_RESPONSES ? SG_LIM_MODEL : SG_LIM_SANDBOX,
 	    req->wall_ms, req->head, sizeof(req->head), &err) == 0)
@@ -86,4 +87,28 @@ sg_meter_end(const struct sg_cfg *cfg, struct sg_store *store,
 		fprintf(stderr, "event=usage_lost request=%s reason=store\n",
 		    req->id);
 	sg_trace_end(cfg, store, req, out->started ? out->status : 0);
+}
+
+/*
+ * A Chat stream reports its usage only when asked (stream_options.
+ * include_usage): for a key whose tokens are held to a limit, it is
+ * asked, so the key's tpm and budget see them, and the client that did
+ * not ask is sent the stream it would have had (core/upstream strips the
+ * usage out).
+ */
+void
+sg_meter_stream(enum sg_surface surface, json_t *body, struct sg_req *req)
+{
+	json_t *opts = json_object_get(body, "stream_options");
+
+	if (!req->metered || surface != SG_SURFACE_CHAT ||
+	    !json_is_true(json_object_get(body, "stream")) ||
+	    json_is_true(json_object_get(opts, "include_usage")))
+		return;
+	if (!json_is_object(opts)) {
+		opts = json_object();
+		json_object_set_new(body, "stream_options", opts);
+	}
+	json_object_set_new(opts, "include_usage", json_true());
+	req->strip_usage = 1;
 }

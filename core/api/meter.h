@@ -9,6 +9,7 @@
 #include "../config/config.h"
 #include "../http/http.h"
 #include "../http/router.h"
+#include "../upstream/upstream.h"
 
 struct sg_store;
 
@@ -24,5 +25,10 @@ void	 sg_meter_begin(enum sg_route, const struct sg_req *);
  * the store. */
 void	 sg_meter_end(const struct sg_cfg *, struct sg_store *, enum sg_route,
 	    const struct sg_req *, struct sg_out *);
+
+/* A relayed Chat stream of a key whose tokens are held to a limit asks
+ * its upstream for the usage (body changed; req->strip_usage set when the
+ * client did not ask). */
+void	 sg_meter_stream(enum sg_surface, json_t *body, struct sg_req *);
 
 #endif

@@ -60,6 +60,12 @@ struct sg_req {
 	/* Head lines every answer to it carries ("Name: value\r\n"...):
 	 * the key's rate limits (core/state/limits.h). */
 	char		 head[640];
+	/* The key's tokens are held to a limit (tpm, a budget): a Chat
+	 * stream relayed for it asks the upstream for its usage... */
+	int		 metered;
+	/* ... and, when the client did not ask, the usage the client would
+	 * not have had is taken out of what it is sent. */
+	int		 strip_usage;
 };
 
 /*

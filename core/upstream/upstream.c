@@ -138,6 +138,53 @@ on_header(char *line, size_t size, size_t nitems, void *arg)
 	return len;
 }
 
+/*
+ * A Chat chunk's data without the usage the client did not ask for: the
+ * last chunk (no choices, a usage) goes whole (1); another loses its
+ * "usage": null member (its text, new, in *out; 0). -1: the chunk is
+ * sent as it came.
+ */
+static int
+unasked_usage(const char *data, size_t len, char **out)
+{
+	json_t *c = json_loadb(data, len, 0, NULL), *u;
+	int rc = -1;
+
+	*out = NULL;
+	if (!json_is_object(c) || (u = json_object_get(c, "usage")) == NULL) {
+		json_decref(c);
+		return -1;
+	}
+	if (json_is_object(u) && json_array_size(json_object_get(c,
+	    "choices")) == 0)
+		rc = 1;
+	else if (json_is_null(u)) {
+		json_object_del(c, "usage");
+		rc = (*out = json_dumps(c, JSON_COMPACT)) != NULL ? 0 : -1;
+	}
+	json_decref(c);
+	return rc;
+}
+
+/* Send event ev as the client asked for it. */
+static int
+relay_write(struct relay *r, const struct sg_sse_event *ev)
+{
+	char *text;
+	int rc;
+
+	if (!r->req->strip_usage || !ev->has_data ||
+	    (rc = unasked_usage(ev->data, ev->datalen, &text)) == -1)
+		return r->out->write(r->out, ev->raw, ev->rawlen);
+	if (rc == 1)
+		return 0;
+	rc = r->out->write(r->out, "data: ", 6) == -1 ||
+	    r->out->write(r->out, text, strlen(text)) == -1 ||
+	    r->out->write(r->out, "\n\n", 2) == -1 ? -1 : 0;
+	free(text);
+	return rc;
+}
+
 static int
 relay_event(void *arg, const struct sg_sse_event *ev)
 {
@@ -149,7 +196,7 @@ relay_event(void *arg, const struct sg_sse_event *ev)
 		r->events++;
 		sg_use_tokens_in(ev->data, ev->datalen);
 	}
-	if (r->out->write(r->out, ev->raw, ev->rawlen) == -1 ||
+	if (relay_write(r, ev) == -1 ||
 	    r->out->flush(r->out) == -1) {
 		r->client_gone = 1;
 		return -1;

@@ -13,6 +13,7 @@ const RPM = "sk-rpm-" + crypto.randomBytes(8).toString("hex");
 const BUDGET = "sk-budget-" + crypto.randomBytes(8).toString("hex");
 const TPM = "sk-tpm-" + crypto.randomBytes(8).toString("hex");
 const SBX = "sk-sbx-" + crypto.randomBytes(8).toString("hex");
+const TPM2 = "sk-tpm2-" + crypto.randomBytes(8).toString("hex");
 const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
 let stack, other;
 
@@ -23,7 +24,8 @@ before(async () => {
     keys: `{ name = "rpm"; key = "${RPM}"; rpm = 10; },
     { name = "budget"; key = "${BUDGET}"; budget = 0.000001; budget_period = "day"; },
     { name = "tpm"; key = "${TPM}"; tpm = 20; },
-    { name = "sbx"; key = "${SBX}"; sandbox_seconds = 1; }`,
+    { name = "sbx"; key = "${SBX}"; sandbox_seconds = 1; },
+    { name = "tpm2"; key = "${TPM2}"; tpm = 20; }`,
     // Priced: a dollar a token, so one request spends the budget.
     models: (model) => model("priced", "echo", "price = { input = 1000000.0; output = 1000000.0; };"),
     box: storeKind === "postgresql" ? "box-a" : undefined,
@@ -80,6 +82,24 @@ test("tpm: once the minute's tokens are reported, the next request waits for the
   assert.equal(err.code, "rate_limit_exceeded");
   assert.equal(err.type, "tokens");
   assert.equal(err.headers.get("x-ratelimit-remaining-tokens"), "0");
+});
+
+test("a Chat stream that did not ask for usage still counts against tpm, and the client sees no usage", async () => {
+  // A key of its own: a fresh minute.
+  const c = client(TPM2);
+  await stack.resetFake();
+  const s = await c.chat.completions.create({ model: "gpt-test", stream: true,
+    messages: [{ role: "user", content: "a long enough sentence to pass twenty tokens in all of it" }] });
+  const chunks = [];
+  for await (const ch of s) chunks.push(ch);
+  assert.ok(chunks.length > 1);
+  for (const ch of chunks) assert.equal("usage" in ch, false, "no usage the client did not ask for");
+  assert.ok(chunks.every((ch) => ch.choices.length > 0), "no usage-only last chunk");
+  const seen = (await stack.fakeRequests()).find((q) => q.body?.stream === true);
+  assert.deepEqual(seen.body.stream_options, { include_usage: true }, "the upstream was asked");
+  const err = await c.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
+  assert.equal(err.status, 429, "its tokens counted");
+  assert.equal(err.code, "rate_limit_exceeded");
 });
 
 test("budget: spent, the next request gets insufficient_quota, which the SDK does not retry", async () => {
