@@ -78,7 +78,7 @@ sg_meter_end(const struct sg_cfg *cfg, struct sg_store *store,
 
 	if (surface_of(route) == NULL)
 		return;
-	rc = sg_use_end(cfg, req, out->started ? out->status : 0,
+	rc = sg_use_end(cfg, out->started ? out->status : 0,
 	    !out->alive(out), &row);
 	sg_lim_end(row.cost_input + row.cost_output + row.cost_sandbox,
 	    row.sandbox_ms);

@@ -375,13 +375,12 @@ spent(const struct sg_store_use *u)
 }
 
 int
-sg_use_end(const struct sg_cfg *cfg, const struct sg_req *req, int status,
-    int aborted, struct sg_store_use *out)
+sg_use_end(const struct sg_cfg *cfg, int status, int aborted,
+    struct sg_store_use *out)
 {
 	struct sg_store_use *u = &cur->row;
 	int rc = 0;
 
-	(void)req;
 	memset(out, 0, sizeof(*out));
 	if (cur->state != LIVE_BUSY)
 		return 0;

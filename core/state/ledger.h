@@ -61,8 +61,8 @@ void	 sg_use_file(int64_t bytes);
  * dropped, or there was none: *out zeroed); 1 when the ring is full or
  * not mapped: the caller writes *out itself.
  */
-int	 sg_use_end(const struct sg_cfg *, const struct sg_req *, int status,
-	    int aborted, struct sg_store_use *out);
+int	 sg_use_end(const struct sg_cfg *, int status, int aborted,
+	    struct sg_store_use *out);
 
 /*
  * The reaper: rows of responders that died mid-request finished (status

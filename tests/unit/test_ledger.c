@@ -67,7 +67,7 @@ counts_and_prices(void **state)
 	sg_use_tokens(chat);
 	sg_use_run("local", 1800);
 	sg_use_session("local");
-	assert_int_equal(sg_use_end(&cfg, &req, 200, 0, &row), 1);
+	assert_int_equal(sg_use_end(&cfg, 200, 0, &row), 1);
 	assert_string_equal(row.id, "req_1");
 	assert_string_equal(row.upstream_model, "upstream-m");
 	assert_string_equal(row.surface, "responses");
@@ -101,7 +101,7 @@ nothing_spent_no_row(void **state)
 	(void)state;
 	req_of(&req, "req_2");
 	sg_use_begin(&req, "files");
-	assert_int_equal(sg_use_end(&cfg, &req, 200, 0, &row), 0);
+	assert_int_equal(sg_use_end(&cfg, 200, 0, &row), 0);
 }
 
 static int64_t
@@ -114,7 +114,7 @@ tokens_in(const char *text)
 	sg_use_begin(&req, "chat");
 	sg_use_call();
 	sg_use_tokens_in(text, strlen(text));
-	assert_int_equal(sg_use_end(&cfg, &req, 200, 0, &row), 1);
+	assert_int_equal(sg_use_end(&cfg, 200, 0, &row), 1);
 	return row.input_tokens * 1000 + row.output_tokens;
 }
 
@@ -181,7 +181,7 @@ ring_to_store(void **state)
 		sg_use_call();
 		tokens_text("{\"usage\":{\"prompt_tokens\":10,"
 		    "\"completion_tokens\":1}}");
-		assert_int_equal(sg_use_end(&cfg, &req, 200, 0, &row), 0);
+		assert_int_equal(sg_use_end(&cfg, 200, 0, &row), 0);
 	}
 	if ((pid = fork()) == 0) {
 		sg_use_slot(3);
