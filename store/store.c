@@ -101,26 +101,6 @@ sg_store_key_add(struct sg_store *st, const char *name, const char *sha256)
 	    (int64_t)time(NULL));
 }
 
-int
-sg_store_key_find(struct sg_store *st, const char *sha256, char *name,
-    size_t namesz)
-{
-	struct sg_st_cur *stmt;
-	int rc;
-
-	rc = sg_st_run(st, &stmt, "SELECT name FROM keys WHERE sha256 = ? AND "
-	    "revoked_at IS NULL", "s", sha256);
-	if (rc < 0)
-		return rc;
-	if (rc == SG_ST_ROW) {
-		snprintf(name, namesz, "%s", sg_st_text(stmt, 0));
-		rc = SG_STORE_OK;
-	} else
-		rc = SG_STORE_NOTFOUND;
-	sg_st_done(st, stmt);
-	return rc;
-}
-
 /* s copied into buf at *used, which grows by its size whether or not it
  * fits: the copy, or NULL (s NULL, or buf full). */
 static const char *

@@ -73,10 +73,6 @@ int	 sg_store_ping(struct sg_store *);
 /* EXISTS when an active key already has this name. */
 int	 sg_store_key_add(struct sg_store *, const char *name,
 	    const char *sha256_hex);
-/* OK and the name copied into name[namesz], or NOTFOUND. Revoked keys
- * are not found. */
-int	 sg_store_key_find(struct sg_store *, const char *sha256_hex,
-	    char *name, size_t namesz);
 /*
  * The active key of this hash with its settings, in one query: OK with
  * *out filled, its strings (name, sha256, settings or NULL) copied into

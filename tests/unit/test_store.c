@@ -223,14 +223,14 @@ migrate_twice_is_noop(void **state)
 	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
 	assert_int_equal(v, SG_STORE_SCHEMA_VERSION);
 	/* The data survived the second migrate. */
-	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_OK);
 	assert_string_equal(name, "alice");
 	/* And a reopened store migrates as a no-op too. */
 	sg_store_close(fx->st);
 	fx->st = NULL;
 	open_migrated(fx);
-	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_OK);
 }
 
@@ -293,10 +293,10 @@ key_add_find(void **state)
 	assert_int_equal(sg_store_key_add(fx->st, "alice", hash_of("ka", h)),
 	    SG_STORE_OK);
 	memset(name, 0, sizeof(name));
-	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_OK);
 	assert_string_equal(name, "alice");
-	assert_int_equal(sg_store_key_find(fx->st, hash_of("other", h), name,
+	assert_int_equal(tu_key_find(fx->st, hash_of("other", h), name,
 	    sizeof(name)), SG_STORE_NOTFOUND);
 }
 
@@ -309,7 +309,7 @@ key_find_truncates_to_buffer(void **state)
 	open_migrated(fx);
 	assert_int_equal(sg_store_key_add(fx->st, "a-long-name",
 	    hash_of("k", h)), SG_STORE_OK);
-	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_OK);
 	assert_string_equal(name, "a-l");
 }
@@ -390,7 +390,7 @@ key_duplicate_active_name(void **state)
 	assert_int_equal(sg_store_key_add(fx->st, "alice", hash_of("k2", h)),
 	    SG_STORE_EXISTS);
 	/* The refused key was not stored. */
-	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_NOTFOUND);
 }
 
@@ -417,7 +417,7 @@ key_revoke(void **state)
 	assert_int_equal(sg_store_key_add(fx->st, "alice", hash_of("ka", h)),
 	    SG_STORE_OK);
 	assert_int_equal(sg_store_key_revoke(fx->st, "alice"), SG_STORE_OK);
-	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_NOTFOUND);
 	/* Revoking again: no active key has that name any more. */
 	assert_int_equal(sg_store_key_revoke(fx->st, "alice"),
@@ -454,11 +454,11 @@ key_name_reusable_after_revoke(void **state)
 	assert_int_equal(sg_store_key_revoke(fx->st, "alice"), SG_STORE_OK);
 	assert_int_equal(sg_store_key_add(fx->st, "alice", hash_of("new", h2)),
 	    SG_STORE_OK);
-	assert_int_equal(sg_store_key_find(fx->st, h2, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h2, name, sizeof(name)),
 	    SG_STORE_OK);
 	assert_string_equal(name, "alice");
 	/* The old one stays revoked. */
-	assert_int_equal(sg_store_key_find(fx->st, h1, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h1, name, sizeof(name)),
 	    SG_STORE_NOTFOUND);
 	/* Revoking by name touches only the active one. */
 	assert_int_equal(sg_store_key_revoke(fx->st, "alice"), SG_STORE_OK);
@@ -477,7 +477,7 @@ keys_unmigrated_store_errors(void **state)
 	char h[65], name[64];
 
 	open_store(fx);
-	assert_int_equal(sg_store_key_find(fx->st, hash_of("k", h), name,
+	assert_int_equal(tu_key_find(fx->st, hash_of("k", h), name,
 	    sizeof(name)), SG_STORE_ERROR);
 	assert_true(sg_store_errmsg(fx->st)[0] != '\0');
 	assert_int_equal(sg_store_key_add(fx->st, "a", h), SG_STORE_ERROR);
@@ -493,7 +493,7 @@ sql_injection_is_data(void **state)
 	open_migrated(fx);
 	assert_int_equal(sg_store_key_add(fx->st, "x'); DROP TABLE keys; --",
 	    hash_of("k", h)), SG_STORE_OK);
-	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_OK);
 	assert_string_equal(name, "x'); DROP TABLE keys; --");
 	assert_int_equal(sg_store_key_revoke(fx->st, "' OR 1=1 --"),

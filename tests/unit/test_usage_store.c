@@ -794,7 +794,7 @@ migrate_9_to_10_keeps_rows(void **state)
 		fail_msg("migrate: %s", sg_store_errmsg(fx->st));
 	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
 	assert_int_equal(v, 10);
-	assert_int_equal(sg_store_key_find(fx->st, h, name, sizeof(name)),
+	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_OK);
 	assert_string_equal(name, "alice");
 	assert_int_equal(sg_store_key_get(fx->st, h, &k, buf, sizeof(buf)),

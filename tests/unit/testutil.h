@@ -45,6 +45,20 @@ tu_rmrf(const char *dir)
 
 #include "../../store/internal.h"
 
+/* The active key of hash h's name into name[namesz], through the
+ * store's one lookup of a key (sg_store_key_get): OK or NOTFOUND. */
+static inline int
+tu_key_find(struct sg_store *st, const char *h, char *name, size_t namesz)
+{
+	struct sg_store_key k;
+	char buf[4096];
+	int rc = sg_store_key_get(st, h, &k, buf, sizeof(buf));
+
+	if (rc == SG_STORE_OK)
+		snprintf(name, namesz, "%s", k.name);
+	return rc;
+}
+
 /*
  * The store tests run twice: on SQLite files, then, when SG_TEST_PG names
  * a PostgreSQL database they may wipe (make test starts a server), on it:
