@@ -7,7 +7,7 @@
 #                           the local sandbox (bubblewrap, Python with
 #                           IPython, matplotlib and pandas for the kernel)
 #   install-deps.sh [test]  that, and what `make test` needs besides (the
-#                           other web servers, PostgreSQL, valgrind, ...,
+#                           other web servers, PostgreSQL, valgrind, chromium, ...
 #                           and the integration tests' npm packages)
 #   install-deps.sh fuzz    test's, and clang with libFuzzer (`make fuzz`)
 #   install-deps.sh bench   test's, and wrk, hyperfine and GNU time
@@ -26,7 +26,8 @@ serve="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libjansson-de
 libconfig-dev libsqlite3-dev libssl-dev libseccomp-dev libpq-dev lighttpd
 bubblewrap python3 python3-ipython python3-matplotlib python3-pandas"
 test="libcmocka-dev slirp4netns nftables iproute2 curl jq valgrind sqlite3 procps
-nginx apache2 libapache2-mod-fcgid postgresql postgresql-client lintian mandoc"
+nginx apache2 libapache2-mod-fcgid postgresql postgresql-client lintian mandoc
+chromium"
 mode=${1:-test}
 case $mode in
 serve)	pkgs=$serve ;;
@@ -94,7 +95,7 @@ if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" = 600 ] &&
 	chmod 0666 /dev/net/tun
 fi
 # The integration tests' npm packages (openai, ajv, the AI SDK, the Agents
-# SDK, zod), pinned by the lockfile: npm ci when any package.json
+# SDK, zod, puppeteer-core for the console's browser tests with Debian's chromium), pinned by the lockfile: npm ci when any package.json
 # dependency is missing from node_modules or is not at its pinned version.
 dir=$(cd "$(dirname "$0")/integration" && pwd)
 if [ -f "$dir/package-lock.json" ] && ! node -e '
