@@ -1,0 +1,149 @@
+// Usage and costs: per UTC day over a date range, by model or by key —
+// requests, tokens, cost and sandbox time — as charts, a totals table and
+// a CSV made here in the browser (a Blob, no extra request).
+// Tokens and model requests come from the Usage API, cost from the Costs
+// API (OpenAI's shapes); sandbox seconds are not in either, so they are
+// summed from the request list (at most MAX_REQUESTS, said when cut).
+import { listAll, buckets } from "./api.js";
+import { h, table, field, select, notice, fmtNum, fmtUsd, fmtDuration } from "./dom.js";
+import { timeChart } from "./chart.js";
+
+const DAY = 86400;
+const MAX_REQUESTS = 2000;
+const MAX_SERIES = 6; // more groups than this fold into "other"
+const isoDay = (t) => new Date(t * 1000).toISOString().slice(0, 10);
+const utcDay = (s) => Date.parse(`${s}T00:00:00Z`) / 1000;
+
+const state = { from: isoDay(Date.now() / 1000 - 6 * DAY), to: isoDay(Date.now() / 1000), by: "model" };
+
+export async function render({ el, onLeave }) {
+  const out = h("div", null, h("p.muted", null, "Loading…"));
+  let charts = [];
+  const drop = () => { for (const c of charts) c.destroy?.(); charts = []; };
+  onLeave(drop);
+  const form = h("form.filters", { "aria-label": "Usage range" },
+    field("From (UTC)", h("input", { name: "from", type: "date", value: state.from, required: true })),
+    field("To (UTC)", h("input", { name: "to", type: "date", value: state.to, required: true })),
+    field("By", select("by", [["model", "model"], ["key", "key"]], state.by)),
+    h("button", { type: "submit" }, "Show"));
+  const show = async () => {
+    out.replaceChildren(h("p.muted", null, "Loading…"));
+    const data = await load(state);
+    drop();
+    const view = draw(data);
+    charts = [...view.querySelectorAll("figure.chart")];
+    out.replaceChildren(view);
+  };
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const f = form.elements;
+    if (f.from.value > f.to.value) return out.replaceChildren(notice("The range ends before it starts."));
+    Object.assign(state, { from: f.from.value, to: f.to.value, by: f.by.value });
+    show().catch((e) => out.replaceChildren(notice(e.message)));
+  });
+  el.append(h("div.pagehead", null, h("h1", null, "Usage and costs")), form, out);
+  await show();
+}
+
+// Everything for the range, pivoted into rows {day, group, requests,
+// input_tokens, output_tokens, cost, sandbox_seconds}.
+async function load({ from, to, by }) {
+  const start = utcDay(from), end = utcDay(to) + DAY;
+  const range = { start_time: start, end_time: end, bucket_width: "1d", limit: 31 };
+  const byKey = by === "key";
+  const [keys, usage, costs, sessions, reqs] = await Promise.all([
+    listAll("/v1/organization/api_keys").catch(() => []),
+    buckets("/v1/organization/usage/completions", { ...range, group_by: byKey ? "api_key_id" : "model" }),
+    buckets("/v1/organization/costs", { ...range, group_by: byKey ? "api_key_id" : "line_item" }),
+    buckets("/v1/organization/usage/code_interpreter_sessions", range),
+    listAll("/v1/organization/requests", { start_time: start, end_time: end }, MAX_REQUESTS),
+  ]);
+  const names = new Map(keys.map((k) => [k.id, k.name]));
+  const keyName = (id) => (id ? names.get(id) ?? id : "(no key)");
+  const rows = new Map();
+  const row = (day, group) => {
+    const id = `${day}\n${group}`;
+    if (!rows.has(id)) rows.set(id, { day, group, requests: 0, input_tokens: 0, output_tokens: 0, cost: 0, sandbox_seconds: 0 });
+    return rows.get(id);
+  };
+  for (const b of usage) for (const r of b.results) {
+    const x = row(b.start_time, byKey ? keyName(r.api_key_id) : r.model ?? "(none)");
+    x.requests += r.num_model_requests ?? 0;
+    x.input_tokens += r.input_tokens ?? 0;
+    x.output_tokens += r.output_tokens ?? 0;
+  }
+  // A line item is "MODEL, input|output" or "code interpreter sessions, TOOL".
+  for (const b of costs) for (const r of b.results) {
+    const item = r.line_item ?? "";
+    const group = byKey ? keyName(r.api_key_id) : item.startsWith("code interpreter sessions, ")
+      ? `sandbox: ${item.slice(27)}` : item.replace(/, (input|output|cached input)$/, "");
+    row(b.start_time, group).cost += r.amount?.value ?? 0;
+  }
+  for (const q of reqs) {
+    if (!q.sandbox_seconds) continue;
+    const group = byKey ? keyName(q.api_key_id) : q.model ?? "(sandbox API)";
+    row(q.created_at - ((q.created_at - start) % DAY), group).sandbox_seconds += q.sandbox_seconds;
+  }
+  const days = usage.map((b) => b.start_time);
+  const sessionsByDay = sessions.map((b) => b.results.reduce((n, r) => n + (r.num_sessions ?? 0), 0));
+  return { by, days, sessionsByDay, rows: [...rows.values()].sort((a, b) => a.day - b.day || a.group.localeCompare(b.group)),
+    cut: reqs.length >= MAX_REQUESTS };
+}
+
+function draw({ by, days, sessionsByDay, rows, cut }) {
+  // Groups by weight (tokens, then cost), the tail folded into "other".
+  const totals = new Map();
+  for (const r of rows) {
+    const t = totals.get(r.group) ?? { group: r.group, requests: 0, input_tokens: 0, output_tokens: 0, cost: 0, sandbox_seconds: 0 };
+    for (const k of ["requests", "input_tokens", "output_tokens", "cost", "sandbox_seconds"]) t[k] += r[k];
+    totals.set(r.group, t);
+  }
+  const ranked = [...totals.values()].sort((a, b) => b.input_tokens + b.output_tokens - (a.input_tokens + a.output_tokens) || b.cost - a.cost);
+  const shown = ranked.slice(0, MAX_SERIES).map((t) => t.group);
+  const seriesOf = (metric) => {
+    const groups = ranked.length > MAX_SERIES ? [...shown, "other"] : shown;
+    return groups.map((g) => ({
+      label: g,
+      values: days.map((d) => rows.filter((r) => r.day === d && (g === "other" ? !shown.includes(r.group) : r.group === g))
+        .reduce((n, r) => n + metric(r), 0)),
+    }));
+  };
+  const charts = h("div.charts", null,
+    timeChart("Model requests per day", days, seriesOf((r) => r.requests), { format: (v) => fmtNum(v) }),
+    timeChart("Tokens per day (in + out)", days, seriesOf((r) => r.input_tokens + r.output_tokens), { format: (v) => fmtNum(v) }),
+    timeChart("Cost per day (USD)", days, seriesOf((r) => r.cost), { format: fmtUsd }),
+    timeChart("Sandbox seconds per day", days, seriesOf((r) => r.sandbox_seconds), { format: (v) => fmtNum(v, 1) }),
+    timeChart("Sandbox sessions per day", days, [{ label: "sessions", values: sessionsByDay }], { bars: true, format: (v) => fmtNum(v) }));
+  const csv = h("button", { type: "button", onclick: () => download(rows, by) }, "Download CSV");
+  return h("div", null,
+    cut ? notice(`Sandbox seconds count the latest ${MAX_REQUESTS} requests of the range only.`, "info") : null,
+    charts,
+    h("div.pagehead", null, h("h2", null, `Totals by ${by}`), csv),
+    table([
+      { label: by === "key" ? "Key" : "Model", cell: (t) => t.group },
+      { label: "Model requests", cell: (t) => fmtNum(t.requests), num: true },
+      { label: "Input tokens", cell: (t) => fmtNum(t.input_tokens), num: true },
+      { label: "Output tokens", cell: (t) => fmtNum(t.output_tokens), num: true },
+      { label: "Cost", cell: (t) => fmtUsd(t.cost), num: true },
+      { label: "Sandbox time", cell: (t) => fmtDuration(t.sandbox_seconds), num: true },
+    ], ranked, "No usage in this range."));
+}
+
+// CSV by RFC 4180: every field quoted, quotes doubled. A leading = + - @
+// is defused so that a spreadsheet never reads a key name as a formula.
+function download(rows, by) {
+  const q = (v) => {
+    let s = String(v);
+    if (/^[=+\-@\t\r]/.test(s) && typeof v === "string") s = `'${s}`;
+    return `"${s.replaceAll('"', '""')}"`;
+  };
+  const head = ["day", by, "model_requests", "input_tokens", "output_tokens", "cost_usd", "sandbox_seconds"];
+  const lines = [head, ...rows.map((r) => [isoDay(r.day), r.group, r.requests, r.input_tokens, r.output_tokens,
+    r.cost.toFixed(6), r.sandbox_seconds.toFixed(3)])].map((l) => l.map(q).join(","));
+  const url = URL.createObjectURL(new Blob([lines.join("\r\n") + "\r\n"], { type: "text/csv" }));
+  const a = h("a", { href: url, download: `sandgate-usage-${state.from}-${state.to}-by-${by}.csv`, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
