@@ -87,7 +87,7 @@ async function detail({ el, arg }) {
     el.append(notice(r.has_trace ? "The trace is empty." : "No trace was kept for this request (relayed as is, or traces are off).", "info"));
     return;
   }
-  el.append(h("h2", null, "Timeline"), timeline(rounds, r.duration_ms), h("h2", null, "Rounds"), rounds.map(round));
+  el.append(h("h2", null, "Timeline"), timeline(rounds, r.duration_ms), h("h2", null, "Rounds"), h("div", null, rounds.map(round)));
 }
 
 // Every step on one time axis: a bar per upstream turn and per code run,
