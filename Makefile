@@ -49,10 +49,15 @@ $(B)/tools/embed: tools/embed.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -o $@ $< -lcrypto
 
-$(B)/gen/console_files.c: $(B)/tools/embed $(CONSOLE_FILES) Makefile
+# Made every build (a file taken away changes no date make could see),
+# replaced only when it changed: then only it recompiles.
+$(B)/gen/console_files.c: $(B)/tools/embed FORCE
 	@mkdir -p $(@D)
-	$(B)/tools/embed $@.tmp console $(CONSOLE_FILES) 2>/dev/null
-	mv $@.tmp $@
+	@$(B)/tools/embed $@.tmp console $(CONSOLE_FILES) 2>/dev/null
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; \
+	    echo "embed: console/ into $@"; fi
+
+FORCE:
 
 $(B)/obj/gen/console_files.o: $(B)/gen/console_files.c
 	@mkdir -p $(@D)
@@ -204,7 +209,7 @@ install: all $(B)/man/sandgate.conf.5
 clean:
 	rm -rf build
 
-.PHONY: all units replays fuzz bench soak soak-asan deb asan deps unit layers test run install clean
+.PHONY: all units replays fuzz bench soak soak-asan deb asan deps unit layers test run install clean FORCE
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
