@@ -23,7 +23,7 @@ CLI_SRC   = $(wildcard cli/*.c)
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
 FUZZ_SRC  = $(wildcard fuzz/fuzz_*.c)
 
-LIB_OBJ   = $(LIB_SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ   = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/console_files.o
 FCGI_OBJ  = $(FCGI_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ   = $(CLI_SRC:%.c=$(B)/obj/%.o)
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -38,6 +38,30 @@ all: $(B)/sandgate-fcgi $(B)/sandgate
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(SG_CFLAGS) -c $< -o $@
+
+# The console's files (console/), embedded into the library as C arrays
+# by a tool built for this machine (tools/embed.c): the binary serves
+# them, nothing is installed beside it. README.md and licences stay out.
+CONSOLE_FILES = $(shell find console -type f ! -name README.md \
+		  ! -name 'LICENSE*' 2>/dev/null | LC_ALL=C sort)
+
+$(B)/tools/embed: tools/embed.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -o $@ $< -lcrypto
+
+# Made every build (a file taken away changes no date make could see),
+# replaced only when it changed: then only it recompiles.
+$(B)/gen/console_files.c: $(B)/tools/embed FORCE
+	@mkdir -p $(@D)
+	@$(B)/tools/embed $@.tmp console $(CONSOLE_FILES) 2>/dev/null
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; \
+	    echo "embed: console/ into $@"; fi
+
+FORCE:
+
+$(B)/obj/gen/console_files.o: $(B)/gen/console_files.c
+	@mkdir -p $(@D)
+	$(CC) $(SG_CFLAGS) -I. -c $< -o $@
 
 $(B)/libsandgate.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -185,7 +209,7 @@ install: all $(B)/man/sandgate.conf.5
 clean:
 	rm -rf build
 
-.PHONY: all units replays fuzz bench soak soak-asan deb asan deps unit layers test run install clean
+.PHONY: all units replays fuzz bench soak soak-asan deb asan deps unit layers test run install clean FORCE
 .SECONDARY:
 
 -include $(shell find build -name '*.d' 2>/dev/null)

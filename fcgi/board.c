@@ -105,6 +105,27 @@ counter(const uint64_t *c)
 	return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
 
+/* The console's overview: sg_load_fn over the scoreboard. */
+void
+sg_board_load(void *arg, struct sg_st_load *l)
+{
+	const struct sg_board *b = ((struct sg_seat *)arg)->board;
+	int i, st;
+
+	memset(l, 0, sizeof(*l));
+	for (i = 0; i < SG_SLOTS; i++) {
+		st = __atomic_load_n(&b->slots[i].state, __ATOMIC_ACQUIRE);
+		if (st < SG_SLOT_STARTING || st > SG_SLOT_KEPT)
+			continue;
+		l->responders++;
+		if (st != SG_SLOT_BUSY)
+			continue;
+		l->busy++;
+		l->queued += __atomic_load_n(&b->slots[i].q,
+		    __ATOMIC_RELAXED) == SG_Q_WAITING;
+	}
+}
+
 /* Prometheus text for /metrics: sg_metrics_fn over the scoreboard. */
 size_t
 sg_board_metrics(void *arg, char *buf, size_t sz)

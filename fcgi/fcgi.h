@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../core/config/config.h"
+#include "../core/state/stats.h"
 
 /* Room for a reason that names a path or two (a store's path may be
  * long): a truncated line loses the part that says why. */
@@ -118,6 +119,8 @@ int	 sg_board_heavy(const struct sg_board *);
 int	 sg_board_short(const struct sg_board *, int n);
 /* board.c: sg_metrics_fn over the scoreboard; arg is a struct sg_seat. */
 size_t	 sg_board_metrics(void *arg, char *buf, size_t bufsz);
+/* board.c: sg_load_fn (core/state/stats.h), the same. */
+void	 sg_board_load(void *arg, struct sg_st_load *);
 
 /* queue.c: sg_admit_fn over the board; arg is a struct sg_seat. */
 int	 sg_queue_admit(void *arg, const struct sg_req *, int heavy,
@@ -149,8 +152,10 @@ void	 sg_child_follow(void);
 void	 sg_responder_run(const struct sg_env *, int slot)
 	    __attribute__((noreturn));
 
-/* reaper.c: sweep expired sandboxes every half minute; never returns. */
-void	 sg_reaper_run(const struct sg_cfg *) __attribute__((noreturn));
+/* reaper.c: sweep expired sandboxes every half minute, write the ledger,
+ * tend the pool and sample the board for the overview; never returns. */
+void	 sg_reaper_run(const struct sg_cfg *, struct sg_board *)
+	    __attribute__((noreturn));
 /* reaper.c: delete every sandbox of each tool old has and cfg has not,
  * with old's settings (the only ones that can reach them); never
  * returns. */

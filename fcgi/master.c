@@ -241,7 +241,7 @@ spawn_reaper(struct master *m)
 
 	m->reaper_after = sg_now_ms() + BACKOFF_MS;
 	if ((pid = fork_helper(m)) == 0)
-		sg_reaper_run(m->cfg);
+		sg_reaper_run(m->cfg, m->board);
 	if (pid > 0)
 		m->reaper = pid;
 }
@@ -516,7 +516,7 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		return 1;
 	}
 	if (sg_mx_map() == -1 || sg_use_map(SG_SLOTS) == -1 ||
-	    sg_lim_map() == -1) {
+	    sg_lim_map() == -1 || sg_st_map() == -1) {
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}

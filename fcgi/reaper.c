@@ -81,6 +81,23 @@ sweep(struct sg_sbx_env *env, const char *only_tool)
 	}
 }
 
+/* A sample for the console's overview: the board and what is alive. */
+static void
+sample(struct sg_sbx_env *env, struct sg_board *board)
+{
+	struct sg_seat seat = { board, -1, env->cfg, 0 };
+	struct sg_st_load load;
+	struct sg_st_alive alive;
+
+	sg_board_load(&seat, &load);
+	if (sg_st_alive(env->store, &alive) == -1) {
+		sg_log("sandgate: reaper: overview: %s",
+		    sg_store_errmsg(env->store));
+		memset(&alive, 0, sizeof(alive));
+	}
+	sg_st_sample(&load, &alive);
+}
+
 /* The store, opened once for the reaper's life: 0, or -1 (logged). */
 static int
 open_store(const struct sg_cfg *cfg, struct sg_sbx_env *env)
@@ -126,17 +143,19 @@ tend_pool(struct sg_sbx_env *env, struct pool_turn *p)
 /*
  * Every DRAIN_MS (or TICK_MS while the ring fills) the responders' ledger
  * rows go to the store; every TICK_MS, with warm sandboxes wanted, the
- * pool is tended (a claimed one is replaced at once); every REAP_EVERY
+ * pool is tended (a claimed one is replaced at once); every
+ * SG_ST_INTERVAL seconds the overview gets a sample; every REAP_EVERY
  * seconds, a sweep. At the end
  * (a stop, or a reload: the new reaper makes them again with the new
  * settings) its own warm sandboxes go.
  */
 static void
-reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
+reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env,
+    struct sg_board *board)
 {
 	struct pool_turn p = { .held = 0 };
 	int pooled = sg_pool_wanted(cfg);
-	int64_t next_sweep = 0, next_drain = 0;
+	int64_t next_sweep = 0, next_drain = 0, next_sample = 0;
 
 	snprintf(p.holder, sizeof(p.holder), "%s:%d", sg_store_box(env->store),
 	    (int)getpid());
@@ -153,6 +172,10 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 		}
 		if (pooled)
 			tend_pool(env, &p);
+		if (sg_now_ms() >= next_sample) {
+			sample(env, board);
+			next_sample = sg_now_ms() + SG_ST_INTERVAL * 1000;
+		}
 		poll(NULL, 0, TICK_MS);
 	}
 	drain(env);
@@ -163,7 +186,7 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 }
 
 void
-sg_reaper_run(const struct sg_cfg *cfg)
+sg_reaper_run(const struct sg_cfg *cfg, struct sg_board *board)
 {
 	struct sg_prov prov;
 	struct sg_sbx_env env = { cfg, NULL, &prov, NULL };
@@ -178,7 +201,7 @@ sg_reaper_run(const struct sg_cfg *cfg)
 	if (open_store(cfg, &env) == -1)
 		_exit(1);
 	sg_prov_init(&prov);
-	reaper_loop(cfg, &env);
+	reaper_loop(cfg, &env, board);
 	sg_prov_free(&prov);
 	sg_store_close(env.store);
 	curl_global_cleanup();

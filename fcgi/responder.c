@@ -263,6 +263,7 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 	req.uri = FCGX_GetParam("REQUEST_URI", r->envp);
 	req.authorization = FCGX_GetParam("HTTP_AUTHORIZATION", r->envp);
 	req.content_type = FCGX_GetParam("CONTENT_TYPE", r->envp);
+	req.if_none_match = FCGX_GetParam("HTTP_IF_NONE_MATCH", r->envp);
 	if (req.method == NULL)
 		req.method = "GET";
 	if (req.uri == NULL)
@@ -532,6 +533,7 @@ sg_responder_run(const struct sg_env *env, int slot)
 	sg_use_slot(slot);
 	sg_gw_set_metrics(gw, sg_board_metrics, &seat);
 	sg_gw_set_admit(gw, sg_queue_admit, &seat);
+	sg_gw_set_load(gw, sg_board_load, &seat);
 	/* No listen socket for libfcgi: take() accepts. */
 	if (FCGX_Init() != 0 || FCGX_InitRequest(&r, -1, 0) != 0) {
 		fprintf(stderr, "sandgate: responder: libfcgi init failed\n");

@@ -7,9 +7,10 @@
 
 #include "auth.h"
 #include "cfiles.h"
+#include "console.h"
 #include "containers.h"
 #include "files_api.h"
-#include "gateway.h"
+#include "gw_int.h"
 #include "meter.h"
 #include "org.h"
 #include "resp_api.h"
@@ -24,22 +25,6 @@
 #include "../upstream/upstream.h"
 #include "../../lib/util.h"
 #include "../../store/store.h"
-
-struct sg_gw {
-	const struct sg_cfg	*cfg;
-	struct sg_store		*store;
-	struct sg_upstream	*up;
-	struct sg_prov		 prov;
-	sg_metrics_fn		 metrics;
-	void			*metrics_arg;
-	sg_admit_fn		 admit;
-	void			*admit_arg;
-	int64_t			 store_ok_ms;	/* when the store last answered */
-};
-
-/* /healthz asks the store at most this often while it answers: a health
- * check polled hard should cost the store nothing. */
-#define STORE_CHECK_MS	1000
 
 /* What sg_json_size may find in a model route's body before it is
  * parsed: Jansson spends tens of bytes on each value, so a body of
@@ -125,6 +110,13 @@ sg_gw_set_admit(struct sg_gw *gw, sg_admit_fn fn, void *arg)
 	gw->admit_arg = arg;
 }
 
+void
+sg_gw_set_load(struct sg_gw *gw, sg_load_fn fn, void *arg)
+{
+	gw->load = fn;
+	gw->load_arg = arg;
+}
+
 int
 sg_gw_streams(const struct sg_req *req)
 {
@@ -154,108 +146,6 @@ sg_gw_req_init(const struct sg_cfg *cfg, struct sg_req *req)
 	if (sg_route_path(cfg->server.mount_prefix, req->uri, req->path,
 	    sizeof(req->path)) == -1)
 		req->path[0] = '\0';
-}
-
-static void
-healthz(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
-{
-	struct sg_error err;
-	json_t *body;
-
-	if (req->start_ms - gw->store_ok_ms >= STORE_CHECK_MS) {
-		if (sg_store_ping(gw->store) != 0) {
-			gw->store_ok_ms = INT64_MIN / 2;
-			sg_error_set(&err, 503, "server_error", NULL, NULL,
-			    "The store does not answer: %s",
-			    sg_store_errmsg(gw->store));
-			sg_http_error(out, req, &err);
-			return;
-		}
-		gw->store_ok_ms = req->start_ms;
-	}
-	body = json_pack("{s:s}", "status", "ok");
-	sg_http_json(out, req, 200, body);
-	json_decref(body);
-}
-
-struct sbx_counts {
-	char	*buf;
-	size_t	 sz, n;
-};
-
-static int
-sbx_count(void *arg, const char *tool, int kind, int64_t count)
-{
-	const char *name = sg_sbx_kind_name(kind);
-	struct sbx_counts *c = arg;
-	int w;
-
-	if (name == NULL || c->n >= c->sz)
-		return 0;
-	w = snprintf(c->buf + c->n, c->sz - c->n, "sandgate_sandboxes{tool=\"%s\","
-	    "kind=\"%s\"} %lld\n", tool, name, (long long)count);
-	if (w > 0 && (size_t)w < c->sz - c->n)
-		c->n += (size_t)w;
-	return 0;
-}
-
-/* The store's live sandboxes by tool and kind: sessions and the
- * containers kept for conversations among them. */
-static size_t
-sbx_metrics(struct sg_gw *gw, char *buf, size_t sz)
-{
-	struct sbx_counts c = { buf, sz, 0 };
-	int w;
-
-	w = snprintf(buf, sz, "# HELP sandgate_sandboxes Live sandboxes, by tool "
-	    "and kind.\n# TYPE sandgate_sandboxes gauge\n");
-	if (w < 0 || (size_t)w >= sz)
-		return 0;
-	c.n = (size_t)w;
-	sg_store_sbx_counts(gw->store, sbx_count, &c);
-	return c.n;
-}
-
-static void
-metrics(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
-{
-	char buf[8192], sbx[4096];
-	struct sg_buf more = { 0 };
-	struct sg_error err;
-	size_t n = 0, m;
-
-	if (gw->metrics != NULL)
-		n = gw->metrics(gw->metrics_arg, buf, sizeof(buf));
-	m = sbx_metrics(gw, sbx, sizeof(sbx));
-	if (sg_mx_render(gw->cfg, &more) == -1) {
-		free(more.p);
-		sg_error_server(&err, 500, "out of memory");
-		sg_http_error(out, req, &err);
-		return;
-	}
-	if (sg_http_begin(out, req, 200, "text/plain; version=0.0.4", NULL) == 0 &&
-	    out->write(out, buf, n) == 0 && out->write(out, sbx, m) == 0)
-		out->write(out, more.p, more.len);
-	free(more.p);
-}
-
-static void
-models(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
-{
-	json_t *data = json_array(), *body;
-	size_t i;
-
-	for (i = 0; i < gw->cfg->nmodels; i++) {
-		const char *name = gw->cfg->models[i].name;
-
-		if (strcmp(name, "*") != 0)
-			json_array_append_new(data, json_pack("{s:s,s:s,s:i,s:s}",
-			    "id", name, "object", "model", "created", 0,
-			    "owned_by", "sandgate"));
-	}
-	body = json_pack("{s:s,s:o}", "object", "list", "data", data);
-	sg_http_json(out, req, 200, body);
-	json_decref(body);
 }
 
 /* Parse and check the body of a model route. New reference or NULL with
@@ -479,13 +369,13 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	sg_meter_begin(route, req);
 	switch (route) {
 	case SG_ROUTE_HEALTHZ:
-		healthz(gw, req, out);
+		sg_gw_healthz(gw, req, out);
 		break;
 	case SG_ROUTE_METRICS:
-		metrics(gw, req, out);
+		sg_gw_metrics(gw, req, out);
 		break;
 	case SG_ROUTE_MODELS:
-		models(gw, req, out);
+		sg_gw_models(gw, req, out);
 		break;
 	case SG_ROUTE_CHAT:
 		rc = model_route(gw, req, out, SG_SURFACE_CHAT, &err);
@@ -531,12 +421,21 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	case SG_ROUTE_ORG_KEY_UPDATE:
 	case SG_ROUTE_ORG_KEY_DELETE:
 	case SG_ROUTE_ORG_REQ_LIST:
-	case SG_ROUTE_ORG_REQ_GET: {
-		struct sg_org_env org = { gw->cfg, gw->store, req->wall_ms };
+	case SG_ROUTE_ORG_REQ_GET:
+	case SG_ROUTE_ORG_OVERVIEW:
+	case SG_ROUTE_ORG_SBX_LIST:
+	case SG_ROUTE_ORG_SBX_DELETE: {
+		struct sg_org_env org = { gw->cfg, gw->store, req->wall_ms,
+		    &gw->prov, gw->load, gw->load_arg };
 
+		watch(gw, req, out);
 		sg_org_api(&org, route, id, req, out);
+		unwatch(gw);
 		break;
 	}
+	case SG_ROUTE_CONSOLE:
+		sg_console_serve(gw->cfg, req, out);
+		break;
 	case SG_ROUTE_NONE:
 	case SG_ROUTE_NROUTES:
 		break;
@@ -555,8 +454,9 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 	struct sg_auth who;
 	struct sg_error err;
 
+	if (route == SG_ROUTE_NONE && sg_console_match(gw->cfg, req->path))
+		route = SG_ROUTE_CONSOLE;
 	req->route = route;
-
 	if (route == SG_ROUTE_NONE) {
 		sg_error_set(&err, 404, "invalid_request_error", NULL, NULL,
 		    "Invalid URL (%s %s)", req->method, req->path[0] != '\0' ?

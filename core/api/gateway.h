@@ -10,6 +10,7 @@
 
 #include "../config/config.h"
 #include "../http/http.h"
+#include "../state/stats.h"
 
 struct sg_gw;
 struct sg_store;
@@ -42,6 +43,8 @@ int	 sg_gw_new(const struct sg_cfg *, struct sg_gw **out, char *err,
 void	 sg_gw_free(struct sg_gw *);
 void	 sg_gw_set_metrics(struct sg_gw *, sg_metrics_fn, void *arg);
 void	 sg_gw_set_admit(struct sg_gw *, sg_admit_fn, void *arg);
+/* The responders' state, for the console's overview. */
+void	 sg_gw_set_load(struct sg_gw *, sg_load_fn, void *arg);
 /* Answer one request; never fails: errors become OpenAI-shaped replies. */
 void	 sg_gw_handle(struct sg_gw *, struct sg_req *, struct sg_out *);
 /* The request-id, route path and start time every request needs. */

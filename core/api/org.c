@@ -29,6 +29,13 @@ sg_org_api(const struct sg_org_env *env, enum sg_route route, const char *id,
 	case SG_ROUTE_ORG_REQ_GET:
 		sg_org_requests(env, route, id, req, out);
 		return;
+	case SG_ROUTE_ORG_OVERVIEW:
+		sg_org_overview(env, req, out);
+		return;
+	case SG_ROUTE_ORG_SBX_LIST:
+	case SG_ROUTE_ORG_SBX_DELETE:
+		sg_org_sandboxes(env, route, id, req, out);
+		return;
 	default:
 		break;
 	}

@@ -14,7 +14,7 @@
 
 static const char *const top_keys[] = { "server", "store", "auth", "models",
 	"sandbox_tools", "interception", "sessions", "responses", "files",
-	"usage", NULL };
+	"usage", "console", NULL };
 
 /* Element i of the list at path: where a duplicate is reported. */
 static const config_setting_t *
@@ -54,10 +54,12 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->auth.limits.period = SG_PERIOD_MONTH;
 	cfg->usage.retention = 400 * 86400;
 	cfg->usage.traces = 7 * 86400;
+	cfg->console.enabled = 1;
+	cfg->console.path = strdup("/console/");
 	cfg->server.mount_prefix = strdup("");
 	cfg->store.path = strdup("/var/lib/sandgate/sandgate.db");
 	cfg->interception.tool_name = strdup("litellm_code_execution");
-	return cfg->server.mount_prefix && cfg->store.path &&
+	return cfg->server.mount_prefix && cfg->store.path && cfg->console.path &&
 	    cfg->interception.tool_name ? 0 : -1;
 }
 
@@ -195,6 +197,7 @@ load_root(struct sg_cfgld *ld, const config_t *lc)
 		{ "responses", sg_cfgld_responses, 1 },
 		{ "files", sg_cfgld_files, 1 },
 		{ "usage", sg_cfgld_usage, 1 },
+		{ "console", sg_cfgld_console, 1 },
 	};
 	config_setting_t *s;
 	size_t i;
@@ -350,6 +353,7 @@ sg_cfg_free(struct sg_cfg *cfg)
 	free(cfg->interception.sandbox_tool);
 	free(cfg->interception.tool_name);
 	free(cfg->files.dir);
+	free(cfg->console.path);
 	free(cfg->path);
 	free(cfg);
 }

@@ -137,6 +137,10 @@ struct sg_cfg {
 		int	 traces;	/* seconds a request's trace is kept;
 					 * 0: none written */
 	} usage;
+	struct {
+		int	 enabled;	/* served only with auth.admin_keys */
+		char	*path;		/* "/console/": under mount_prefix */
+	} console;
 	/* "file:line: ..." for unknown keys and unresolved secrets: warnings
 	 * at start, errors for `sandgate check-config`. */
 	char	**warnings;

@@ -78,6 +78,7 @@ int	 sg_cfgld_model_price(struct sg_cfgld *, const config_setting_t *,
 int	 sg_cfgld_tool_price(struct sg_cfgld *, const config_setting_t *,
 	    struct sg_tool *);
 int	 sg_cfgld_usage(struct sg_cfgld *, const config_setting_t *);
+int	 sg_cfgld_console(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_admins_apart(struct sg_cfgld *, const config_t *);
 
 #endif

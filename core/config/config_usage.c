@@ -1,7 +1,8 @@
 /*
  * The settings of what keys spend (design §3.6): the limits of a key and
  * their defaults (auth.limits), the admin keys, the prices of models and
- * sandbox tools, and how long the ledger and the traces are kept.
+ * sandbox tools, how long the ledger and the traces are kept, and where
+ * the operator's console is served.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@ static const char *const model_price_keys[] = { "input", "cached_input",
 static const char *const tool_price_keys[] = { "per_session", "per_hour",
 	NULL };
 static const char *const usage_keys[] = { "retention", "traces", NULL };
+static const char *const console_keys[] = { "enabled", "path", NULL };
 
 /* A number (integer or float) in [0, max]: *set when present. */
 static int
@@ -177,6 +179,47 @@ sg_cfgld_usage(struct sg_cfgld *ld, const config_setting_t *g)
 	return sg_cfgld_int(ld, g, "retention", &ld->cfg->usage.retention,
 	    3600, 86400 * 3650) == -1 || sg_cfgld_int(ld, g, "traces",
 	    &ld->cfg->usage.traces, 0, 86400 * 3650) == -1 ? -1 : 0;
+}
+
+/*
+ * console.path: an absolute path ending in "/", of plain segments: it is
+ * matched as a prefix of the route path and must not hide an API route.
+ */
+static int
+console_path_ok(const char *p)
+{
+	size_t n = strlen(p);
+
+	if (n < 2 || p[0] != '/' || p[n - 1] != '/' || n > 64 ||
+	    strstr(p, "//") != NULL || strstr(p, "/.") != NULL ||
+	    strncmp(p, "/v1/", 4) == 0 || strcmp(p, "/healthz/") == 0 ||
+	    strcmp(p, "/metrics/") == 0)
+		return 0;
+	return strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789/_.-") == n;
+}
+
+int
+sg_cfgld_console(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	char *path = NULL;
+
+	sg_cfgld_check_keys(ld, g, console_keys, "console");
+	if (sg_cfgld_bool(ld, g, "enabled", &ld->cfg->console.enabled) == -1 ||
+	    sg_cfgld_str(ld, g, "path", &path, 0) == -1)
+		return -1;
+	if (path == NULL)
+		return 0;
+	if (!console_path_ok(path)) {
+		free(path);
+		return sg_cfgld_fail(ld, config_setting_get_member(g, "path"),
+		    "console.path must be a path such as \"/console/\": "
+		    "starting and ending with \"/\", of letters, digits and "
+		    "\"_.-\", and not under /v1/");
+	}
+	free(ld->cfg->console.path);
+	ld->cfg->console.path = path;
+	return 0;
 }
 
 /* An admin key is never a tenant: the same secret in both is a mistake

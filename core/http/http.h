@@ -42,6 +42,7 @@ struct sg_req {
 	char		 path[1024];	/* uri minus mount prefix, no query */
 	const char	*authorization;	/* HTTP_AUTHORIZATION or NULL */
 	const char	*content_type;
+	const char	*if_none_match;	/* HTTP_IF_NONE_MATCH or NULL */
 	char		*body;		/* owned, NUL-terminated */
 	size_t		 body_len;
 	struct sg_in	*in;		/* instead of body, for the routes

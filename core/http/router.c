@@ -50,6 +50,10 @@ static const struct {
 	    2 },
 	{ "GET", "/v1/organization/requests", SG_ROUTE_ORG_REQ_LIST, 2 },
 	{ "GET", "/v1/organization/requests/{id}", SG_ROUTE_ORG_REQ_GET, 2 },
+	{ "GET", "/v1/organization/overview", SG_ROUTE_ORG_OVERVIEW, 2 },
+	{ "GET", "/v1/organization/sandboxes", SG_ROUTE_ORG_SBX_LIST, 2 },
+	{ "DELETE", "/v1/organization/sandboxes/{id}", SG_ROUTE_ORG_SBX_DELETE,
+	    2 },
 };
 
 /* Whether path matches pattern, where "{id}" stands for one non-empty
@@ -131,6 +135,8 @@ sg_route_authed(enum sg_route r)
 {
 	size_t i;
 
+	if (r == SG_ROUTE_CONSOLE)
+		return SG_AUTH_NONE;
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		if (routes[i].route == r)
 			return routes[i].authed;
@@ -148,6 +154,10 @@ sg_route_path_of(enum sg_route r, const char **method)
 {
 	size_t i;
 
+	if (r == SG_ROUTE_CONSOLE) {
+		*method = "GET";
+		return "/console/";
+	}
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		if (routes[i].route == r) {
 			*method = routes[i].method;

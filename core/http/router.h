@@ -50,6 +50,12 @@ enum sg_route {
 	SG_ROUTE_ORG_KEY_DELETE,	/* DELETE /v1/organization/api_keys/{id} */
 	SG_ROUTE_ORG_REQ_LIST,	/* GET /v1/organization/requests */
 	SG_ROUTE_ORG_REQ_GET,	/* GET /v1/organization/requests/{id} */
+	SG_ROUTE_ORG_OVERVIEW,	/* GET /v1/organization/overview */
+	SG_ROUTE_ORG_SBX_LIST,	/* GET /v1/organization/sandboxes */
+	SG_ROUTE_ORG_SBX_DELETE,	/* DELETE /v1/organization/sandboxes/{id} */
+	/* The console's static files (console.path, set in the config): the
+	 * gateway routes there itself, sg_route_match never does. */
+	SG_ROUTE_CONSOLE,
 	SG_ROUTE_NROUTES
 };
 
@@ -70,7 +76,8 @@ int		 sg_route_second(const char *path, char *out, size_t outsz);
 /* Whether the route's handler reads the body as it goes (uploads) rather
  * than being given it whole. */
 int		 sg_route_streams(enum sg_route);
-/* Whether the route needs a key: SG_AUTH_NONE (healthz, metrics), a
+/* Whether the route needs a key: SG_AUTH_NONE (healthz, metrics, the
+ * console's files: its page asks for the key), a
  * tenant's, or an admin key (the admin API). */
 enum { SG_AUTH_NONE = 0, SG_AUTH_TENANT = 1, SG_AUTH_ADMIN = 2 };
 int		 sg_route_authed(enum sg_route);

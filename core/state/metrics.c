@@ -19,7 +19,7 @@
 
 #define MX_TOOLS	64	/* rows for tools; tools past them go uncounted */
 #define MX_NAME		64
-#define MX_BOUNDS	14
+#define MX_BOUNDS	(SG_MX_BUCKETS - 1)
 
 /* Histogram bounds, in ms: from a warm local run to a long generation. */
 static const int64_t bounds_ms[MX_BOUNDS] = { 5, 10, 25, 50, 100, 250, 500,
@@ -45,6 +45,11 @@ struct mx_tool {
 
 struct mx_page {
 	uint64_t	 requests[SG_ROUTE_NROUTES][MX_CODES];
+	/* The tenants' requests (what keys asked of the gateway, not the
+	 * probes, the admin API or the console): their time and their 5xx,
+	 * which the console's overview charts. */
+	struct mx_hist	 tenant;
+	uint64_t	 tenant_errors;
 	uint64_t	 rounds;
 	uint64_t	 upstream_failed;
 	struct mx_hist	 first_byte, upstream;
@@ -95,12 +100,37 @@ sg_mx_request(enum sg_route route, int status, int64_t ms)
 {
 	size_t i;
 
-	(void)ms;
 	if (page == NULL || (int)route < 0 || route >= SG_ROUTE_NROUTES)
 		return;
 	for (i = 0; i < MX_CODES - 1 && codes[i] != status; i++)
 		;
 	add(&page->requests[route][i], 1);
+	if (route == SG_ROUTE_NONE || sg_route_authed(route) != SG_AUTH_TENANT)
+		return;
+	observe(&page->tenant, ms);
+	if (status >= 500)
+		add(&page->tenant_errors, 1);
+}
+
+void
+sg_mx_totals(struct sg_mx_totals *t)
+{
+	int i;
+
+	memset(t, 0, sizeof(*t));
+	if (page == NULL)
+		return;
+	t->errors = get(&page->tenant_errors);
+	for (i = 0; i <= MX_BOUNDS; i++) {
+		t->n[i] = get(&page->tenant.n[i]);
+		t->requests += t->n[i];
+	}
+}
+
+int64_t
+sg_mx_bound_ms(int i)
+{
+	return i >= 0 && i < MX_BOUNDS ? bounds_ms[i] : -1;
 }
 
 void
@@ -247,6 +277,14 @@ render_requests(struct sg_buf *b, int *bad)
 static void
 render_upstream(struct sg_buf *b, int *bad)
 {
+	head(b, bad, "sandgate_request_seconds", "histogram", "Keys' "
+	    "requests (not /healthz, /metrics, the admin API or the console): "
+	    "time to answer.");
+	hist(b, bad, "sandgate_request_seconds", "", &page->tenant);
+	head(b, bad, "sandgate_request_server_errors_total", "counter",
+	    "Keys' requests answered with a 5xx.");
+	put(b, bad, "sandgate_request_server_errors_total %llu\n",
+	    (unsigned long long)get(&page->tenant_errors));
 	head(b, bad, "sandgate_loop_rounds_total", "counter", "Code rounds "
 	    "the interception loop ran (model turn, then the code it asked "
 	    "for).");

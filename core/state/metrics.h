@@ -29,10 +29,24 @@ enum sg_mx_sbx {
 	SG_MX_NSBX
 };
 
+#define SG_MX_BUCKETS	15	/* a histogram's buckets, +Inf the last */
+
+/* What keys asked of the gateway since it started (the console's
+ * overview takes differences of these). */
+struct sg_mx_totals {
+	uint64_t	 requests;		/* answered */
+	uint64_t	 errors;		/* with a 5xx */
+	uint64_t	 n[SG_MX_BUCKETS];	/* by time, not cumulative */
+};
+
 /* Map the shared page: 0, or -1 with errno. Once, in the master. */
 int	 sg_mx_map(void);
 /* One answered request: its route, HTTP status and time. */
 void	 sg_mx_request(enum sg_route, int status, int64_t ms);
+/* The tenants' totals now; zeros before sg_mx_map. */
+void	 sg_mx_totals(struct sg_mx_totals *);
+/* Bucket i's upper bound in ms; -1 for the last (+Inf). */
+int64_t	 sg_mx_bound_ms(int i);
 /* One upstream call: time to its first byte and in all, or failed. */
 void	 sg_mx_upstream(int64_t first_ms, int64_t total_ms, int failed);
 /* One code round of the interception loop. */

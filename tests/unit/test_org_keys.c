@@ -99,7 +99,7 @@ static int
 call(struct fx *fx, enum sg_route route, const char *id, const char *uri,
     const char *body)
 {
-	struct sg_org_env env = { fx->cfg, fx->s.st, fx->now_ms };
+	struct sg_org_env env = { fx->cfg, fx->s.st, fx->now_ms, NULL, NULL, NULL };
 	struct sg_req req;
 	const char *p;
 	char *q = body != NULL ? tu_q(body) : NULL;

@@ -185,7 +185,7 @@ get(enum sg_route route, const char *query, int *status)
 {
 	static const char *const paths[] = { "usage/completions",
 		"usage/code_interpreter_sessions", "costs" };
-	struct sg_org_env env = { NULL, store, NOW_MS };
+	struct sg_org_env env = { NULL, store, NOW_MS, NULL, NULL, NULL };
 	struct tu_capture c;
 	struct sg_req req;
 	char uri[2048];
