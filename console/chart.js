@@ -11,15 +11,18 @@ export const colour = (i) => PALETTE[i % PALETTE.length];
 
 const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 
-// A chart in a figure: x is unix seconds, series [{label, values,
-// format?}]; opts.bars draws bars (daily totals), else lines.
+// A chart in a figure: x is unix seconds, series [{label, values}];
+// opts.bars draws bars (daily totals), else lines; opts.xRange [min, max]
+// fixes the time axis (else uPlot stretches one point over years);
+// opts.format formats values; opts.empty says why there is no data. Every series here counts something, so
+// the y axis starts at 0.
 // Bars only for a single series: uPlot's bars of several series overlap.
 // Returns the figure; the chart follows the figure's width.
 export function timeChart(title, x, series, opts = {}) {
   const plotBox = h("div.plot");
   const fig = h("figure.chart", { "aria-label": title }, h("figcaption", null, title), plotBox);
   if (!x.length) {
-    plotBox.append(h("p.empty", null, "No data in this range."));
+    plotBox.append(h("p.empty", null, opts.empty ?? "No data in this range."));
     return fig;
   }
   const fg = css("--muted"), grid = css("--grid");
@@ -28,7 +31,10 @@ export function timeChart(title, x, series, opts = {}) {
   const bars = opts.bars && series.length === 1;
   const options = {
     width: 300, height: opts.height ?? 180,
-    scales: { x: { time: true } },
+    scales: {
+      x: { time: true, ...(opts.xRange ? { range: () => opts.xRange } : {}) },
+      y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
+    },
     axes: [axis, { ...axis, size: 70, values: (u, vals) => vals.map((v) => (v === null ? "" : fmt(v))) }],
     legend: { show: series.length > 1 || !!opts.legend },
     cursor: { drag: { x: false, y: false } },

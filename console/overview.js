@@ -59,16 +59,17 @@ function draw(o) {
     tile("Up", fmtDuration(o.now - o.started_at), [o.version ? `sandgate ${o.version}` : null, o.box ? `box ${o.box}` : null].filter(Boolean).join(" · ")));
 
   const x = pts.map((p) => p.t);
+  const hour = { xRange: [o.now - 3600, o.now], empty: `No sample yet: one is taken every ${step} s.` };
   const col = (k, f = (v) => v) => pts.map((p) => (p[k] === null || p[k] === undefined ? null : f(p[k])));
   const charts = h("div.charts", null,
     timeChart("Requests per second", x, [
       { label: "requests/s", values: col("requests", (v) => v / step) },
-      { label: "errors/s", values: col("errors", (v) => v / step) }], { format: (v) => fmtNum(v, 2) }),
+      { label: "errors/s", values: col("errors", (v) => v / step) }], { ...hour, format: (v) => fmtNum(v, 2) }),
     timeChart("Latency", x, [{ label: "p50", values: col("p50_ms") }, { label: "p99", values: col("p99_ms") }],
-      { format: fmtMs }),
-    timeChart("Responders", x, [{ label: "busy", values: col("busy") }, { label: "queued", values: col("queued") }]),
+      { ...hour, format: fmtMs }),
+    timeChart("Responders", x, [{ label: "busy", values: col("busy") }, { label: "queued", values: col("queued") }], hour),
     timeChart("Sandboxes", x, [{ label: "sandboxes", values: col("sandboxes") },
-      { label: "sessions", values: col("sessions") }, { label: "warm", values: col("warm") }]));
+      { label: "sessions", values: col("sessions") }, { label: "warm", values: col("warm") }], hour));
 
   const kinds = table([
     { label: "Tool", cell: (s) => s.tool },

@@ -108,12 +108,15 @@ function draw({ by, days, sessionsByDay, rows, cut }) {
         .reduce((n, r) => n + metric(r), 0)),
     }));
   };
+  // Half a day either side, so that a range of one day still reads.
+  const xRange = [days[0] - DAY / 2, days[days.length - 1] + DAY / 2];
+  const count = { xRange, format: (v) => fmtNum(v) };
   const charts = h("div.charts", null,
-    timeChart("Model requests per day", days, seriesOf((r) => r.requests), { format: (v) => fmtNum(v) }),
-    timeChart("Tokens per day (in + out)", days, seriesOf((r) => r.input_tokens + r.output_tokens), { format: (v) => fmtNum(v) }),
-    timeChart("Cost per day (USD)", days, seriesOf((r) => r.cost), { format: fmtUsd }),
-    timeChart("Sandbox seconds per day", days, seriesOf((r) => r.sandbox_seconds), { format: (v) => fmtNum(v, 1) }),
-    timeChart("Sandbox sessions per day", days, [{ label: "sessions", values: sessionsByDay }], { bars: true, format: (v) => fmtNum(v) }));
+    timeChart("Model requests per day", days, seriesOf((r) => r.requests), count),
+    timeChart("Tokens per day (in + out)", days, seriesOf((r) => r.input_tokens + r.output_tokens), count),
+    timeChart("Cost per day (USD)", days, seriesOf((r) => r.cost), { xRange, format: fmtUsd }),
+    timeChart("Sandbox seconds per day", days, seriesOf((r) => r.sandbox_seconds), { xRange, format: (v) => fmtNum(v, 1) }),
+    timeChart("Sandbox sessions per day", days, [{ label: "sessions", values: sessionsByDay }], { ...count, bars: true }));
   const csv = h("button", { type: "button", onclick: () => download(rows, by) }, "Download CSV");
   return h("div", null,
     cut ? notice(`Sandbox seconds count the latest ${MAX_REQUESTS} requests of the range only.`, "info") : null,
