@@ -65,11 +65,16 @@ async function route(focus = false) {
   document.title = `${name[0].toUpperCase()}${name.slice(1)} · sandgate`;
   // A keyboard user who followed a link starts at the new page.
   if (focus) $("main").focus({ preventScroll: true });
+  // aria-busy until the page has its data: screen readers wait, and so
+  // do the browser tests.
+  el.setAttribute("aria-busy", "true");
   try {
     await page.render({ el, arg: rest.map(decodeURIComponent).join("/"), onLeave: (fn) => leave.push(fn) });
   } catch (e) {
     // A 401 already sent us to sign-in.
     if (e.status !== 401) el.append(notice(e.message));
+  } finally {
+    el.removeAttribute("aria-busy");
   }
 }
 

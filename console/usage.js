@@ -28,11 +28,16 @@ export async function render({ el, onLeave }) {
     h("button", { type: "submit" }, "Show"));
   const show = async () => {
     out.replaceChildren(h("p.muted", null, "Loading…"));
-    const data = await load(state);
-    drop();
-    const view = draw(data);
-    charts = [...view.querySelectorAll("figure.chart")];
-    out.replaceChildren(view);
+    out.setAttribute("aria-busy", "true");
+    try {
+      const data = await load(state);
+      drop();
+      const view = draw(data);
+      charts = [...view.querySelectorAll("figure.chart")];
+      out.replaceChildren(view);
+    } finally {
+      out.removeAttribute("aria-busy");
+    }
   };
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();

@@ -99,14 +99,22 @@ const text = (sel, p = page) => p.$eval(sel, (el) => el.textContent);
 const visibleText = (sel, p = page) => p.$eval(sel, (el) => (el.checkVisibility() ? el.textContent : null));
 const sdk = (apiKey) => new OpenAI({ apiKey, baseURL: stack.url("/v1"), maxRetries: 0, timeout: 30000 });
 
+// Once the page has its data (nothing is aria-busy) and has painted
+// (two animation frames: uPlot draws on one). Not the network's idleness:
+// the overview polls, and a fetch cut by a navigation may never end.
+async function settled(p = page) {
+  await p.waitForFunction(() => !document.querySelector("[aria-busy]"), { timeout: MS });
+  await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
+
 // Load a page of the console afresh (a hash change alone would not fetch
-// its files again) and wait until it has drawn: its heading, then the
-// network quiet. The tab's sessionStorage (the key) stays.
+// its files again) and wait until it has drawn its heading and data. The
+// tab's sessionStorage (the key) stays.
 async function open(hash, heading, p = page, s = stack) {
   await p.goto("about:blank");
   await p.goto(consoleUrl(s, hash), { waitUntil: "load" });
   await p.waitForFunction((h) => document.querySelector("#page h1")?.textContent.startsWith(h), { timeout: MS }, heading);
-  await p.waitForNetworkIdle({ idleTime: 300, timeout: MS });
+  await settled(p);
 }
 
 async function signIn(key, p = page, s = stack) {
@@ -114,6 +122,15 @@ async function signIn(key, p = page, s = stack) {
   await p.waitForSelector("#signin-form input[name=key]", { visible: true });
   await p.type("#signin-form input[name=key]", key);
   await p.click("#signin-form button[type=submit]");
+}
+
+// Signed in as the admin, whatever the tests before did (each test runs
+// alone too, with --test-name-pattern).
+async function signedIn() {
+  await page.goto(consoleUrl(stack), { waitUntil: "load" });
+  if (await page.evaluate(() => sessionStorage.getItem("sandgate.admin_key"))) return;
+  await signIn(ADMIN);
+  await page.waitForFunction(() => !document.querySelector("#nav").hidden, { timeout: MS });
 }
 
 // Once the ledger lists request id (the reaper writes it within moments;
@@ -180,8 +197,7 @@ t("sign-in with a wrong key is refused: the message shows and the form stays", a
 });
 
 t("a key made in the UI works with the SDK; its request shows in Requests with its code and output, and in Usage", async () => {
-  await signIn(ADMIN);
-  await page.waitForFunction(() => !document.querySelector("#nav").hidden, { timeout: MS });
+  await signedIn();
   const { id, secret } = await createKey("team-ui", { rpm: 600 });
   assert.match(secret, /^sk-/);
   assert.match(await text(".secretbox"), /shown only once/);
@@ -200,7 +216,7 @@ t("a key made in the UI works with the SDK; its request shows in Requests with i
   const outs = await page.$$eval("section.round pre.out", (els) => els.map((e) => e.textContent));
   assert.ok(outs.includes("42\n"), JSON.stringify(outs));
   assert.equal(await page.$$eval("div.timeline .step", (els) => els.length), 3, "two model turns and a run");
-  await page.waitForNetworkIdle({ idleTime: 300, timeout: MS });
+  await settled();
   await shot("request");
 
   await open("#/usage", "Usage");
@@ -212,7 +228,7 @@ t("a key made in the UI works with the SDK; its request shows in Requests with i
   // The fake's two turns: 10 + 20 tokens in, 5 + 6 out; priced, so it cost.
   assert.deepEqual(row.slice(1, 4), ["2", "30", "11"], JSON.stringify(row));
   assert.notEqual(row[4], "$0.00", JSON.stringify(row));
-  await page.waitForNetworkIdle({ idleTime: 300, timeout: MS });
+  await settled();
   assertClean();
 
   // A limit changed in the UI is what the API says.
@@ -242,6 +258,7 @@ t("a key made in the UI works with the SDK; its request shows in Requests with i
 });
 
 t("XSS probe: a key named like HTML and code printing <script> render as text and never run", async () => {
+  await signedIn();
   const { id, secret } = await createKey(XSS_NAME);
   const name = await visibleText(`tr[data-id="${id}"] strong.name`);
   assert.equal(name, XSS_NAME);
@@ -271,6 +288,7 @@ t("XSS probe: a key named like HTML and code printing <script> render as text an
 });
 
 t("ending a sandbox in the Sandboxes page deletes it", async () => {
+  await signedIn();
   const made = await request(stack, "POST", "/v1/sandboxes", { body: JSON.stringify({ tool: "local" }) });
   assert.equal(made.status, 201, made.text);
   const sid = made.json.id;
@@ -290,6 +308,7 @@ t("ending a sandbox in the Sandboxes page deletes it", async () => {
 });
 
 t("every page loads with no console error, no CSP violation and no request outside the gateway", async () => {
+  await signedIn();
   // Some traffic for the overview's charts: a sample is taken every 10 s.
   for (let i = 0; i < 3; i++) assert.equal((await request(stack, "POST", "/v1/responses",
     { body: JSON.stringify({ model: "gpt-test", input: `hello ${i}` }) })).status, 200);
@@ -319,7 +338,7 @@ t("every page loads with no console error, no CSP violation and no request outsi
   await page.setViewport({ width: 1280, height: 800 });
   await page.click("#theme");
   await page.waitForFunction(() => document.documentElement.dataset.theme === "dark", { timeout: MS });
-  await page.waitForNetworkIdle({ idleTime: 300, timeout: MS });
+  await settled();
   await shot("overview-dark");
   // The choice is kept for the next visit.
   await page.reload({ waitUntil: "load" });
