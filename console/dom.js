@@ -32,13 +32,14 @@ export function clear(el) {
   return el;
 }
 
-// A table: columns [{label, cell(row) → node|string, num?}], rows; empty
+// A table: columns [{label, cell(row) → node|string, num?, nowrap?}], rows; empty
 // says so instead of showing a header over nothing. rowAttrs(row) gives a
 // row's attributes (data-id, for tests and links).
 export function table(columns, rows, empty = "Nothing yet.", rowAttrs = () => null) {
   if (!rows.length) return h("p.empty", null, empty);
   const head = h("tr", null, columns.map((c) => h(c.num ? "th.num" : "th", { scope: "col" }, c.label)));
-  const body = rows.map((r) => h("tr", rowAttrs(r), columns.map((c) => h(c.num ? "td.num" : "td", { "data-label": c.label }, c.cell(r)))));
+  const td = (c) => (c.num ? "td.num" : c.nowrap ? "td.nowrap" : "td");
+  const body = rows.map((r) => h("tr", rowAttrs(r), columns.map((c) => h(td(c), { "data-label": c.label }, c.cell(r)))));
   return h("div.scroll", null, h("table", null, h("thead", null, head), h("tbody", null, body)));
 }
 

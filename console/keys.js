@@ -33,8 +33,8 @@ function keyTable(keys, reload, status) {
     { label: "Key", cell: (k) => h("code", null, k.redacted_value) },
     { label: "Limits", cell: (k) => limitsText(k.effective_limits, k.limits) },
     { label: "Spend this period", cell: (k) => spendText(k.spend) },
-    { label: "Last used", cell: (k) => h("span", { title: fmtTime(k.last_used_at) }, fmtAgo(k.last_used_at)) },
-    { label: "Created", cell: (k) => fmtTime(k.created_at) },
+    { label: "Last used", nowrap: true, cell: (k) => h("span", { title: fmtTime(k.last_used_at) }, fmtAgo(k.last_used_at)) },
+    { label: "Created", nowrap: true, cell: (k) => fmtTime(k.created_at) },
     { label: "", cell: (k) => k.source === "config" ? h("span.muted", { title: "Change it in sandgate's config file" }, "config file")
       : h("span.actions", null,
         h("button", { type: "button", "aria-label": `Edit limits of ${k.name}`, onclick: () => editDialog(k, reload, status) }, "Edit limits"),

@@ -50,7 +50,7 @@ async function list({ el }) {
 
 function requestTable(data) {
   return table([
-    { label: "Time", cell: (r) => fmtTime(r.created_at) },
+    { label: "Time", nowrap: true, cell: (r) => fmtTime(r.created_at) },
     { label: "Request", cell: (r) => h("a", { href: `#/requests/${encodeURIComponent(r.id)}` }, h("code", null, r.id)) },
     { label: "Key", cell: (r) => r.key_name ?? r.api_key_id ?? "—" },
     { label: "Model", cell: (r) => r.model ?? h("span.muted", null, r.surface) },

@@ -36,9 +36,9 @@ function boxTable(rows, reload, status, now) {
     { label: "Status", cell: (s) => s.running_code ? `${s.status}, running code` : s.status },
     { label: "Key", cell: (s) => s.key_name ?? (s.api_key_id ? h("code", null, s.api_key_id) : h("span.muted", null, "pool")) },
     { label: "Session", cell: (s) => s.session_id ? h("code", null, s.session_id) : s.name ?? "—" },
-    { label: "Since", cell: (s) => h("span", { title: fmtTime(s.created_at) }, fmtAgo(s.created_at, now)) },
-    { label: "Idle for", cell: (s) => fmtDuration(s.idle_seconds) },
-    { label: "Expires", cell: (s) => fmtTime(s.expires_at) },
+    { label: "Since", nowrap: true, cell: (s) => h("span", { title: fmtTime(s.created_at) }, fmtAgo(s.created_at, now)) },
+    { label: "Idle for", nowrap: true, cell: (s) => fmtDuration(s.idle_seconds) },
+    { label: "Expires", nowrap: true, cell: (s) => fmtTime(s.expires_at) },
     { label: "", cell: (s) => h("button.danger", { type: "button", "aria-label": `End ${s.id}`, onclick: () => end(s, reload, status) }, "End") },
   ], rows, "No sandbox is alive.", (s) => ({ "data-id": s.id }));
 }
