@@ -32,7 +32,7 @@
 static json_t *
 rounds(void)
 {
-	char *text = sg_trace_json(START);
+	char *text = sg_trace_json(START, NULL);
 	json_t *j;
 
 	assert_non_null(text);
@@ -127,7 +127,7 @@ two_rounds(void **state)
 	json_decref(chat);
 	json_decref(res);
 	sg_trace_reset();
-	assert_null(sg_trace_json(START));
+	assert_null(sg_trace_json(START, NULL));
 }
 
 /* s: n bytes of "é" (2 bytes each) after one "a": a cut at an even
@@ -167,7 +167,7 @@ bounds(void **state)
 	sg_trace_run("local", "cntr_x", code, START + 1, 2, res, NULL);
 	sg_trace_run("local", "cntr_x", "1/0", START + 3, 4, NULL,
 	    "The sandbox cntr_x stopped answering.");
-	text = sg_trace_json(START);
+	text = sg_trace_json(START, NULL);
 	assert_null(strstr(text, "SECRETPNGBYTES"));
 	assert_null(strstr(text, "SECRETJPEGBYTES"));
 	free(text);
@@ -342,7 +342,7 @@ end_writes_once(void **state)
 
 	sg_trace_run("local", "cntr_z", "print(1)", req.start_ms, 3, res, NULL);
 	sg_trace_end(&cfg, st, &req, 200);
-	assert_null(sg_trace_json(START));
+	assert_null(sg_trace_json(START, NULL));
 	assert_int_equal(sg_store_trace_get(st, "req_1", &row), SG_STORE_OK);
 	assert_int_equal(row.status, 200);
 	assert_int_equal(row.started_ms, 1700000000000LL);
@@ -357,7 +357,7 @@ end_writes_once(void **state)
 	snprintf(req.id, sizeof(req.id), "req_2");
 	sg_trace_run("local", "cntr_z", "print(2)", req.start_ms, 3, res, NULL);
 	sg_trace_end(&cfg, st, &req, 200);
-	assert_null(sg_trace_json(START));
+	assert_null(sg_trace_json(START, NULL));
 	assert_int_equal(sg_store_trace_get(st, "req_2", &row),
 	    SG_STORE_NOTFOUND);
 	json_decref(res);
