@@ -4,9 +4,9 @@
  * it began, how long it took, its status or error, the tokens it
  * reported) and each code run (its code, outputs, time, sandbox and
  * tool), bounded, and the PNG images the code made, kept apart from the
- * rounds (trace_img.h). As the ledger's row (ledger.h), it is this process's
- * "current" request's: a responder serves one at a time, and the parts
- * record into it without a handle passed down.
+ * rounds (trace_img.h). As the ledger's row (ledger.h), it is this
+ * process's "current" request's: a responder serves one at a time, and
+ * the parts record into it without a handle passed down.
  *
  * Written once, at the request's end (sg_trace_end), and only when
  * something was recorded: a request relayed as it is records nothing and

@@ -10,8 +10,6 @@
 #include "trace.h"
 #include "trace_img.h"
 
-#define URL_PREFIX	"data:image/png;base64,"
-
 static const char B64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static const unsigned char SIGNATURE[8] = {
@@ -21,7 +19,6 @@ static const unsigned char SIGNATURE[8] = {
 struct image {
 	size_t	 round, run;
 	char	*b64;		/* owned */
-	size_t	 len;
 };
 
 static struct {
@@ -76,7 +73,6 @@ sg_timg_add(size_t round, size_t run, const json_t *result)
 		}
 		p->round = round;
 		p->run = run;
-		p->len = len;
 		im.bytes += len;
 		im.n++;
 	}
@@ -87,15 +83,8 @@ sg_timg_add(size_t round, size_t run, const json_t *result)
 static json_t *
 image_json(const struct image *p)
 {
-	json_t *url;
-	char *s;
+	json_t *url = json_sprintf("data:image/png;base64,%s", p->b64);
 
-	if ((s = malloc(sizeof(URL_PREFIX) + p->len)) == NULL)
-		return NULL;
-	memcpy(s, URL_PREFIX, sizeof(URL_PREFIX) - 1);
-	memcpy(s + sizeof(URL_PREFIX) - 1, p->b64, p->len + 1);
-	url = json_stringn_nocheck(s, sizeof(URL_PREFIX) - 1 + p->len);
-	free(s);
 	if (url == NULL)
 		return NULL;
 	return json_pack("{s:I,s:I,s:o}", "round", (json_int_t)p->round + 1,
