@@ -79,7 +79,7 @@ struct sg_store_use_q {
 	const char	**models;		/* borrowed */
 	size_t		  nmodels;
 	int		  models_only;	/* only rows with model_requests > 0 */
-	int		  sessions_only;	/* only rows with sessions > 0 */
+	int		  sessions_only;	/* only rows that made a sandbox or ran code */
 };
 struct sg_store_use_sum {
 	int64_t		 bucket;		/* 0, 1, ... from from_ms */

@@ -13,6 +13,7 @@ import http from "node:http";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startStack, KEYS, request, localLimits } from "./harness.mjs";
+import { validate } from "./schema.mjs";
 
 const ADMIN = "sk-admin-" + crypto.randomBytes(8).toString("hex");
 const AUTH = `admin_keys = ( { name = "ops"; key = "${ADMIN}"; } );`;
@@ -240,4 +241,29 @@ test("every key's sandboxes, whose and since when; an operator ends one at its p
   assert.equal(again.status, 404);
   assert.equal((await request(stack, "DELETE", `/v1/organization/sandboxes/${b.json.id}`, { key: KEYS.alice })).status, 403);
   assert.equal((await request(stack, "DELETE", `/v1/organization/sandboxes/${b.json.id}`, { key: ADMIN })).status, 200);
+});
+
+test("the sessions usage carries sandgate's sandbox seconds and code runs, what the console charts by day", async () => {
+  const start = Math.floor(Date.now() / 1000 / 86400) * 86400;
+  const a = await stack.call("POST", "/v1/sandboxes", { tool: "local" }, KEYS.carol);
+  assert.equal(a.status, 201, a.text);
+  for (const code of ["import time; time.sleep(1.2)", "print(1)"]) {
+    const r = await stack.call("POST", `/v1/sandboxes/${a.json.id}/code`, { code }, KEYS.carol);
+    assert.equal(r.status, 200, r.text);
+  }
+  await request(stack, "DELETE", `/v1/sandboxes/${a.json.id}`, { key: KEYS.carol });
+  const q = `/v1/organization/usage/code_interpreter_sessions?start_time=${start}&group_by=api_key_id`;
+  let carol;
+  for (let i = 0; i < 50 && !(carol?.num_code_runs >= 2); i++) {
+    const r = await get(stack, q);
+    assert.equal(r.status, 200, r.text);
+    validate("UsageResponse", r.json);
+    const keys = await get(stack, "/v1/organization/api_keys");
+    const id = keys.json.data.find((k) => k.name === "carol").id;
+    carol = r.json.data.at(-1).results.find((x) => x.api_key_id === id);
+    if (!(carol?.num_code_runs >= 2)) await sleep(200);
+  }
+  assert.equal(carol.num_sessions, 1, JSON.stringify(carol));
+  assert.equal(carol.num_code_runs, 2);
+  assert.ok(carol.sandbox_seconds >= 1.2 && carol.sandbox_seconds < 30, JSON.stringify(carol));
 });
