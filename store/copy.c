@@ -40,7 +40,7 @@ static const struct table {
 	    "cost_input, cost_output, cost_sandbox, box",
 	    "ssssssssnnnnnnnnnnnnnnnns" },
 	{ "traces", "id, tenant, key_id, model, status, started_ms, "
-	    "duration_ms, rounds, box", "ssssnnnss" },
+	    "duration_ms, rounds, images, box", "ssssnnnsss" },
 	{ "spend", "tenant, day, cost, tokens, sandbox_ms, requests, last_ms",
 	    "snnnnnn" },
 };

@@ -76,6 +76,11 @@
 	"  tokens " INT " NOT NULL DEFAULT 0," \
 	"  ok " INT " NOT NULL DEFAULT 0);"
 
+/* 10 -> 11, both dialects: the images a request's code made, kept with
+ * its trace apart from its rounds (a list of traces never reads them). */
+#define STEP_TRACE_IMAGES \
+	"ALTER TABLE traces ADD COLUMN images TEXT;"
+
 /*
  * Each entry takes the schema from version i to i + 1. Append only: a
  * released entry never changes, so every store can be brought forward.
@@ -205,6 +210,8 @@ static const char *const sqlite_steps[] = {
 	STEP_BOX,
 	/* 9 -> 10 */
 	STEP_LEDGER("INTEGER", ""),
+	/* 10 -> 11 */
+	STEP_TRACE_IMAGES,
 };
 
 
@@ -314,6 +321,8 @@ static const char *const pg_steps[] = {
 	STEP_BOX,
 	/* 9 -> 10 */
 	STEP_LEDGER("BIGINT", "  rowid BIGSERIAL,"),
+	/* 10 -> 11 */
+	STEP_TRACE_IMAGES,
 };
 
 #define NSTEPS(a)	((int)(sizeof(a) / sizeof((a)[0])))

@@ -1,6 +1,7 @@
 /*
- * Request traces (usage.h): each request's loop rounds as JSON text,
- * written once at its end, listed newest first, pruned by age.
+ * Request traces (usage.h): each request's loop rounds as JSON text, and
+ * its images in a column of their own the lists never read, written once
+ * at its end, listed newest first, pruned by age (the images with them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,24 +33,24 @@ int
 sg_store_trace_add(struct sg_store *st, const struct sg_store_trace *t)
 {
 	const char *in[] = { t->id, t->tenant, t->key_id, t->model,
-	    t->rounds }, *s[5];
-	char *fixed[5];
+	    t->rounds, t->images }, *s[6];
+	char *fixed[6];
 	int i, rc = SG_STORE_OK;
 
 	if (t->id == NULL || t->id[0] == '\0')
 		return sg_st_err(st, "trace: no id");
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 6; i++)
 		if ((s[i] = text(in[i], &fixed[i])) == NULL && in[i] != NULL)
 			rc = sg_st_err(st, "trace: out of memory");
 	/* Written again (a retried batch): the first stays. */
 	if (rc == SG_STORE_OK)
 		rc = sg_st_exec_args(st, NULL, "INSERT INTO traces (id, tenant, "
 		    "key_id, model, status, started_ms, duration_ms, box, "
-		    "rounds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) "
-		    "DO NOTHING", "ssssiiiss", s[0], s[1], s[2], s[3],
-		    (int64_t)t->status, t->started_ms, t->duration_ms, st->box,
-		    s[4]);
-	for (i = 0; i < 5; i++)
+		    "rounds, images) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON "
+		    "CONFLICT (id) DO NOTHING", "ssssiiisss", s[0], s[1], s[2],
+		    s[3], (int64_t)t->status, t->started_ms, t->duration_ms,
+		    st->box, s[4], s[5]);
+	for (i = 0; i < 6; i++)
 		free(fixed[i]);
 	return rc;
 }
@@ -69,11 +70,13 @@ column(struct sg_st_cur *cur, int i, int *oom)
 	return c;
 }
 
-/* A trace's columns, rounds aside (a list does not read them). */
+/* A trace's columns, rounds and images aside (a list does not read
+ * them). */
 #define TRACE_COLUMNS "id, tenant, key_id, model, box, status, started_ms, " \
 	"duration_ms"
 
-/* A row of TRACE_COLUMNS, then rounds as a ninth column when asked. */
+/* A row of TRACE_COLUMNS, then rounds and images as the ninth and
+ * tenth columns when asked. */
 static int
 row(struct sg_store *st, struct sg_st_cur *cur, int rounds,
     struct sg_store_trace_row *r)
@@ -89,8 +92,10 @@ row(struct sg_store *st, struct sg_st_cur *cur, int rounds,
 	r->status = (int)sg_st_int(cur, 5);
 	r->started_ms = sg_st_int(cur, 6);
 	r->duration_ms = sg_st_int(cur, 7);
-	if (rounds)
+	if (rounds) {
 		r->rounds = column(cur, 8, &oom);
+		r->images = column(cur, 9, &oom);
+	}
 	if (oom) {
 		sg_store_trace_clear(r);
 		return sg_st_err(st, "trace: out of memory");
@@ -106,6 +111,7 @@ sg_store_trace_clear(struct sg_store_trace_row *r)
 	free(r->key_id);
 	free(r->model);
 	free(r->rounds);
+	free(r->images);
 	free(r->box);
 	memset(r, 0, sizeof(*r));
 }
@@ -118,8 +124,8 @@ sg_store_trace_get(struct sg_store *st, const char *id,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = sg_st_run(st, &cur, "SELECT " TRACE_COLUMNS ", rounds FROM traces "
-	    "WHERE id = ?", "s", id);
+	rc = sg_st_run(st, &cur, "SELECT " TRACE_COLUMNS ", rounds, images FROM "
+	    "traces WHERE id = ?", "s", id);
 	if (rc == SG_ST_ROW)
 		rc = row(st, cur, 1, out);
 	else if (rc == SG_ST_DONE)

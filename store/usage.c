@@ -187,7 +187,8 @@ sum_sql(struct sg_store *st, char *sql, size_t sz)
 	    "sum(code_runs), sum(sandbox_ms), sum(sessions), sum(file_bytes), "
 	    "sum(cost_input), sum(cost_output), sum(cost_sandbox) "
 	    "FROM usage WHERE started_ms >= ?1 AND started_ms < ?2 "
-	    "AND (?7 = 0 OR model_requests > 0) AND (?8 = 0 OR sessions > 0) "
+	    "AND (?7 = 0 OR model_requests > 0) "
+	    "AND (?8 = 0 OR sessions > 0 OR code_runs > 0) "
 	    "AND (?%d IS NULL OR key_id IN (", SUM_KEYS);
 	for (i = SUM_KEYS; i < SUM_MODELS + SG_STORE_USE_LIST_MAX; i++) {
 		if (i == SUM_MODELS)

@@ -79,7 +79,7 @@ struct sg_store_use_q {
 	const char	**models;		/* borrowed */
 	size_t		  nmodels;
 	int		  models_only;	/* only rows with model_requests > 0 */
-	int		  sessions_only;	/* only rows with sessions > 0 */
+	int		  sessions_only;	/* only rows that made a sandbox or ran code */
 };
 struct sg_store_use_sum {
 	int64_t		 bucket;		/* 0, 1, ... from from_ms */
@@ -167,7 +167,9 @@ int	 sg_store_use_prune(struct sg_store *, int64_t before_ms, int limit,
 
 /*
  * traces.c: a request's trace: its rounds as JSON text (an array, each
- * round's code, outputs bounded, and timings), written once at its end.
+ * round's code, outputs bounded, and timings), and apart from them the
+ * images its code made (JSON text too, megabytes of base64 at most: read
+ * only with one trace), written once at its end.
  */
 struct sg_store_trace {
 	const char	*id;		/* req_ */
@@ -175,6 +177,7 @@ struct sg_store_trace {
 	int		 status;
 	int64_t		 started_ms, duration_ms;
 	const char	*rounds;	/* JSON array text */
+	const char	*images;	/* JSON array text; NULL: none */
 };
 /* The box is recorded with it; a trace whose id is there already is
  * skipped (the first stays); text that is not UTF-8 is kept with U+FFFD
@@ -182,7 +185,7 @@ struct sg_store_trace {
 int	 sg_store_trace_add(struct sg_store *, const struct sg_store_trace *);
 /* A trace read back: strings new, freed by sg_store_trace_clear. */
 struct sg_store_trace_row {
-	char		*id, *tenant, *key_id, *model, *rounds, *box;
+	char		*id, *tenant, *key_id, *model, *rounds, *images, *box;
 	int		 status;
 	int64_t		 started_ms, duration_ms;
 };
@@ -194,7 +197,8 @@ void	 sg_store_trace_clear(struct sg_store_trace_row *);
  * Traces newest first, among those of key_id, model and status when
  * given (NULL / 0: any) and started in [from_ms, to_ms) (0: open), after
  * the trace id after (NULL: from the newest), at most limit: fn for each
- * (rounds NULL: a list does not read them); *more set when more remain.
+ * (rounds and images NULL: a list does not read them); *more set when
+ * more remain.
  * Ties on started_ms go by id, descending. NOTFOUND when after is not one
  * of them (unknown, or left out by the filters); ERROR when limit < 1.
  */

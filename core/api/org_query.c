@@ -35,7 +35,7 @@ static const char *const lists[NLISTS] = { "group_by", "api_key_ids",
 static const unsigned kind_scalars[] = { ALL(NSCALARS), ALL(P_BATCH),
 	ALL(P_BATCH) };
 static const unsigned kind_lists[] = { ALL(NLISTS),
-	1u << L_GROUP | 1u << L_PROJECTS,
+	1u << L_GROUP | 1u << L_KEYS | 1u << L_PROJECTS,
 	1u << L_GROUP | 1u << L_KEYS | 1u << L_PROJECTS };
 
 /* The group_by values of each kind, and what each asks of the store.
@@ -50,8 +50,10 @@ static const struct group compl_groups[] = { { "project_id", 0, 0 },
 	{ "user_id", 0, 0 }, { "api_key_id", SG_USE_BY_KEY, 0 },
 	{ "model", SG_USE_BY_MODEL, 0 }, { "batch", 0, 0 },
 	{ "service_tier", 0, 0 }, { NULL, 0, 0 } };
+/* api_key_id is sandgate's own here (OpenAI groups sessions by project
+ * only): what each key's sandboxes cost in time is an operator's question. */
 static const struct group ci_groups[] = { { "project_id", 0, 0 },
-	{ NULL, 0, 0 } };
+	{ "api_key_id", SG_USE_BY_KEY, 0 }, { NULL, 0, 0 } };
 static const struct group costs_groups[] = { { "project_id", 0, 0 },
 	{ "line_item", SG_USE_BY_MODEL | SG_USE_BY_TOOL, 1 },
 	{ "api_key_id", SG_USE_BY_KEY, 0 }, { NULL, 0, 0 } };

@@ -4,7 +4,9 @@
  * model or a sandbox, from the ledger (store/usage.h), newest first, with
  * OpenAI's list conventions; one request with its trace's rounds (what
  * each loop round did: the upstream turn, the code and its outputs,
- * timings; [] when none was kept). A key is shown by its public id and
+ * timings; [] when none was kept), each code run with the images it made
+ * as OpenAI's code interpreter outputs (the list carries no images:
+ * megabytes a page). A key is shown by its public id and
  * name, never its hash; the trace holds no key or host (trace.h).
  */
 #include <errno.h>
@@ -205,13 +207,50 @@ from_trace(const struct sg_store_trace_row *t)
 	    "has_trace", 1);
 }
 
+/* Whether image (one of a trace's, trace_img.h) is code run k's of round
+ * (one of its rounds). */
+static int
+image_of(const json_t *image, const json_t *round, size_t k)
+{
+	const json_t *n = json_object_get(round, "round");
+
+	return json_is_integer(n) && json_integer_value(json_object_get(image,
+	    "round")) == json_integer_value(n) && json_is_integer(
+	    json_object_get(image, "run")) && json_integer_value(
+	    json_object_get(image, "run")) == (json_int_t)k;
+}
+
+/* Each code run of rounds (borrowed) gets "outputs": the images of
+ * images (borrowed; NULL: none) that are its, as OpenAI's code
+ * interpreter outputs {"type": "image", "url"}; [] when none is. */
+static void
+add_outputs(json_t *rounds, const json_t *images)
+{
+	json_t *round, *run, *outs;
+	const json_t *image, *url;
+	size_t i, k, m;
+
+	json_array_foreach(rounds, i, round)
+		json_array_foreach(json_object_get(round, "code_runs"), k, run) {
+			if ((outs = json_array()) == NULL)
+				return;
+			json_array_foreach(images, m, image)
+				if (image_of(image, round, k) && json_is_string(url =
+				    json_object_get(image, "url")))
+					json_array_append_new(outs, json_pack(
+					    "{s:s,s:O}", "type", "image", "url",
+					    url));
+			json_object_set_new(run, "outputs", outs);
+		}
+}
+
 /* New reference: request id with its rounds, or NULL with err. */
 static json_t *
 one(const struct sg_org_env *env, const char *id, struct sg_error *err)
 {
 	struct sg_store_use_row r;
 	struct sg_store_trace_row t;
-	json_t *o = NULL, *rounds = NULL;
+	json_t *o = NULL, *rounds = NULL, *images = NULL;
 	int urc, trc;
 
 	urc = sg_store_use_get(env->store, id, &r);
@@ -233,6 +272,9 @@ one(const struct sg_org_env *env, const char *id, struct sg_error *err)
 		json_decref(rounds);
 		rounds = json_array();
 	}
+	if (trc == SG_STORE_OK && t.images != NULL)
+		images = json_loads(t.images, 0, NULL);
+	add_outputs(rounds, json_is_array(images) ? images : NULL);
 	/* The ledger's row when written; has_trace as the trace is now. */
 	o = urc == SG_STORE_OK ? item(&r) : from_trace(&t);
 	if (o != NULL) {
@@ -243,6 +285,7 @@ one(const struct sg_org_env *env, const char *id, struct sg_error *err)
 		sg_error_server(err, 500, "Out of memory building the request.");
 done:
 	json_decref(rounds);
+	json_decref(images);
 	if (trc == SG_STORE_OK)
 		sg_store_trace_clear(&t);
 	return o;

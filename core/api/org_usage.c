@@ -93,12 +93,20 @@ compl_result(const struct sg_orgq *q, const struct sg_store_use_sum *s)
 	    grouped(q, SG_USE_BY_MODEL, s->model), "batch", "service_tier");
 }
 
+/* OpenAI's members, and sandgate's own (the console charts them): the
+ * seconds code ran and the runs, which OpenAI's API has no member for. */
 static json_t *
-ci_result(const struct sg_store_use_sum *s)
+ci_result(const struct sg_orgq *q, const struct sg_store_use_sum *s)
 {
-	return json_pack("{s:s,s:I,s:n}", "object",
+	json_t *r = json_pack("{s:s,s:I,s:n,s:f,s:I}", "object",
 	    "organization.usage.code_interpreter_sessions.result",
-	    "num_sessions", (json_int_t)s->sessions, "project_id");
+	    "num_sessions", (json_int_t)s->sessions, "project_id",
+	    "sandbox_seconds", (double)s->sandbox_ms / 1000, "num_code_runs",
+	    (json_int_t)s->code_runs);
+
+	if (r != NULL && (q->by & SG_USE_BY_KEY))
+		json_object_set_new(r, "api_key_id", text(s->key_id));
+	return r;
 }
 
 /* nano more of item (and key) in bucket: merged into the bucket's line
@@ -188,7 +196,7 @@ on_sum(void *arg, const struct sg_store_use_sum *s)
 		rc = results_add(p, s->bucket, compl_result(p->q, s));
 		break;
 	case SG_ORGQ_CI:
-		rc = results_add(p, s->bucket, ci_result(s));
+		rc = results_add(p, s->bucket, ci_result(p->q, s));
 		break;
 	default:
 		rc = cost_lines(p, s);

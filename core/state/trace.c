@@ -11,12 +11,16 @@
  * did not fit says "omitted": true. Summaries that alone pass the bound
  * (a very long loop) keep the first and last rounds and one element
  * {"omitted_rounds": n} between them.
+ *
+ * Images are kept by trace_img.c under bounds of their own, and written
+ * beside the rounds, but those of rounds left out.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace.h"
+#include "trace_img.h"
 #include "ledger.h"
 #include "../config/config.h"
 #include "../http/http.h"
@@ -41,9 +45,11 @@ struct round {
 
 struct run {
 	size_t	 round;		/* its round, in tr.rounds */
+	size_t	 nth;		/* its index among the round's runs */
 	char	 call_id[64], tool[64], sandbox[48];
 	int64_t	 t0, ms;
 	int	 images;
+	int	 images_omitted;	/* PNGs past the images' bounds */
 	char	*failed;	/* owned; NULL: nothing failed */
 	json_t	*detail;	/* code and outputs; NULL: none, or dropped */
 	int	 dropped;	/* it had detail, freed for the bound */
@@ -105,6 +111,8 @@ new_run(void)
 	p = &tr.runs[tr.nruns++];
 	memset(p, 0, sizeof(*p));
 	p->round = tr.nrounds - 1;
+	if (tr.nruns > 1 && p[-1].round == p->round)
+		p->nth = p[-1].nth + 1;
 	return p;
 }
 
@@ -187,7 +195,7 @@ detail_of(const char *code, const json_t *result)
 	return d;
 }
 
-/* Images in a result: counted, never kept. */
+/* Images in a result, of any kind (trace_img.c keeps the PNGs). */
 static int
 images_in(const json_t *result)
 {
@@ -293,6 +301,7 @@ sg_trace_run(const char *tool, const char *id, const char *code, int64_t t0,
 	p->t0 = t0;
 	p->ms = ms;
 	p->images = images_in(result);
+	p->images_omitted = sg_timg_add(p->round, p->nth, result);
 	p->failed = failed != NULL ? bounded(failed, MESSAGE_MAX) : NULL;
 	if ((d = detail_of(code != NULL ? code : "", result)) != NULL)
 		keep_detail(p, d);
@@ -312,6 +321,7 @@ sg_trace_reset(void)
 	free(tr.rounds);
 	free(tr.runs);
 	memset(&tr, 0, sizeof(tr));
+	sg_timg_reset();
 }
 
 /* New reference: a string, or null for NULL and "". */
@@ -325,11 +335,12 @@ text_or_null(const char *s)
 static json_t *
 run_json(const struct run *p, int64_t start)
 {
-	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:i,s:o,s:b}", "call_id",
+	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:i,s:i,s:o,s:b}", "call_id",
 	    text_or_null(p->call_id), "tool", text_or_null(p->tool),
 	    "sandbox_id", text_or_null(p->sandbox), "started_ms",
 	    (json_int_t)(p->t0 - start), "duration_ms",
-	    (json_int_t)p->ms, "images", p->images, "failed",
+	    (json_int_t)p->ms, "images", p->images, "images_omitted",
+	    p->images_omitted, "failed",
 	    text_or_null(p->failed), "omitted", p->detail != NULL ||
 	    p->dropped);
 }
@@ -408,9 +419,10 @@ details(json_t **sums, size_t left)
 }
 
 /* The rounds whose summaries pass the bound: the first and the last
- * that fit, one element between them saying how many are left out. */
+ * that fit, one element between them saying how many are left out
+ * (rounds [*from, *to)). */
 static json_t *
-ends_only(json_t *all, const size_t *sizes)
+ends_only(json_t *all, const size_t *sizes, size_t *from, size_t *to)
 {
 	size_t n = json_array_size(all), room = SG_TRACE_MAX - SLACK, used = 0,
 	    i, j = n, k;
@@ -420,6 +432,8 @@ ends_only(json_t *all, const size_t *sizes)
 		used += sizes[i] + 1;
 	for (; j > i && used + sizes[j - 1] + 1 <= room; j--)
 		used += sizes[j - 1] + 1;
+	*from = i;
+	*to = j;
 	for (k = 0; k < n; k++) {
 		if (k == i)
 			json_array_append_new(kept, json_pack("{s:I}",
@@ -432,12 +446,14 @@ ends_only(json_t *all, const size_t *sizes)
 }
 
 char *
-sg_trace_json(int64_t start)
+sg_trace_json(int64_t start, char **images)
 {
 	json_t *all = json_array(), **sums = NULL, *runs, *r;
-	size_t i, k = 0, total = SLACK, *sizes = NULL;
+	size_t i, k = 0, total = SLACK, *sizes = NULL, from = 0, to = 0;
 	char *text = NULL;
 
+	if (images != NULL)
+		*images = NULL;
 	if (tr.nrounds == 0 && tr.untraced == 0)
 		goto done;
 	if (all == NULL || (sums = calloc(tr.nruns + 1, sizeof(*sums))) ==
@@ -461,8 +477,10 @@ sg_trace_json(int64_t start)
 	if (total <= SG_TRACE_MAX)
 		details(sums, SG_TRACE_MAX - total);
 	else
-		all = ends_only(all, sizes);
+		all = ends_only(all, sizes, &from, &to);
 	text = json_dumps(all, JSON_COMPACT);
+	if (text != NULL && images != NULL)
+		*images = sg_timg_json(from, to);
 done:
 	json_decref(all);
 	free(sums);
@@ -475,10 +493,10 @@ sg_trace_end(const struct sg_cfg *cfg, struct sg_store *store,
     const struct sg_req *req, int status)
 {
 	struct sg_store_trace t;
-	char key_id[32], *rounds;
+	char key_id[32], *rounds, *images;
 
 	if (cfg->usage.traces <= 0 || (tr.nrounds == 0 && tr.untraced == 0) ||
-	    (rounds = sg_trace_json(req->start_ms)) == NULL) {
+	    (rounds = sg_trace_json(req->start_ms, &images)) == NULL) {
 		sg_trace_reset();
 		return;
 	}
@@ -492,9 +510,11 @@ sg_trace_end(const struct sg_cfg *cfg, struct sg_store *store,
 	t.started_ms = req->wall_ms;
 	t.duration_ms = sg_now_ms() - req->start_ms;
 	t.rounds = rounds;
+	t.images = images;
 	if (sg_store_trace_add(store, &t) != SG_STORE_OK)
 		fprintf(stderr, "event=trace_lost request=%s reason=store\n",
 		    req->id);
 	free(rounds);
+	free(images);
 	sg_trace_reset();
 }

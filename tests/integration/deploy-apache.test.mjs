@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { startStack, KEYS, freePort, waitFor, root, serviceUser, sseEvents } from "./harness.mjs";
-import { assertUploads, assertMetricsOnlyForScraper } from "./front.mjs";
+import { assertUploads, assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 
 const APACHE = "/usr/sbin/apache2";
 const MODULES = "/usr/lib/apache2/modules";
@@ -226,7 +226,7 @@ describe("Apache with the sample's prefixed variant, mount_prefix = \"/ai\"", { 
   let stack, apache;
 
   before(async () => {
-    stack = await startStack({ start: "listen", unixSocket: true, mount_prefix: "/ai" });
+    stack = await startStack({ start: "listen", unixSocket: true, mount_prefix: "/ai", auth: CONSOLE_AUTH });
     apache = await startApache(stack, { prefixed: true });
   });
   after(async () => {
@@ -248,5 +248,9 @@ describe("Apache with the sample's prefixed variant, mount_prefix = \"/ai\"", { 
 
   test("/ai/metrics answers only the scraper's addresses", async () => {
     await assertMetricsOnlyForScraper(apache.base, "/ai");
+  });
+
+  test("the console under /ai: its page, its modules and the admin API through Apache", async () => {
+    await assertConsole(apache.base, "/ai");
   });
 });

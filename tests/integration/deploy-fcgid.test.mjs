@@ -36,7 +36,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed,
-  assertMetricsOnlyForScraper } from "./front.mjs";
+  assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 import { startFakes, gatewayConfig, freePort, waitFor, KEYS, root, serviceUser, procOf, procTable } from "./harness.mjs";
 
 const APACHE = "/usr/sbin/apache2";
@@ -96,7 +96,7 @@ const sub = (text, from, to, what, name) => subIn(text, from, to, what, `etc/sha
 function gatewayConf(prefix, tool) {
   const workers = /^\s*(workers = \[\d+, \d+\];)/m.exec(sample("sandgate.conf"));
   assert.ok(workers, "etc/shared-hosting/sandgate.conf sets workers");
-  let c = gatewayConfig(W.sg, W.fakes.fakePort, { mount_prefix: prefix, max_body_bytes: MAX_BODY,
+  let c = gatewayConfig(W.sg, W.fakes.fakePort, { mount_prefix: prefix, max_body_bytes: MAX_BODY, auth: CONSOLE_AUTH,
     sandboxTools: W.fakes.e2bTool, interceptionTool: tool });
   c = subIn(c, /^\s*workers = \[2, 8\];$/m, `  ${workers[1]}`, "workers", "gatewayConfig");
   // Started by mod_fcgid as an ordinary user: no cgroup of its own.
@@ -539,6 +539,7 @@ describe("Apache mod_fcgid spawning sandgate from the shipped .htaccess (etc/sha
 
   test(`mounted under ${PREFIX}: healthz, chat and an intercepted request (assertPrefixed)`, T(15), async () => {
     await assertPrefixed(W.base, PREFIX);
+    await assertConsole(W.base, PREFIX);
   });
 
   test("no AllowOverride AuthConfig: the shipped .htaccess is a 500; its E=HTTP_AUTHORIZATION variant works; mod_fcgid's default output buffer holds a stream to its end", T(20), async (t) => {

@@ -26,7 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed,
-  assertUploads, assertMetricsOnlyForScraper } from "./front.mjs";
+  assertUploads, assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root, procTable } from "./harness.mjs";
 
 const LIGHTTPD = ["/usr/sbin/lighttpd", "/usr/local/sbin/lighttpd"].find((p) => fs.existsSync(p));
@@ -232,7 +232,8 @@ describe(`lighttpd to sandgate-fcgi --listen mounted under ${PREFIX}: the sample
   let stack, lighttpd;
 
   before(async () => {
-    stack = await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY, mount_prefix: PREFIX });
+    stack = await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY, mount_prefix: PREFIX,
+      auth: CONSOLE_AUTH });
     lighttpd = await startLighttpd("prefix", { listen: stack.fcgiAddr.path, env: process.env, prefix: PREFIX });
   });
   after(async () => {
@@ -241,6 +242,7 @@ describe(`lighttpd to sandgate-fcgi --listen mounted under ${PREFIX}: the sample
 
   test(`${PREFIX}/healthz, chat and an intercepted request under ${PREFIX}; nothing outside it`, T, async () => {
     await assertPrefixed(lighttpd.base, PREFIX);
+    await assertConsole(lighttpd.base, PREFIX);
     assert.equal((await call(lighttpd.base, "GET", `${PREFIX}/v1/models`, { key: "sk-wrong-0000" })).status, 401);
     // Outside the prefix nothing reaches sandgate.
     assert.equal((await call(lighttpd.base, "GET", "/healthz", { key: null })).status, 404);

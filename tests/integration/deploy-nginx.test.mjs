@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed,
-  assertUploads, assertMetricsOnlyForScraper } from "./front.mjs";
+  assertUploads, assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root, serviceUser } from "./harness.mjs";
 
 const NGINX = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"].find((p) => fs.existsSync(p));
@@ -106,7 +106,8 @@ before(async () => {
   fs.chmodSync(dir, 0o755);
   stacks.push(await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY }));
   front = await startNginx("root", stacks[0]);
-  stacks.push(await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY, mount_prefix: PREFIX }));
+  stacks.push(await startStack({ start: "listen", unixSocket: true, max_body_bytes: MAX_BODY, mount_prefix: PREFIX,
+    auth: CONSOLE_AUTH }));
   prefixed = await startNginx("prefix", stacks[1], PREFIX);
 });
 
@@ -198,6 +199,7 @@ test("/metrics answers only the scraper's addresses, at the root and under a pre
 
 test(`mounted under ${PREFIX}: the sample's prefixed location and mount_prefix`, { skip: SKIP, ...T }, async () => {
   await assertPrefixed(prefixed.base, PREFIX);
+  await assertConsole(prefixed.base, PREFIX);
   // Outside the prefix nothing reaches sandgate.
   assert.equal((await call(prefixed.base, "GET", "/healthz", { key: null })).status, 404);
   assert.equal((await call(prefixed.base, "POST", "/v1/chat/completions", { body: { model: "gpt-test", messages: [] } })).status, 404);

@@ -92,6 +92,38 @@ export async function assertPrefixed(base, prefix) {
   assert.ok(resp.output.some((o) => o.type === "code_interpreter_call"));
 }
 
+// The admin key the deployment tests give their prefixed gateways, so
+// that the console is served (auth.admin_keys); for the stack's extra.auth.
+export const CONSOLE_ADMIN = "sk-admin-deploy-console";
+export const CONSOLE_AUTH = `admin_keys = ( { name = "ops"; key = "${CONSOLE_ADMIN}"; } );`;
+
+// The console through the front under prefix: the sample's location sends
+// console.path to sandgate, the page names the prefix, its modules load
+// by relative URLs under it, and the admin API answers its key there.
+export async function assertConsole(base, prefix) {
+  const redirect = await fetch(`${base}${prefix}/console`, { redirect: "manual", signal: AbortSignal.timeout(15000) });
+  assert.equal(redirect.status, 302);
+  assert.equal(redirect.headers.get("location"), `${prefix}/console/`);
+  await redirect.arrayBuffer();
+  const page = await fetch(`${base}${prefix}/console/`, { signal: AbortSignal.timeout(15000) });
+  const html = await page.text();
+  assert.equal(page.status, 200, html.slice(0, 300));
+  assert.match(page.headers.get("content-security-policy") ?? "", /connect-src 'self'/);
+  assert.ok(html.includes(`<meta name="sandgate-base" content="${prefix}">`), "the page names the prefix");
+  const srcs = [...html.matchAll(/<script[^>]*\ssrc="([^"]+)"/g)].map((m) => m[1]);
+  assert.ok(srcs.length > 0, "the page loads its modules");
+  for (const src of srcs) {
+    assert.ok(!/^(\/|https?:)/.test(src), `${src} is relative`);
+    const js = await fetch(new URL(src, `${base}${prefix}/console/`), { signal: AbortSignal.timeout(15000) });
+    assert.equal(js.status, 200, src);
+    assert.equal(js.headers.get("content-type"), "text/javascript; charset=utf-8", src);
+    await js.arrayBuffer();
+  }
+  const o = await call(base, "GET", `${prefix}/v1/organization/overview`, { key: CONSOLE_ADMIN });
+  assert.equal(o.status, 200, o.text.slice(0, 300));
+  assert.equal(o.json.object, "organization.overview");
+}
+
 // An upload of n bytes through base passes the front (its size is
 // files.max_bytes' business, not max_body_bytes'), and is deleted again.
 export async function assertUploads(base, n) {

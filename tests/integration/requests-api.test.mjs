@@ -3,8 +3,9 @@
 // from the ledger, newest first, filtered and paged as OpenAI's lists; a
 // request that went through the interception loop, or ran code through
 // the sandbox routes, has a trace (each round: the upstream turn and its
-// code runs, outputs bounded, timings); a relayed one has none and costs
-// no store write. Nothing shown is a key, a key's hash or an internal
+// code runs, outputs bounded, timings, the PNGs the code made as OpenAI's
+// image outputs, bounded); a relayed one has none and costs no store
+// write. Nothing shown is a key, a key's hash or an internal
 // host. With usage.traces = 0 no trace is written.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -187,6 +188,61 @@ test("code run through the sandbox routes is traced; a huge stdout is bounded", 
   assert.match(kr.error.traceback, /ZeroDivisionError/);
   ids.kept = k.id;
   await stack.call("DELETE", `/v1/sandboxes/${sbx}`);
+});
+
+// PNG's signature, as the first bytes of a data URL's base64.
+const isPng = (url) => url.startsWith("data:image/png;base64,") &&
+  Buffer.from(url.slice(22), "base64").subarray(0, 8).toString("hex") === "89504e470d0a1a0a";
+
+test("the images a run's code made are in its trace as OpenAI's image outputs; a forged png is not", async () => {
+  // A matplotlib figure, then an object whose PNG is a GIF's bytes: a
+  // hostile sandbox may call anything a png.
+  const code = "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()\n" +
+    "class Forged:\n    def _repr_png_(self):\n        return b'GIF89a, not a PNG at all'\nForged()";
+  const r = await send(stack, "/v1/responses", { model: "ci-args", input: JSON.stringify({ code }), tools: CI,
+    include: ["code_interpreter_call.outputs"] });
+  assert.equal(r.status, 200, r.text);
+  const call = r.json.output.find((o) => o.type === "code_interpreter_call");
+  const figure = call.outputs.find((o) => o.type === "image" && isPng(o.url));
+  assert.ok(figure, JSON.stringify(call.outputs).slice(0, 500));
+  const it = (await listed(stack, [r.id])).data.find((x) => x.id === r.id);
+  assert.equal(it.has_trace, true);
+  const one = await get(stack, `${LIST}/${r.id}`);
+  assert.equal(one.status, 200, one.text);
+  assertNoSecrets(one.text);
+  const run = one.json.rounds[0].code_runs[0];
+  assert.equal(run.code, code);
+  assert.equal(run.images, 2, "both counted");
+  assert.equal(run.images_omitted, 0);
+  // The figure the client was shown, byte for byte; not the forged one.
+  assert.deepEqual(run.outputs, [{ type: "image", url: figure.url }]);
+  assert.ok(figure.url.length > 1000);
+  assert.deepEqual(one.json.rounds[1].code_runs, []);
+  // Apart from the rounds in the store; the list carries none.
+  const [row] = stack.sql(`SELECT rounds, images FROM traces WHERE id = '${r.id}'`);
+  assert.ok(!row.rounds.includes("iVBORw0KGgo"), "no image in the rounds");
+  assert.ok(row.images.includes(figure.url.slice(22)));
+  const page = await get(stack, `${LIST}?limit=100`);
+  assert.ok(!page.text.includes("iVBORw0KGgo"), "no image in the list");
+});
+
+test("images past the bound (16 a request) are counted, not kept; a run without images has none", async () => {
+  const r = await send(stack, "/v1/code", { tool: "local", code:
+    "import matplotlib.pyplot as plt\nfor i in range(20):\n    plt.figure(figsize=(1, 1), dpi=20)\n    plt.plot([0, i])\nplt.show()" });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.results.filter((x) => x.png).length, 20);
+  await listed(stack, [r.id]);
+  const run = (await get(stack, `${LIST}/${r.id}`)).json.rounds[0].code_runs[0];
+  assert.equal(run.images, 20);
+  assert.equal(run.images_omitted, 4);
+  assert.equal(run.outputs.length, 16);
+  // The first sixteen, in order.
+  assert.deepEqual(run.outputs.map((o) => o.url), r.json.results.filter((x) => x.png).slice(0, 16)
+    .map((x) => `data:image/png;base64,${x.png}`));
+  assert.ok(run.outputs.every((o) => o.type === "image" && isPng(o.url)));
+  const plain = (await get(stack, `${LIST}/${ids.code}`)).json.rounds[0].code_runs[0];
+  assert.deepEqual(plain.outputs, []);
+  assert.equal(plain.images, 0);
 });
 
 test("filters: key, model, status (a number or 'error'), time; pages as OpenAI's lists", async () => {

@@ -87,7 +87,8 @@ test("an admin key gets every bucket of the empty ledger, as OpenAI's schema say
   for (const q of ["group_by=model&group_by=api_key_id", "group_by[]=project_id&group_by[]=user_id",
     "group_by=batch&group_by=service_tier", "api_key_ids[]=key_x&models[]=gpt-test", "batch=false", "project_ids=p"])
     assertPage(await get(`${ROUTES[0]}?start_time=${T0}&end_time=${T0 + DAY}&${q}`), { buckets: 1 });
-  assertPage(await get(`${ROUTES[1]}?start_time=${T0}&end_time=${T0 + DAY}&group_by=project_id`), { buckets: 1 });
+  for (const q of ["group_by=project_id", "group_by=api_key_id&api_key_ids=key_x"])
+    assertPage(await get(`${ROUTES[1]}?start_time=${T0}&end_time=${T0 + DAY}&${q}`), { buckets: 1 });
   for (const q of ["group_by=line_item", "group_by[]=api_key_id&group_by[]=project_id", "api_key_ids=key_x"])
     assertPage(await get(`${ROUTES[2]}?start_time=${T0}&end_time=${T0 + DAY}&${q}`), { buckets: 1 });
 });

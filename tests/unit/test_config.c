@@ -1029,6 +1029,33 @@ model_state(void **state)
 	    "retention");
 }
 
+/* The console's path is a prefix of the route path: it may not hide an
+ * API route or step out of its folder. */
+static void
+console_path(void **state)
+{
+	struct fx *fx = *state;
+	static const char *const bad[] = { "console", "/console", "/",
+	    "/v1/console/", "/a//b/", "/a/../", "/a/./", "/metrics/",
+	    "/healthz/", "/a b/", "/a%2f/" };
+	char text[256];
+	size_t i;
+
+	load_ok(fx, "");
+	assert_int_equal(fx->cfg->console.enabled, 1);
+	assert_string_equal(fx->cfg->console.path, "/console/");
+	load_ok(fx, "console: { enabled = false; path = \"/ops/console/\"; };\n");
+	assert_int_equal(fx->cfg->console.enabled, 0);
+	assert_string_equal(fx->cfg->console.path, "/ops/console/");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "console: {\n  path = \"%s\"; "
+		    HERE "\n};\n", bad[i]);
+		load_fails_at(fx, text, "console.path");
+	}
+	load_ok(fx, "console: { colour = 1; };\n");
+	assert_true(find_warning(fx->cfg, "console", "colour") >= 0);
+}
+
 /* ---- lookups ---- */
 
 static void
@@ -1271,6 +1298,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(good_server),
+		T(console_path),
 		T(good_auth),
 		T(good_models),
 		T(model_api),

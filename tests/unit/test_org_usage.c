@@ -399,7 +399,7 @@ sessions_result_shape(void **state)
 	pg = page(SG_ROUTE_ORG_USAGE_CI, q);
 	x = json_array_get(results(pg, 0), 0);
 	assert_string_equal(keys_of(x, k, sizeof(k)),
-	    "num_sessions,object,project_id");
+	    "num_code_runs,num_sessions,object,project_id,sandbox_seconds");
 	assert_string_equal(str(x, "object"),
 	    "organization.usage.code_interpreter_sessions.result");
 	assert_int_equal(num(x, "num_sessions"), 3);
@@ -929,7 +929,7 @@ bad_widths_and_groups(void **state)
 		    "group_by" },
 		{ SG_ROUTE_ORG_USAGE_COMPL, "group_by=model,api_key_id",
 		    "group_by" },
-		{ SG_ROUTE_ORG_USAGE_CI, "group_by=api_key_id", "group_by" },
+		{ SG_ROUTE_ORG_USAGE_CI, "group_by=model", "group_by" },
 		{ SG_ROUTE_ORG_COSTS, "group_by=model", "group_by" },
 		{ SG_ROUTE_ORG_USAGE_COMPL, "batch=maybe", "batch" },
 	};

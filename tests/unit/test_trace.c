@@ -1,11 +1,12 @@
 /*
  * core/state/trace: a request's rounds as JSON (the upstream turn's
  * time, status, error and tokens; each run's code and outputs), every
- * part bounded without cutting a character, images counted and never
- * kept, the whole under SG_TRACE_MAX with the middle's detail (or, past
- * that, the middle rounds) left out and said so; written to a real store
- * once at the request's end, only when something was recorded and the
- * config keeps traces, and the capture empty after.
+ * part bounded without cutting a character, images counted, the whole
+ * under SG_TRACE_MAX with the middle's detail (or, past that, the middle
+ * rounds) left out and said so; written to a real store once at the
+ * request's end, with its images apart from the rounds, only when
+ * something was recorded and the config keeps traces, and the capture
+ * empty after. The images' own tests are test_trace_img.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,53 +25,7 @@
 #include "../../store/usage.h"
 #include "../../lib/util.h"
 #include "testutil.h"
-
-#define START	1000000		/* the request's start, sg_now_ms */
-
-/* New reference: the rounds now, times from START; fails when there
- * are none or they pass the bound. */
-static json_t *
-rounds(void)
-{
-	char *text = sg_trace_json(START);
-	json_t *j;
-
-	assert_non_null(text);
-	assert_true(strlen(text) <= SG_TRACE_MAX);
-	assert_non_null(j = json_loads(text, 0, NULL));
-	free(text);
-	assert_true(json_is_array(j));
-	return j;
-}
-
-static const json_t *
-run_of(const json_t *all, size_t round, size_t k)
-{
-	return json_array_get(json_object_get(json_array_get(all, round),
-	    "code_runs"), k);
-}
-
-static const char *
-str(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
-static json_int_t
-num(const json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
-}
-
-/* A result of the sandbox's shape (sg_exec_json). New reference. */
-static json_t *
-result(const char *out, const char *err, json_t *error, json_t *results)
-{
-	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:n}", "object",
-	    "code_execution", "stdout", out, "stderr", err, "results",
-	    results != NULL ? results : json_array(), "error", error != NULL ?
-	    error : json_null(), "execution_count");
-}
+#include "tracetest.h"
 
 /* A loop's two rounds: the turn that asked for code, its run, the turn
  * that answered; times counted from the request's start. */
@@ -127,7 +82,7 @@ two_rounds(void **state)
 	json_decref(chat);
 	json_decref(res);
 	sg_trace_reset();
-	assert_null(sg_trace_json(START));
+	assert_null(sg_trace_json(START, NULL));
 }
 
 /* s: n bytes of "é" (2 bytes each) after one "a": a cut at an even
@@ -167,7 +122,7 @@ bounds(void **state)
 	sg_trace_run("local", "cntr_x", code, START + 1, 2, res, NULL);
 	sg_trace_run("local", "cntr_x", "1/0", START + 3, 4, NULL,
 	    "The sandbox cntr_x stopped answering.");
-	text = sg_trace_json(START);
+	text = sg_trace_json(START, NULL);
 	assert_null(strstr(text, "SECRETPNGBYTES"));
 	assert_null(strstr(text, "SECRETJPEGBYTES"));
 	free(text);
@@ -320,9 +275,13 @@ end_writes_once(void **state)
 	struct sg_store *st;
 	struct sg_req req;
 	char dir[64], path[128], err[256];
-	json_t *res = result("30030\n", "", NULL, NULL);
+	char *png = png_b64(120, 3), *url;
+	json_t *res = result("30030\n", "", NULL, json_pack("[{s:s}]", "png",
+	    png));
 
 	(void)state;
+	assert_non_null(url = malloc(strlen(png) + 64));
+	sprintf(url, "\"url\":\"data:image/png;base64,%s\"", png);
 	assert_int_equal(tu_mkdtemp(dir, sizeof(dir)), 0);
 	snprintf(path, sizeof(path), "%s/sg.db", dir);
 	assert_int_equal(sg_store_open(path, &st, err, sizeof(err)),
@@ -342,7 +301,7 @@ end_writes_once(void **state)
 
 	sg_trace_run("local", "cntr_z", "print(1)", req.start_ms, 3, res, NULL);
 	sg_trace_end(&cfg, st, &req, 200);
-	assert_null(sg_trace_json(START));
+	assert_null(sg_trace_json(START, NULL));
 	assert_int_equal(sg_store_trace_get(st, "req_1", &row), SG_STORE_OK);
 	assert_int_equal(row.status, 200);
 	assert_int_equal(row.started_ms, 1700000000000LL);
@@ -350,6 +309,10 @@ end_writes_once(void **state)
 	assert_int_equal(strncmp(row.key_id, "key_", 4), 0);
 	assert_null(strstr(row.rounds, req.tenant));
 	assert_non_null(strstr(row.rounds, "\"stdout\":\"30030\\n\""));
+	/* Its image, apart from the rounds. */
+	assert_non_null(row.images);
+	assert_non_null(strstr(row.images, url));
+	assert_null(strstr(row.rounds, png));
 	sg_store_trace_clear(&row);
 
 	/* Traces off: recorded, then dropped. */
@@ -357,10 +320,12 @@ end_writes_once(void **state)
 	snprintf(req.id, sizeof(req.id), "req_2");
 	sg_trace_run("local", "cntr_z", "print(2)", req.start_ms, 3, res, NULL);
 	sg_trace_end(&cfg, st, &req, 200);
-	assert_null(sg_trace_json(START));
+	assert_null(sg_trace_json(START, NULL));
 	assert_int_equal(sg_store_trace_get(st, "req_2", &row),
 	    SG_STORE_NOTFOUND);
 	json_decref(res);
+	free(png);
+	free(url);
 	sg_store_close(st);
 	tu_rmrf(dir);
 }
@@ -369,12 +334,12 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(two_rounds),
-		cmocka_unit_test(bounds),
-		cmocka_unit_test(refused_and_failed),
-		cmocka_unit_test(middle_detail_dropped),
-		cmocka_unit_test(middle_rounds_dropped),
-		cmocka_unit_test(end_writes_once),
+		T(two_rounds),
+		T(bounds),
+		T(refused_and_failed),
+		T(middle_detail_dropped),
+		T(middle_rounds_dropped),
+		T(end_writes_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

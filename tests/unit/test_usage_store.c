@@ -1,9 +1,9 @@
 /*
  * store/usage, store/traces: the ledger's rows written in batches (a row
  * written twice counts once), summed per bucket and group with filters,
- * totalled per tenant, pruned in bounded batches; traces read back,
- * listed newest first page by page, pruned; a key's settings; both copied
- * by `migrate --to`; a store of schema 9 brought to 10 with its rows.
+ * totalled per tenant, pruned in bounded batches; a key's settings; both
+ * copied by `migrate --to`, a trace with them; a store of schema 9 brought
+ * to this one with its rows. The traces' own tests are test_trace_store.c.
  * On SQLite, then on PostgreSQL when SG_TEST_PG is set (TU_STORE_MAIN).
  * SG_USAGE_BENCH=1 also prints the ledger's timings (bench_ledger).
  */
@@ -451,33 +451,6 @@ ledger_indexes(void **state)
 	assert_contains(out, "(key_id, started_ms, id)");
 }
 
-/* Traces: the list's rows, "id status" each, and whether more. */
-struct tlist {
-	char	 text[512];
-	int	 n;
-	int	 rounds;	/* a row came with rounds */
-};
-
-static int
-tnote(void *arg, const struct sg_store_trace_row *r)
-{
-	struct tlist *l = arg;
-	size_t len = strlen(l->text);
-
-	snprintf(l->text + len, sizeof(l->text) - len, "%s%s", l->n++ ? " " :
-	    "", r->id);
-	l->rounds |= r->rounds != NULL;
-	return 0;
-}
-
-static int
-list(struct sg_store *st, struct sg_store_trace_q *q, struct tlist *l,
-    int *more)
-{
-	memset(l, 0, sizeof(*l));
-	return sg_store_trace_list(st, q, tnote, l, more);
-}
-
 static void
 trace(struct sg_store *st, const char *id, const char *key,
     const char *model, int status, int64_t started_ms)
@@ -488,163 +461,6 @@ trace(struct sg_store *st, const char *id, const char *key,
 
 	if (sg_store_trace_add(st, &t) != SG_STORE_OK)
 		fail_msg("trace_add: %s", sg_store_errmsg(st));
-}
-
-static void
-trace_add_get(void **state)
-{
-	struct tu_store_fx *fx = *state;
-	struct sg_store_trace t = { .id = "req_1", .tenant = "t", .key_id =
-	    "key_a", .model = "gpt-x", .status = 200, .started_ms = T0,
-	    .duration_ms = 42, .rounds = "[{\"code\":\"\xc3\"}]" };
-	struct sg_store_trace_row r;
-
-	assert_int_equal(sg_store_set_box(fx->st, "box-2"), SG_STORE_OK);
-	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_OK);
-	/* Written again: the first stays. */
-	t.status = 500;
-	t.rounds = "[]";
-	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_OK);
-	assert_int_equal(sg_store_trace_get(fx->st, "req_1", &r), SG_STORE_OK);
-	assert_string_equal(r.id, "req_1");
-	assert_string_equal(r.tenant, "t");
-	assert_string_equal(r.key_id, "key_a");
-	assert_string_equal(r.model, "gpt-x");
-	assert_string_equal(r.box, "box-2");
-	assert_int_equal(r.status, 200);
-	assert_int_equal(r.started_ms, T0);
-	assert_int_equal(r.duration_ms, 42);
-	/* A cut character is U+FFFD, not a refused trace. */
-	assert_string_equal(r.rounds, "[{\"code\":\"\xef\xbf\xbd\"}]");
-	sg_store_trace_clear(&r);
-	assert_null(r.id);
-	assert_int_equal(sg_store_trace_get(fx->st, "req_none", &r),
-	    SG_STORE_NOTFOUND);
-	/* No id, and no rounds: refused, and kept as NULL. */
-	t.id = NULL;
-	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_ERROR);
-	t.id = "req_2";
-	t.rounds = NULL;
-	t.model = NULL;
-	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_OK);
-	assert_int_equal(sg_store_trace_get(fx->st, "req_2", &r), SG_STORE_OK);
-	assert_null(r.rounds);
-	assert_null(r.model);
-	sg_store_trace_clear(&r);
-}
-
-static void
-trace_list_pages_newest_first(void **state)
-{
-	struct tu_store_fx *fx = *state;
-	struct sg_store_trace_q q = { .limit = 2 };
-	struct tlist l;
-	int more = -1;
-
-	trace(fx->st, "req_a", "key_a", "gpt-x", 200, T0 + 1);
-	/* Two at one ms: the id orders them. */
-	trace(fx->st, "req_c", "key_b", "gpt-x", 500, T0 + 2);
-	trace(fx->st, "req_b", "key_a", "gpt-y", 404, T0 + 2);
-	trace(fx->st, "req_d", "key_a", "gpt-x", 0, T0 + 3);
-	trace(fx->st, "req_e", "key_a", "gpt-x", 201, T0 + 4);
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_e req_d");
-	assert_int_equal(more, 1);
-	assert_int_equal(l.rounds, 0);
-	q.after = "req_d";
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_c req_b");
-	assert_int_equal(more, 1);
-	q.after = "req_b";
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_a");
-	assert_int_equal(more, 0);
-	/* A page that starts between the two of one ms. */
-	q.after = "req_c";
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_b req_a");
-	assert_int_equal(more, 0);
-	q.after = "req_none";
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_NOTFOUND);
-	q.limit = 0;
-	q.after = NULL;
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_ERROR);
-}
-
-static void
-trace_list_filters(void **state)
-{
-	struct tu_store_fx *fx = *state;
-	struct sg_store_trace_q q = { .limit = 10 };
-	struct tlist l;
-	int more;
-
-	trace(fx->st, "req_a", "key_a", "gpt-x", 200, T0 + 1);
-	trace(fx->st, "req_b", "key_a", "gpt-y", 404, T0 + 2);
-	trace(fx->st, "req_c", "key_b", "gpt-x", 500, T0 + 2);
-	trace(fx->st, "req_d", "key_a", "gpt-x", 0, T0 + 3);
-	trace(fx->st, "req_e", "key_a", "gpt-x", 299, T0 + 4);
-	trace(fx->st, "req_f", "key_a", "gpt-x", 300, T0 + 5);
-	trace(fx->st, "req_g", "key_a", "gpt-x", 199, T0 + 6);
-	q.key_id = "key_a";
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_g req_f req_e req_d req_b req_a");
-	q.model = "gpt-x";
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_g req_f req_e req_d req_a");
-	/* Not 2xx: below 200, from 300 on, and 0 (no answer). */
-	q.status = -1;
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_g req_f req_d");
-	q.key_id = q.model = NULL;
-	q.status = 500;
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_c");
-	/* [from, to). */
-	q.status = 0;
-	q.from_ms = T0 + 2;
-	q.to_ms = T0 + 4;
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_d req_c req_b");
-	q.to_ms = 0;
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "req_g req_f req_e req_d req_c req_b");
-	/* A page after a trace the filters leave out: not one of them. */
-	q.from_ms = 0;
-	q.key_id = "key_b";
-	q.after = "req_a";
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_NOTFOUND);
-	q.after = "req_c";
-	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
-	assert_string_equal(l.text, "");
-	assert_int_equal(more, 0);
-}
-
-static void
-trace_prune_in_bounded_batches(void **state)
-{
-	struct tu_store_fx *fx = *state;
-	struct sg_store_trace_row r;
-	char id[16];
-	int i, removed = -1;
-
-	for (i = 0; i < 7; i++) {
-		snprintf(id, sizeof(id), "req_%d", i);
-		trace(fx->st, id, "key_a", "gpt-x", 200, i < 5 ? T0 : T0 + DAY);
-	}
-	assert_int_equal(sg_store_trace_prune(fx->st, T0 + DAY, 3, &removed),
-	    SG_STORE_OK);
-	assert_int_equal(removed, 3);
-	assert_int_equal(sg_store_trace_prune(fx->st, T0 + DAY, 3, &removed),
-	    SG_STORE_OK);
-	assert_int_equal(removed, 2);
-	assert_int_equal(sg_store_trace_prune(fx->st, T0 + DAY, 3, &removed),
-	    SG_STORE_OK);
-	assert_int_equal(removed, 0);
-	assert_int_equal(sg_store_trace_get(fx->st, "req_5", &r), SG_STORE_OK);
-	sg_store_trace_clear(&r);
-	assert_int_equal(sg_store_trace_get(fx->st, "req_4", &r),
-	    SG_STORE_NOTFOUND);
 }
 
 /* sg_store_key_list's settings, "name=settings" each. */
@@ -793,7 +609,7 @@ migrate_9_to_10_keeps_rows(void **state)
 	if (sg_store_migrate(fx->st) != SG_STORE_OK)
 		fail_msg("migrate: %s", sg_store_errmsg(fx->st));
 	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
-	assert_int_equal(v, 10);
+	assert_int_equal(v, SG_STORE_SCHEMA_VERSION);
 	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
 	    SG_STORE_OK);
 	assert_string_equal(name, "alice");
@@ -951,10 +767,6 @@ main(void)
 		T(total_of_a_tenant),
 		T(prune_in_bounded_batches),
 		T(ledger_indexes),
-		T(trace_add_get),
-		T(trace_list_pages_newest_first),
-		T(trace_list_filters),
-		T(trace_prune_in_bounded_batches),
 		T(key_settings_round_trip),
 		T(copy_takes_the_ledger),
 		T(spend_by_day),
