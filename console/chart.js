@@ -9,12 +9,16 @@ import { h } from "./dom.js";
 const PALETTE = ["#2f7ed8", "#e8743b", "#19a979", "#945ecf", "#d64550", "#13a4b4", "#c4a000", "#6c8893"];
 export const colour = (i) => PALETTE[i % PALETTE.length];
 
+// Tick steps for counts: no half a sandbox.
+const INTEGER_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8, 1e9];
+
 const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 
 // A chart in a figure: x is unix seconds, series [{label, values}];
 // opts.bars draws bars (daily totals), else lines; opts.xRange [min, max]
 // fixes the time axis (else uPlot stretches one point over years);
-// opts.format formats values; opts.empty says why there is no data. Every series here counts something, so
+// opts.format formats values; opts.integer keeps y ticks whole (counts);
+// opts.empty says why there is no data. Every series here counts something, so
 // the y axis starts at 0.
 // Bars only for a single series: uPlot's bars of several series overlap.
 // Returns the figure; the chart follows the figure's width.
@@ -35,7 +39,8 @@ export function timeChart(title, x, series, opts = {}) {
       x: { time: true, ...(opts.xRange ? { range: () => opts.xRange } : {}) },
       y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
     },
-    axes: [axis, { ...axis, size: 70, values: (u, vals) => vals.map((v) => (v === null ? "" : fmt(v))) }],
+    axes: [axis, { ...axis, size: 70, values: (u, vals) => vals.map((v) => (v === null ? "" : fmt(v))),
+      ...(opts.integer ? { incrs: INTEGER_STEPS } : {}) }],
     legend: { show: series.length > 1 || !!opts.legend },
     cursor: { drag: { x: false, y: false } },
     series: [{}, ...series.map((s, i) => ({

@@ -85,6 +85,8 @@ export function fmtTime(unix) {
 
 export function fmtDuration(seconds) {
   if (seconds === null || seconds === undefined) return "—";
+  // Tenths under 10 s: a code run of 0.3 s is not "0s".
+  if (seconds > 0 && seconds < 10 && !Number.isInteger(seconds)) return `${seconds.toFixed(1)}s`;
   const s = Math.max(0, Math.round(seconds));
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;

@@ -67,9 +67,9 @@ function draw(o) {
       { label: "errors/s", values: col("errors", (v) => v / step) }], { ...hour, format: (v) => fmtNum(v, 2) }),
     timeChart("Latency", x, [{ label: "p50", values: col("p50_ms") }, { label: "p99", values: col("p99_ms") }],
       { ...hour, format: fmtMs }),
-    timeChart("Responders", x, [{ label: "busy", values: col("busy") }, { label: "queued", values: col("queued") }], hour),
+    timeChart("Responders", x, [{ label: "busy", values: col("busy") }, { label: "queued", values: col("queued") }], { ...hour, integer: true }),
     timeChart("Sandboxes", x, [{ label: "sandboxes", values: col("sandboxes") },
-      { label: "sessions", values: col("sessions") }, { label: "warm", values: col("warm") }], hour));
+      { label: "sessions", values: col("sessions") }, { label: "warm", values: col("warm") }], { ...hour, integer: true }));
 
   const kinds = table([
     { label: "Tool", cell: (s) => s.tool },

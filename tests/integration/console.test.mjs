@@ -228,6 +228,21 @@ t("a key made in the UI works with the SDK; its request shows in Requests with i
   // The fake's two turns: 10 + 20 tokens in, 5 + 6 out; priced, so it cost.
   assert.deepEqual(row.slice(1, 4), ["2", "30", "11"], JSON.stringify(row));
   assert.notEqual(row[4], "$0.00", JSON.stringify(row));
+  // Its code ran in one session, for some time.
+  assert.notEqual(row[5], "0s", JSON.stringify(row));
+  assert.equal(row[6], "1", JSON.stringify(row));
+  // The CSV is made in the page from the same data (a Blob): catch it.
+  await page.evaluate(() => {
+    const made = URL.createObjectURL;
+    window.__csv = null;
+    URL.createObjectURL = (b) => { window.__csv = b.text(); return made(b); };
+  });
+  await page.click("#page .pagehead button");
+  const csv = await page.waitForFunction(() => window.__csv, { timeout: MS }).then(() => page.evaluate(() => window.__csv));
+  const lines = csv.trim().split("\r\n");
+  assert.equal(lines[0], '"day","key","model_requests","input_tokens","output_tokens","cost_usd","sandbox_seconds","sessions"');
+  const today = new Date().toISOString().slice(0, 10);
+  assert.ok(lines.some((l) => l.startsWith(`"${today}","team-ui","2","30","11","0.052000",`)), csv);
   await settled();
   assertClean();
 
