@@ -22,7 +22,7 @@ export async function render({ el }) {
   const status = h("div");
   const list = h("div", null, h("p.muted", null, "Loading…"));
   const reload = async () => list.replaceChildren(keyTable(await listAll(PATH), reload, status));
-  el.append(h("div.pagehead", null, h("h1", null, "Keys")), createForm(reload, status), status, list);
+  el.append(h("div.pagehead", null, h("h1", null, "Keys")), createForm(reload), status, list);
   await reload();
 }
 
@@ -79,7 +79,7 @@ function readLimit(form, name, kind) {
   return Number(raw);
 }
 
-function createForm(reload, status) {
+function createForm(reload) {
   const out = h("div");
   const form = h("form.card", { "aria-label": "Create a key" },
     h("h2", null, "Create a key"),

@@ -15,14 +15,25 @@ export async function render({ el, onLeave }) {
   el.append(h("div.pagehead", null, h("h1", null, "Overview"), stamp), body);
   const drop = () => { for (const c of charts) c.destroy?.(); charts = []; };
 
+  // Registered first: the operator may leave before the first answer.
+  let stopped = false, timer = null;
+  const onVisible = () => { if (document.visibilityState === "visible") refresh(); };
+  onLeave(() => {
+    stopped = true;
+    clearInterval(timer);
+    document.removeEventListener("visibilitychange", onVisible);
+    drop();
+  });
+
   async function refresh() {
     let o;
     try {
       o = await get("/v1/organization/overview");
     } catch (e) {
-      if (e.status !== 401) body.replaceChildren(notice(e.message));
+      if (e.status !== 401 && !stopped) body.replaceChildren(notice(e.message));
       return;
     }
+    if (stopped) return;
     drop();
     const view = draw(o);
     charts = [...view.querySelectorAll("figure.chart")];
@@ -31,14 +42,9 @@ export async function render({ el, onLeave }) {
   }
 
   await refresh();
-  const timer = setInterval(() => { if (document.visibilityState === "visible") refresh(); }, POLL_MS);
-  const onVisible = () => { if (document.visibilityState === "visible") refresh(); };
+  if (stopped) return;
+  timer = setInterval(onVisible, POLL_MS);
   document.addEventListener("visibilitychange", onVisible);
-  onLeave(() => {
-    clearInterval(timer);
-    document.removeEventListener("visibilitychange", onVisible);
-    drop();
-  });
 }
 
 // The figures of the newest interval and the charts of the hour.
