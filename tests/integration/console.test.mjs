@@ -217,7 +217,7 @@ t("a key made in the UI works with the SDK; its request shows in Requests with i
   assert.ok(outs.includes("42\n"), JSON.stringify(outs));
   assert.equal(await page.$$eval("div.timeline .step", (els) => els.length), 3, "two model turns and a run");
   await settled();
-  await shot("request");
+  await shot("request", page, true);
 
   await open("#/usage", "Usage");
   await page.select("form[aria-label='Usage range'] select[name=by]", "key");
