@@ -41,9 +41,10 @@ $(B)/obj/%.o: %.c
 
 # The console's files (console/), embedded into the library as C arrays
 # by a tool built for this machine (tools/embed.c): the binary serves
-# them, nothing is installed beside it. README.md and licences stay out.
+# them, nothing is installed beside it. The READMEs stay out; a vendored
+# library's LICENSE is served with it.
 CONSOLE_FILES = $(shell find console -type f ! -name README.md \
-		  ! -name 'LICENSE*' 2>/dev/null | LC_ALL=C sort)
+		  2>/dev/null | LC_ALL=C sort)
 
 $(B)/tools/embed: tools/embed.c
 	@mkdir -p $(@D)

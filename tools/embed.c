@@ -8,8 +8,9 @@
  *
  * Each FILE (under ROOT/) becomes an entry of sg_console_files
  * (core/api/console.h): its path under ROOT, its content type (by its
- * extension: an unknown one fails the build, so nothing is served as
- * the wrong type), its bytes and an ETag (SHA-256 of the bytes, cut).
+ * extension, or a LICENSE file's text: an unknown one fails the build,
+ * so nothing is served as the wrong type), its bytes and an ETag
+ * (SHA-256 of the bytes, cut).
  * A build tool, run on the build machine: it exits on the first error.
  */
 #include <errno.h>
@@ -43,9 +44,13 @@ die(const char *what, const char *name)
 static const char *
 type_of(const char *name)
 {
-	const char *dot = strrchr(name, '.');
+	const char *dot = strrchr(name, '.'), *base = strrchr(name, '/');
 	size_t i;
 
+	/* A vendored library's licence goes with it, as its text. */
+	if (strncmp(base != NULL ? base + 1 : name, "LICENSE", 7) == 0 &&
+	    (dot == NULL || dot < base))
+		return "text/plain; charset=utf-8";
 	for (i = 0; dot != NULL && i < sizeof(types) / sizeof(types[0]); i++)
 		if (strcmp(dot, types[i].ext) == 0)
 			return types[i].type;

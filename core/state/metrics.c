@@ -121,6 +121,7 @@ sg_mx_totals(struct sg_mx_totals *t)
 	if (page == NULL)
 		return;
 	t->errors = get(&page->tenant_errors);
+	t->sum_ms = get(&page->tenant.sum_ms);
 	for (i = 0; i <= MX_BOUNDS; i++) {
 		t->n[i] = get(&page->tenant.n[i]);
 		t->requests += t->n[i];

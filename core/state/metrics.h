@@ -37,6 +37,7 @@ struct sg_mx_totals {
 	uint64_t	 requests;		/* answered */
 	uint64_t	 errors;		/* with a 5xx */
 	uint64_t	 n[SG_MX_BUCKETS];	/* by time, not cumulative */
+	uint64_t	 sum_ms;		/* their times, summed */
 };
 
 /* Map the shared page: 0, or -1 with errno. Once, in the master. */

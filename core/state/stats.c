@@ -101,15 +101,17 @@ delta(uint64_t b, uint64_t a)
 	return b >= a ? b - a : 0;
 }
 
-/* The pct-th percentile in ms of the requests counted between a and b, linear
- * within a bucket; the last bucket (past every bound) gives its floor.
- * null when there were none. */
+/* The pct-th percentile in ms of the requests counted between a and b,
+ * linear within a bucket; the last bucket (past every bound) gives its
+ * floor. When one bucket holds them all, the mean (clamped to the
+ * bucket) is the better guess: a lone request is its own time, not its
+ * bucket's bound. null when there were none. */
 static json_t *
 quantile(const struct sg_mx_totals *a, const struct sg_mx_totals *b,
     uint64_t pct)
 {
 	uint64_t n[SG_MX_BUCKETS], total = 0, want, seen = 0;
-	double lo = 0, hi;
+	double lo = 0, hi, mean;
 	int i;
 
 	for (i = 0; i < SG_MX_BUCKETS; i++)
@@ -120,6 +122,15 @@ quantile(const struct sg_mx_totals *a, const struct sg_mx_totals *b,
 	for (i = 0; i < SG_MX_BUCKETS; i++) {
 		hi = (double)sg_mx_bound_ms(i);
 		if (seen + n[i] >= want && n[i] > 0) {
+			if (n[i] == total) {
+				mean = (double)delta(b->sum_ms, a->sum_ms) /
+				    (double)total;
+				if (mean < lo)
+					mean = lo;
+				if (hi >= 0 && mean > hi)
+					mean = hi;
+				return json_integer((json_int_t)(mean + 0.5));
+			}
 			if (hi < 0)
 				return json_integer((json_int_t)lo);
 			return json_integer((json_int_t)(lo + (hi - lo) *

@@ -23,7 +23,8 @@ const POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src
   "frame-ancestors 'none'";
 const CONSOLE_DIR = path.resolve(import.meta.dirname, "../../console");
 const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png" };
+  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png",
+  "": "text/plain; charset=utf-8" };
 
 let stack, bare;
 
@@ -56,12 +57,12 @@ function exact(s, p, headers = {}) {
   });
 }
 
-// Every file the console ships, as the build embeds it (README and
-// licences are not served).
+// Every file the console ships, as the build embeds it (the READMEs are
+// not served; a vendored library's LICENSE is, as text).
 function consoleFiles(dir = CONSOLE_DIR, rel = "") {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => e.isDirectory() ?
     consoleFiles(path.join(dir, e.name), `${rel}${e.name}/`) :
-    e.name === "README.md" || e.name.startsWith("LICENSE") ? [] : [`${rel}${e.name}`]);
+    e.name === "README.md" ? [] : [`${rel}${e.name}`]);
 }
 
 function assertPolicy(r) {
@@ -93,6 +94,7 @@ test("the console's page is served under the prefix with its policy, the prefix 
 test("every file of console/ is served with its type, an ETag, 304 when unchanged, and the policy", async () => {
   const files = consoleFiles();
   assert.ok(files.includes("index.html") && files.some((f) => f.endsWith(".js")), files.join(" "));
+  assert.ok(files.includes("vendor/uplot/LICENSE"), "the vendored library's licence is served with it");
   for (const f of files) {
     const r = await raw(stack, `${PREFIX}/console/${f}`);
     assert.equal(r.status, 200, f);

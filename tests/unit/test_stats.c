@@ -100,6 +100,25 @@ differences_and_percentiles(void **state)
 	json_decref(series);
 }
 
+/* A lone request (or any in one bucket) reads as its mean, not the
+ * bucket's bound. */
+static void
+one_bucket_is_its_mean(void **state)
+{
+	json_t *series, *p;
+	size_t n;
+
+	(void)state;
+	sg_mx_request(SG_ROUTE_RESPONSES, 200, 320);
+	sg_st_sample(&load, &alive);
+	p = points(&series);
+	n = json_array_size(p);
+	assert_int_equal(num(json_array_get(p, n - 1), "requests"), 1);
+	assert_int_equal(num(json_array_get(p, n - 1), "p50_ms"), 320);
+	assert_int_equal(num(json_array_get(p, n - 1), "p99_ms"), 320);
+	json_decref(series);
+}
+
 static void
 an_hour_and_no_more(void **state)
 {
@@ -129,6 +148,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(differences_and_percentiles),
+		cmocka_unit_test(one_bucket_is_its_mean),
 		cmocka_unit_test(an_hour_and_no_more),
 	};
 
