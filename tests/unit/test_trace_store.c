@@ -55,18 +55,6 @@ list(struct sg_store *st, struct sg_store_trace_q *q, struct tlist *l,
 }
 
 static void
-trace(struct sg_store *st, const char *id, const char *key,
-    const char *model, int status, int64_t started_ms)
-{
-	struct sg_store_trace t = { .id = id, .tenant = "tenant", .key_id =
-	    key, .model = model, .status = status, .started_ms = started_ms,
-	    .duration_ms = 7, .rounds = "[{\"code\":\"print(1)\"}]" };
-
-	if (sg_store_trace_add(st, &t) != SG_STORE_OK)
-		fail_msg("trace_add: %s", sg_store_errmsg(st));
-}
-
-static void
 trace_add_get(void **state)
 {
 	struct tu_store_fx *fx = *state;
@@ -117,12 +105,12 @@ trace_list_pages_newest_first(void **state)
 	struct tlist l;
 	int more = -1;
 
-	trace(fx->st, "req_a", "key_a", "gpt-x", 200, T0 + 1);
+	tu_trace_add(fx->st, "req_a", "key_a", "gpt-x", 200, T0 + 1);
 	/* Two at one ms: the id orders them. */
-	trace(fx->st, "req_c", "key_b", "gpt-x", 500, T0 + 2);
-	trace(fx->st, "req_b", "key_a", "gpt-y", 404, T0 + 2);
-	trace(fx->st, "req_d", "key_a", "gpt-x", 0, T0 + 3);
-	trace(fx->st, "req_e", "key_a", "gpt-x", 201, T0 + 4);
+	tu_trace_add(fx->st, "req_c", "key_b", "gpt-x", 500, T0 + 2);
+	tu_trace_add(fx->st, "req_b", "key_a", "gpt-y", 404, T0 + 2);
+	tu_trace_add(fx->st, "req_d", "key_a", "gpt-x", 0, T0 + 3);
+	tu_trace_add(fx->st, "req_e", "key_a", "gpt-x", 201, T0 + 4);
 	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
 	assert_string_equal(l.text, "req_e req_d");
 	assert_int_equal(more, 1);
@@ -155,13 +143,13 @@ trace_list_filters(void **state)
 	struct tlist l;
 	int more;
 
-	trace(fx->st, "req_a", "key_a", "gpt-x", 200, T0 + 1);
-	trace(fx->st, "req_b", "key_a", "gpt-y", 404, T0 + 2);
-	trace(fx->st, "req_c", "key_b", "gpt-x", 500, T0 + 2);
-	trace(fx->st, "req_d", "key_a", "gpt-x", 0, T0 + 3);
-	trace(fx->st, "req_e", "key_a", "gpt-x", 299, T0 + 4);
-	trace(fx->st, "req_f", "key_a", "gpt-x", 300, T0 + 5);
-	trace(fx->st, "req_g", "key_a", "gpt-x", 199, T0 + 6);
+	tu_trace_add(fx->st, "req_a", "key_a", "gpt-x", 200, T0 + 1);
+	tu_trace_add(fx->st, "req_b", "key_a", "gpt-y", 404, T0 + 2);
+	tu_trace_add(fx->st, "req_c", "key_b", "gpt-x", 500, T0 + 2);
+	tu_trace_add(fx->st, "req_d", "key_a", "gpt-x", 0, T0 + 3);
+	tu_trace_add(fx->st, "req_e", "key_a", "gpt-x", 299, T0 + 4);
+	tu_trace_add(fx->st, "req_f", "key_a", "gpt-x", 300, T0 + 5);
+	tu_trace_add(fx->st, "req_g", "key_a", "gpt-x", 199, T0 + 6);
 	q.key_id = "key_a";
 	assert_int_equal(list(fx->st, &q, &l, &more), SG_STORE_OK);
 	assert_string_equal(l.text, "req_g req_f req_e req_d req_b req_a");
@@ -206,7 +194,7 @@ trace_prune_in_bounded_batches(void **state)
 
 	for (i = 0; i < 7; i++) {
 		snprintf(id, sizeof(id), "req_%d", i);
-		trace(fx->st, id, "key_a", "gpt-x", 200, i < 5 ? T0 : T0 + DAY);
+		tu_trace_add(fx->st, id, "key_a", "gpt-x", 200, i < 5 ? T0 : T0 + DAY);
 	}
 	assert_int_equal(sg_store_trace_prune(fx->st, T0 + DAY, 3, &removed),
 	    SG_STORE_OK);
@@ -257,7 +245,7 @@ images_round_trip(void **state)
 	int more;
 
 	assert_int_equal(sg_store_trace_add(fx->st, &t), SG_STORE_OK);
-	trace(fx->st, "req_none", "key_a", "gpt-x", 200, T0);
+	tu_trace_add(fx->st, "req_none", "key_a", "gpt-x", 200, T0);
 	assert_int_equal(sg_store_trace_get(fx->st, "req_img", &r),
 	    SG_STORE_OK);
 	assert_non_null(r.images);
@@ -344,7 +332,7 @@ migrate_10_to_11_keeps_traces(void **state)
 	char err[256];
 	int v = -1;
 
-	trace(fx->st, "req_old", "key_a", "gpt-x", 200, T0);
+	tu_trace_add(fx->st, "req_old", "key_a", "gpt-x", 200, T0);
 	assert_int_equal(tu_raw_sql_store(fx->st, "ALTER TABLE traces DROP "
 	    "COLUMN images"), 0);
 	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?

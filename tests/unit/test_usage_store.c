@@ -1,9 +1,9 @@
 /*
  * store/usage, store/traces: the ledger's rows written in batches (a row
  * written twice counts once), summed per bucket and group with filters,
- * totalled per tenant, pruned in bounded batches; a key's settings; both
- * copied by `migrate --to`, a trace with them; a store of schema 9 brought
- * to this one with its rows. The traces' own tests are test_trace_store.c.
+ * totalled per tenant and per day, pruned in bounded batches; a key's
+ * settings. Their copy and migration are test_usage_copy.c's, the rate
+ * windows test_rate_store.c's, the traces' test_trace_store.c's.
  * On SQLite, then on PostgreSQL when SG_TEST_PG is set (TU_STORE_MAIN).
  * SG_USAGE_BENCH=1 also prints the ledger's timings (bench_ledger).
  */
@@ -24,109 +24,7 @@
 #include "../../store/usage.h"
 #include "../../lib/util.h"
 #include "testutil.h"
-
-#define DAY	86400000LL
-#define T0	1700000000000LL		/* a day's start, unix ms */
-
-/* A row of key (key_a, key_b, ...) and model ("" none) started at
- * started_ms, with in input and out output tokens; the rest derived so
- * every counter differs. */
-static struct sg_store_use
-use(const char *id, const char *key, const char *model, int64_t started_ms,
-    int64_t in, int64_t out)
-{
-	struct sg_store_use r;
-
-	memset(&r, 0, sizeof(r));
-	snprintf(r.id, sizeof(r.id), "%s", id);
-	snprintf(r.tenant, sizeof(r.tenant), "tenant_%s", key);
-	snprintf(r.key_id, sizeof(r.key_id), "%s", key);
-	snprintf(r.key_name, sizeof(r.key_name), "name_%s", key);
-	snprintf(r.model, sizeof(r.model), "%s", model);
-	snprintf(r.upstream_model, sizeof(r.upstream_model), "up_%s", model);
-	snprintf(r.surface, sizeof(r.surface), "responses");
-	r.status = 200;
-	r.started_ms = started_ms;
-	r.duration_ms = 5;
-	r.input_tokens = in;
-	r.cached_tokens = in / 2;
-	r.output_tokens = out;
-	r.reasoning_tokens = out / 2;
-	r.model_requests = model[0] != '\0' ? 1 : 0;
-	r.cost_input = in * 1000;
-	r.cost_output = out * 3000;
-	return r;
-}
-
-static void
-add(struct sg_store *st, const struct sg_store_use *rows, size_t n)
-{
-	if (sg_store_use_add(st, rows, n) != SG_STORE_OK)
-		fail_msg("use_add: %s", sg_store_errmsg(st));
-}
-
-static void
-sql(struct tu_store_fx *fx, const char *q, char *out, size_t sz)
-{
-	assert_int_equal(tu_raw_sql(fx->path, q, out, sz), 0);
-}
-
-/* The sums as text, one line each: "bucket key_id/key_name model tool
- * requests in out" ("-" for NULL), at most stop lines when stop > 0. */
-struct sums {
-	char	 text[2048];
-	int	 n, stop;
-	struct sg_store_use_sum last;
-};
-
-static const char *
-or_dash(const char *s)
-{
-	return s != NULL ? s : "-";
-}
-
-static int
-note(void *arg, const struct sg_store_use_sum *s)
-{
-	struct sums *l = arg;
-	size_t len = strlen(l->text);
-
-	snprintf(l->text + len, sizeof(l->text) - len, "%lld %s/%s %s %s "
-	    "%lld %lld %lld\n", (long long)s->bucket, or_dash(s->key_id),
-	    or_dash(s->key_name), or_dash(s->model), or_dash(s->tool),
-	    (long long)s->requests, (long long)s->input_tokens,
-	    (long long)s->output_tokens);
-	l->last = *s;
-	return ++l->n == l->stop ? -1 : 0;
-}
-
-static const char *
-sums(struct sg_store *st, const struct sg_store_use_q *q, struct sums *l)
-{
-	memset(l, 0, sizeof(*l));
-	if (sg_store_use_sum(st, q, note, l) != SG_STORE_OK)
-		fail_msg("use_sum: %s", sg_store_errmsg(st));
-	return l->text;
-}
-
-/* Two days of rows: key_a with gpt-x and gpt-y, key_b with gpt-x and a
- * sandbox-only request (no model, a session). */
-static void
-fill(struct sg_store *st)
-{
-	struct sg_store_use r[6];
-
-	r[0] = use("req_1", "key_a", "gpt-x", T0 + 10, 100, 10);
-	r[1] = use("req_2", "key_a", "gpt-y", T0 + 20, 200, 20);
-	r[2] = use("req_3", "key_b", "gpt-x", T0 + 30, 300, 30);
-	r[3] = use("req_4", "key_a", "gpt-x", T0 + DAY + 1, 400, 40);
-	r[4] = use("req_5", "key_b", "", T0 + DAY + 2, 0, 0);
-	r[4].sessions = 1;
-	r[4].code_runs = 2;
-	snprintf(r[4].tool, sizeof(r[4].tool), "python");
-	r[5] = use("req_6", "key_b", "gpt-x", T0 + 2 * DAY, 600, 60);
-	add(st, r, 6);
-}
+#include "usagetest.h"
 
 static void
 add_skips_ids_already_there(void **state)
@@ -451,18 +349,6 @@ ledger_indexes(void **state)
 	assert_contains(out, "(key_id, started_ms, id)");
 }
 
-static void
-trace(struct sg_store *st, const char *id, const char *key,
-    const char *model, int status, int64_t started_ms)
-{
-	struct sg_store_trace t = { .id = id, .tenant = "tenant", .key_id =
-	    key, .model = model, .status = status, .started_ms = started_ms,
-	    .duration_ms = 7, .rounds = "[{\"code\":\"print(1)\"}]" };
-
-	if (sg_store_trace_add(st, &t) != SG_STORE_OK)
-		fail_msg("trace_add: %s", sg_store_errmsg(st));
-}
-
 /* sg_store_key_list's settings, "name=settings" each. */
 static int
 key_note(void *arg, const struct sg_store_key *k)
@@ -523,106 +409,6 @@ key_settings_round_trip(void **state)
 	    SG_STORE_NOTFOUND);
 	assert_int_equal(sg_store_key_settings(fx->st, "bob", js),
 	    SG_STORE_NOTFOUND);
-}
-
-/* `migrate --to` takes the ledger, the traces and the key's settings;
- * rows from a source without a box get its box. */
-static void
-copy_takes_the_ledger(void **state)
-{
-	struct tu_store_fx *fx = *state;
-	struct sg_store_use_q q = { .from_ms = T0, .to_ms = T0 + 3 * DAY,
-	    .bucket_ms = 3 * DAY, .by = SG_USE_BY_KEY };
-	struct sg_store *src, *dst;
-	struct sg_store_trace_row r;
-	struct sg_store_key k;
-	struct sums l;
-	char path[192], h[65], buf[128], err[256], out[64];
-	int64_t rows = 0;
-
-	snprintf(path, sizeof(path), "%s/source.db", fx->dir);
-	assert_int_equal(sg_store_open(path, &src, err, sizeof(err)),
-	    SG_STORE_OK);
-	assert_int_equal(sg_store_migrate(src), SG_STORE_OK);
-	assert_int_equal(sg_store_set_box(src, "box-src"), SG_STORE_OK);
-	sg_sha256_hex("a", 1, h);
-	assert_int_equal(sg_store_key_add(src, "alice", h), SG_STORE_OK);
-	assert_int_equal(sg_store_key_settings(src, "alice", "{\"x\":1}"),
-	    SG_STORE_OK);
-	fill(src);
-	trace(src, "req_t", "key_a", "gpt-x", 200, T0);
-	assert_int_equal(tu_raw_sql_store(src, "UPDATE traces SET box = NULL"),
-	    0);
-	/* The fixture's store is the target (PostgreSQL in that run): a
-	 * fresh one, empty. */
-	dst = fx->st;
-	if (sg_store_copy(src, dst, &rows) != SG_STORE_OK)
-		fail_msg("copy: %s", sg_store_errmsg(src));
-	/* A key, six rows, a trace, and the rows' five key-days of spend. */
-	assert_int_equal(rows, 1 + 6 + 1 + 5);
-	assert_int_equal(sg_store_key_get(dst, h, &k, buf, sizeof(buf)),
-	    SG_STORE_OK);
-	assert_string_equal(k.settings, "{\"x\":1}");
-	assert_string_equal(sums(dst, &q, &l),
-	    "0 key_a/name_key_a - - 3 700 70\n"
-	    "0 key_b/name_key_b - - 3 900 90\n");
-	sql(fx, "SELECT count(DISTINCT box) || ' ' || min(box) || ' ' || "
-	    "sum(cost_input) FROM usage", out, sizeof(out));
-	assert_string_equal(out, "1 box-src 1600000");
-	assert_int_equal(sg_store_trace_get(dst, "req_t", &r), SG_STORE_OK);
-	assert_string_equal(r.box, "box-src");
-	assert_string_equal(r.rounds, "[{\"code\":\"print(1)\"}]");
-	sg_store_trace_clear(&r);
-	sg_store_close(src);
-}
-
-/*
- * A store of schema 9 with rows, made as this sandgate's step 10 undone
- * (both dialects), is brought to 10 with its rows kept.
- */
-static void
-migrate_9_to_10_keeps_rows(void **state)
-{
-	struct tu_store_fx *fx = *state;
-	struct sg_store_sbx row;
-	struct sg_store_key k;
-	struct sg_store_use r = use("req_1", "key_a", "gpt-x", T0, 1, 1);
-	struct sg_store_trace_row tr;
-	char h[65], buf[128], name[64], err[256];
-	int v = -1;
-
-	sg_sha256_hex("a", 1, h);
-	assert_int_equal(sg_store_key_add(fx->st, "alice", h), SG_STORE_OK);
-	assert_int_equal(sg_store_sbx_begin(fx->st, "cntr_1", "alice", "local",
-	    1, 2, 4102444800), SG_STORE_OK);
-	assert_int_equal(tu_raw_sql_store(fx->st, "DROP TABLE usage; DROP "
-	    "TABLE traces; DROP TABLE spend; DROP TABLE rates; ALTER TABLE keys DROP COLUMN settings"), 0);
-	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?
-	    "UPDATE sg_schema SET version = 9" : "PRAGMA user_version=9"), 0);
-	sg_store_close(fx->st);
-	assert_int_equal(tu_store_open(fx->path, &fx->st, err, sizeof(err), 0),
-	    SG_STORE_OK);
-	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
-	assert_int_equal(v, 9);
-	/* At 9 the ledger is not there. */
-	assert_int_equal(sg_store_use_add(fx->st, &r, 1), SG_STORE_ERROR);
-	if (sg_store_migrate(fx->st) != SG_STORE_OK)
-		fail_msg("migrate: %s", sg_store_errmsg(fx->st));
-	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
-	assert_int_equal(v, SG_STORE_SCHEMA_VERSION);
-	assert_int_equal(tu_key_find(fx->st, h, name, sizeof(name)),
-	    SG_STORE_OK);
-	assert_string_equal(name, "alice");
-	assert_int_equal(sg_store_key_get(fx->st, h, &k, buf, sizeof(buf)),
-	    SG_STORE_OK);
-	assert_null(k.settings);
-	assert_int_equal(sg_store_sbx_get(fx->st, "cntr_1", "alice", &row),
-	    SG_STORE_OK);
-	sg_store_sbx_clear(&row);
-	add(fx->st, &r, 1);
-	trace(fx->st, "req_1", "key_a", "gpt-x", 200, T0);
-	assert_int_equal(sg_store_trace_get(fx->st, "req_1", &tr), SG_STORE_OK);
-	sg_store_trace_clear(&tr);
 }
 
 static double
@@ -712,43 +498,6 @@ spend_by_day(void **state)
 	assert_int_equal(t.tokens, 220);
 }
 
-/* A window lets in max_requests, then refuses, until it ends; tokens
- * counted in it refuse too; a new window starts with the next request. */
-static void
-rate_windows(void **state)
-{
-	struct tu_store_fx *fx = *state;
-	struct sg_store_rate r;
-	int i, in = 0;
-
-	for (i = 0; i < 5; i++) {
-		assert_int_equal(sg_store_rate_take(fx->st, "t", T0 + i, 60000, 3,
-		    0, &r), SG_STORE_OK);
-		in += r.ok;
-	}
-	assert_int_equal(in, 3);
-	assert_int_equal(r.requests, 3);
-	assert_int_equal(r.start_ms, T0);
-	assert_int_equal(sg_store_rate_take(fx->st, "t", T0 + 60000, 60000, 3,
-	    0, &r), SG_STORE_OK);
-	assert_true(r.ok);
-	assert_int_equal(r.start_ms, T0 + 60000);
-	assert_int_equal(r.requests, 1);
-	assert_int_equal(sg_store_rate_tokens(fx->st, "t", T0 + 60000, 500),
-	    SG_STORE_OK);
-	/* An old window's tokens do not count in this one. */
-	assert_int_equal(sg_store_rate_tokens(fx->st, "t", T0, 99999),
-	    SG_STORE_OK);
-	assert_int_equal(sg_store_rate_take(fx->st, "t", T0 + 60001, 60000, 0,
-	    500, &r), SG_STORE_OK);
-	assert_false(r.ok);
-	assert_int_equal(r.tokens, 500);
-	assert_int_equal(sg_store_rate_take(fx->st, "t", T0 + 60001, 60000, 0,
-	    501, &r), SG_STORE_OK);
-	assert_true(r.ok);
-	assert_int_equal(r.requests, 2);
-}
-
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_store_setup, \
 	tu_store_teardown)
 
@@ -768,10 +517,7 @@ main(void)
 		T(prune_in_bounded_batches),
 		T(ledger_indexes),
 		T(key_settings_round_trip),
-		T(copy_takes_the_ledger),
 		T(spend_by_day),
-		T(rate_windows),
-		T(migrate_9_to_10_keeps_rows),
 		T(bench_ledger),
 	};
 

@@ -216,6 +216,22 @@ tu_store_teardown(void **state)
 	free(fx);
 	return 0;
 }
+
+#ifdef SG_STORE_USAGE_H
+/* A trace of one round, by tenant "tenant", 7 ms long: fails the test
+ * when the store refuses it. */
+static inline void
+tu_trace_add(struct sg_store *st, const char *id, const char *key,
+    const char *model, int status, int64_t started_ms)
+{
+	struct sg_store_trace t = { .id = id, .tenant = "tenant", .key_id =
+	    key, .model = model, .status = status, .started_ms = started_ms,
+	    .duration_ms = 7, .rounds = "[{\"code\":\"print(1)\"}]" };
+
+	if (sg_store_trace_add(st, &t) != SG_STORE_OK)
+		fail_msg("trace_add: %s", sg_store_errmsg(st));
+}
+#endif
 #endif
 
 /* Write len bytes (or strlen(text) when len is -1) to path; 0 or -1. */
