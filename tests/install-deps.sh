@@ -7,8 +7,9 @@
 #                           the local sandbox (bubblewrap, Python with
 #                           IPython, matplotlib and pandas for the kernel)
 #   install-deps.sh [test]  that, and what `make test` needs besides (the
-#                           other web servers, PostgreSQL, valgrind, chromium, ...
-#                           and the integration tests' npm packages)
+#                           other web servers, PostgreSQL, valgrind,
+#                           chromium, ... and the integration tests' npm
+#                           packages)
 #   install-deps.sh fuzz    test's, and clang with libFuzzer (`make fuzz`)
 #   install-deps.sh bench   test's, and wrk, hyperfine and GNU time
 # It starts and stops nothing. A service a package it installs brings
@@ -95,8 +96,10 @@ if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" = 600 ] &&
 	chmod 0666 /dev/net/tun
 fi
 # The integration tests' npm packages (openai, ajv, the AI SDK, the Agents
-# SDK, zod, puppeteer-core for the console's browser tests with Debian's chromium), pinned by the lockfile: npm ci when any package.json
-# dependency is missing from node_modules or is not at its pinned version.
+# SDK, zod, and puppeteer-core, which drives Debian's chromium for the
+# console's browser tests), pinned by the lockfile: npm ci when any
+# package.json dependency is missing from node_modules or is not at its
+# pinned version.
 dir=$(cd "$(dirname "$0")/integration" && pwd)
 if [ -f "$dir/package-lock.json" ] && ! node -e '
 const fs = require("fs"), dir = process.argv[1];
