@@ -227,6 +227,41 @@ test_copy(void **state)
 	sg_store_close(src);
 }
 
+/* A store of schema 11 (before conversations) is brought to this one,
+ * its rows kept, and then keeps conversations. */
+static void
+test_migrate_11(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_conv c;
+	char err[256], up[64];
+	int v = -1;
+
+	assert_int_equal(sg_store_resp_put(fx->st, "resp_1", A, "up_1", "m",
+	    NULL), SG_STORE_OK);
+	assert_int_equal(tu_raw_sql_store(fx->st, "DROP TABLE "
+	    "conversation_items; DROP TABLE conversations"), 0);
+	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?
+	    "UPDATE sg_schema SET version = 11" : "PRAGMA user_version=11"), 0);
+	sg_store_close(fx->st);
+	assert_int_equal(tu_store_open(fx->path, &fx->st, err, sizeof(err), 0),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_conv_create(fx->st, "conv_1", A, NULL, NULL,
+	    0, NULL), SG_STORE_ERROR);
+	if (sg_store_migrate(fx->st) != SG_STORE_OK)
+		fail_msg("migrate: %s", sg_store_errmsg(fx->st));
+	assert_int_equal(sg_store_version(fx->st, &v), SG_STORE_OK);
+	assert_int_equal(v, SG_STORE_SCHEMA_VERSION);
+	assert_int_equal(sg_store_resp_get(fx->st, "resp_1", A, up, sizeof(up),
+	    NULL, 0), SG_STORE_OK);
+	assert_string_equal(up, "up_1");
+	assert_int_equal(sg_store_conv_create(fx->st, "conv_1", A, NULL, NULL,
+	    0, NULL), SG_STORE_OK);
+	assert_int_equal(sg_store_conv_get(fx->st, "conv_1", A, &c),
+	    SG_STORE_OK);
+	sg_store_conv_clear(&c);
+}
+
 int
 main(void)
 {
@@ -237,6 +272,7 @@ main(void)
 		T(test_items_paged),
 		T(test_delete_and_prune),
 		T(test_copy),
+		T(test_migrate_11),
 	};
 
 	TU_STORE_MAIN(tests);
