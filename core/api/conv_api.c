@@ -226,9 +226,9 @@ load(struct sg_store *st, const char *id, const struct sg_req *req,
 		return NULL;
 	}
 	md = c.metadata != NULL ? json_loads(c.metadata, 0, NULL) : NULL;
-	conv = json_pack("{s:s,s:s,s:o,s:I}", "id", c.id, "object",
-	    "conversation", "metadata", json_is_object(md) ? md : json_object(),
-	    "created_at", (json_int_t)c.created_at);
+	conv = json_pack("{s:s,s:s,s:I,s:o}", "id", c.id, "object",
+	    "conversation", "created_at", (json_int_t)c.created_at, "metadata",
+	    json_is_object(md) ? md : json_object());
 	if (!json_is_object(md))
 		json_decref(md);
 	sg_store_conv_clear(&c);

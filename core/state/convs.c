@@ -48,6 +48,26 @@ mint(json_t *item)
 		json_object_set_new(item, "id", json_string(id));
 }
 
+/* A message's output_text parts with the members OpenAI lists them with
+ * (annotations, logprobs), when the client left them out. */
+static void
+output_parts(json_t *item)
+{
+	json_t *part;
+	size_t i;
+
+	if (!is_type(item, "message"))
+		return;
+	json_array_foreach(json_object_get(item, "content"), i, part) {
+		if (!is_type(part, "output_text"))
+			continue;
+		if (json_object_get(part, "annotations") == NULL)
+			json_object_set_new(part, "annotations", json_array());
+		if (json_object_get(part, "logprobs") == NULL)
+			json_object_set_new(part, "logprobs", json_array());
+	}
+}
+
 /* An item_reference to one of the key's stored items: that item, and
  * what the upstream saw for it. */
 static int
@@ -102,10 +122,11 @@ sg_convs_items_in(struct sg_store *st, const struct sg_req *req,
 			if (referenced(st, req, it, param, &client, &up, err) == -1)
 				goto fail;
 		} else {
-			copy = json_copy((json_t *)it);
+			copy = json_deep_copy(it);
 			mint(copy);
 			client = sg_conv_client_form(copy);
 			json_decref(copy);
+			output_parts(client);
 			if (is_type(client, "function_call") &&
 			    json_object_get(client, "status") == NULL)
 				json_object_set_new(client, "status",
@@ -367,11 +388,13 @@ sg_convs_append(struct sg_conv *c, const json_t *answer,
 	size_t i, n;
 	int rc = SG_STORE_FULL;
 
-	/* The input as it was kept (ids minted), then the output. */
+	/* The input as it was kept (ids minted, as listed), then the
+	 * output. */
 	json_array_foreach(c->input, i, it) {
-		one = json_copy((json_t *)it);
+		one = json_deep_copy(it);
 		if (json_is_object(one))
 			mint(one);
+		output_parts(one);
 		json_array_append_new(kept, one);
 		json_array_append(ups, json_array_get(c->input_up, i));
 	}
