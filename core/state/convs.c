@@ -378,6 +378,31 @@ sg_convs_history(struct sg_conv *c, json_t *head, const char *tool,
 	    sg_store_errmsg(c->store));
 }
 
+/*
+ * A code call answered without include's code_interpreter_call.outputs
+ * (outputs null) keeps, in the conversation, the logs its output gave the
+ * model (up: what the upstream saw for it): the same text include would
+ * have shown, so a later listing with include has it. Its images were not
+ * kept.
+ */
+static void
+keep_logs(json_t *item, const json_t *up)
+{
+	const json_t *u;
+	const char *logs = NULL;
+	size_t i;
+
+	if (!is_type(item, "code_interpreter_call") ||
+	    !json_is_null(json_object_get(item, "outputs")))
+		return;
+	json_array_foreach(up, i, u)
+		if (is_type(u, "function_call_output"))
+			logs = json_string_value(json_object_get(u, "output"));
+	if (logs != NULL)
+		json_object_set_new(item, "outputs", json_pack("[{s:s,s:s}]",
+		    "type", "logs", "logs", logs));
+}
+
 void
 sg_convs_append(struct sg_conv *c, const json_t *answer,
     const char *sandbox_id)
@@ -402,6 +427,7 @@ sg_convs_append(struct sg_conv *c, const json_t *answer,
 		one = json_copy((json_t *)it);
 		if (json_is_object(one))
 			mint(one);
+		keep_logs(one, json_array_get(c->output_up, i));
 		json_array_append_new(kept, one);
 		json_array_append(ups, json_array_get(c->output_up, i));
 	}

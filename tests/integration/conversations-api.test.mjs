@@ -115,16 +115,16 @@ test("another key's conversation and items are not found, and stay as they were"
   const c = await alice.conversations.create({ items: [{ role: "user", content: "mine" }] });
   const [item] = await allItems(alice, c.id);
   const calls = [
-    bob.conversations.retrieve(c.id),
-    bob.conversations.update(c.id, { metadata: { x: "y" } }),
-    bob.conversations.items.list(c.id),
-    bob.conversations.items.create(c.id, { items: [{ role: "user", content: "theirs" }] }),
-    bob.conversations.items.retrieve(item.id, { conversation_id: c.id }),
-    bob.conversations.items.delete(item.id, { conversation_id: c.id }),
-    bob.conversations.delete(c.id),
-    bob.responses.create({ model: "ci-turn", conversation: c.id, input: code("print(1)"), tools: [CI] }),
+    () => bob.conversations.retrieve(c.id),
+    () => bob.conversations.update(c.id, { metadata: { x: "y" } }),
+    () => bob.conversations.items.list(c.id),
+    () => bob.conversations.items.create(c.id, { items: [{ role: "user", content: "theirs" }] }),
+    () => bob.conversations.items.retrieve(item.id, { conversation_id: c.id }),
+    () => bob.conversations.items.delete(item.id, { conversation_id: c.id }),
+    () => bob.conversations.delete(c.id),
+    () => bob.responses.create({ model: "ci-turn", conversation: c.id, input: code("print(1)"), tools: [CI] }),
   ];
-  for (const [i, p] of calls.entries()) assert.equal(await status(p), 404, `bob's call ${i}`);
+  for (const [i, call] of calls.entries()) assert.equal(await status(call()), 404, `bob's call ${i}`);
   const r = await stack.call("GET", `/v1/conversations/${c.id}`, undefined, KEYS.bob);
   assert.equal(r.json.error.message, `Conversation with id '${c.id}' not found.`);
   assert.equal(r.json.error.type, "invalid_request_error");
@@ -211,6 +211,7 @@ for (const model of ["ci-turn", "turn-gw"]) {
       for (const it of items) validate("ConversationItem", it);
       const calls = items.filter((i) => i.type === "code_interpreter_call");
       assert.deepEqual(calls.map((i) => i.container_id), Array(3).fill(ci1.container_id));
+      // Turns 2 and 3 asked for no outputs: their logs are kept all the same.
       assert.deepEqual(calls.map((i) => i.outputs[0].logs), ["set\n", "42\n", "43\n"]);
       // Without the include, a code call's outputs are null, as OpenAI's.
       const plain = await alice.conversations.items.retrieve(calls[0].id, { conversation_id: c.id });
