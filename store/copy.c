@@ -43,6 +43,10 @@ static const struct table {
 	    "duration_ms, rounds, images, box", "ssssnnnsss" },
 	{ "spend", "tenant, day, cost, tokens, sandbox_ms, requests, last_ms",
 	    "snnnnnn" },
+	{ "conversations", "id, tenant, metadata, sandbox_id, created_at, "
+	    "used_at", "ssssnn" },
+	{ "conversation_items", "conversation_id, tenant, item_id, item, "
+	    "upstream, created_at", "sssssn" },
 };
 
 #define NTABLES	(sizeof(tables) / sizeof(tables[0]))

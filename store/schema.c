@@ -82,6 +82,33 @@
 	"ALTER TABLE traces ADD COLUMN images TEXT;"
 
 /*
+ * 11 -> 12, both dialects: the Conversations API's conversations, per
+ * tenant, with the container their code last ran in; and their items in
+ * the order they came (rowid), each as the client sees it and, for those
+ * a turn of the loop added, what the upstream saw (NULL: the item itself
+ * stands for it). used_at is the last change: the prune's clock.
+ */
+#define STEP_CONVERSATIONS(INT, ROWID) \
+	"CREATE TABLE conversations (" ROWID \
+	"  id TEXT PRIMARY KEY," \
+	"  tenant TEXT NOT NULL," \
+	"  metadata TEXT," \
+	"  sandbox_id TEXT," \
+	"  created_at " INT " NOT NULL," \
+	"  used_at " INT " NOT NULL);" \
+	"CREATE INDEX conversations_used ON conversations(used_at);" \
+	"CREATE TABLE conversation_items (" ROWID \
+	"  conversation_id TEXT NOT NULL REFERENCES conversations(id)" \
+	"    ON DELETE CASCADE," \
+	"  tenant TEXT NOT NULL," \
+	"  item_id TEXT NOT NULL," \
+	"  item TEXT NOT NULL," \
+	"  upstream TEXT," \
+	"  created_at " INT " NOT NULL);" \
+	"CREATE INDEX conversation_items_id ON " \
+	"  conversation_items(conversation_id, item_id);"
+
+/*
  * Each entry takes the schema from version i to i + 1. Append only: a
  * released entry never changes, so every store can be brought forward.
  */
@@ -212,6 +239,8 @@ static const char *const sqlite_steps[] = {
 	STEP_LEDGER("INTEGER", ""),
 	/* 10 -> 11 */
 	STEP_TRACE_IMAGES,
+	/* 11 -> 12 */
+	STEP_CONVERSATIONS("INTEGER", ""),
 };
 
 
@@ -323,6 +352,8 @@ static const char *const pg_steps[] = {
 	STEP_LEDGER("BIGINT", "  rowid BIGSERIAL,"),
 	/* 10 -> 11 */
 	STEP_TRACE_IMAGES,
+	/* 11 -> 12 */
+	STEP_CONVERSATIONS("BIGINT", "  rowid BIGSERIAL,"),
 };
 
 #define NSTEPS(a)	((int)(sizeof(a) / sizeof((a)[0])))

@@ -9,6 +9,7 @@
 #include "cfiles.h"
 #include "console.h"
 #include "containers.h"
+#include "conv_api.h"
 #include "files_api.h"
 #include "gw_int.h"
 #include "meter.h"
@@ -347,6 +348,7 @@ route_heavy(enum sg_route route)
 	    route != SG_ROUTE_FILE_DELETE && route != SG_ROUTE_CNTR_LIST &&
 	    route != SG_ROUTE_CNTR_GET && route != SG_ROUTE_CFILE_LIST &&
 	    route != SG_ROUTE_CFILE_GET && route != SG_ROUTE_CFILE_DELETE &&
+	    (route < SG_ROUTE_CONV_CREATE || route > SG_ROUTE_CONV_ITEM_DELETE) &&
 	    sg_route_authed(route) != SG_AUTH_ADMIN;
 }
 
@@ -433,6 +435,16 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 		unwatch(gw);
 		break;
 	}
+	case SG_ROUTE_CONV_CREATE:
+	case SG_ROUTE_CONV_GET:
+	case SG_ROUTE_CONV_UPDATE:
+	case SG_ROUTE_CONV_DELETE:
+	case SG_ROUTE_CONV_ITEM_LIST:
+	case SG_ROUTE_CONV_ITEM_ADD:
+	case SG_ROUTE_CONV_ITEM_GET:
+	case SG_ROUTE_CONV_ITEM_DELETE:
+		sg_conv_api(gw->store, route, id, req, out);
+		break;
 	case SG_ROUTE_CONSOLE:
 		sg_console_serve(gw->cfg, req, out);
 		break;

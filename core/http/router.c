@@ -54,6 +54,15 @@ static const struct {
 	{ "GET", "/v1/organization/sandboxes", SG_ROUTE_ORG_SBX_LIST, 2 },
 	{ "DELETE", "/v1/organization/sandboxes/{id}", SG_ROUTE_ORG_SBX_DELETE,
 	    2 },
+	{ "POST", "/v1/conversations", SG_ROUTE_CONV_CREATE, 1 },
+	{ "GET", "/v1/conversations/{id}", SG_ROUTE_CONV_GET, 1 },
+	{ "POST", "/v1/conversations/{id}", SG_ROUTE_CONV_UPDATE, 1 },
+	{ "DELETE", "/v1/conversations/{id}", SG_ROUTE_CONV_DELETE, 1 },
+	{ "GET", "/v1/conversations/{id}/items", SG_ROUTE_CONV_ITEM_LIST, 1 },
+	{ "POST", "/v1/conversations/{id}/items", SG_ROUTE_CONV_ITEM_ADD, 1 },
+	{ "GET", "/v1/conversations/{id}/items/{*}", SG_ROUTE_CONV_ITEM_GET, 1 },
+	{ "DELETE", "/v1/conversations/{id}/items/{*}", SG_ROUTE_CONV_ITEM_DELETE,
+	    1 },
 };
 
 /* Whether path matches pattern, where "{id}" stands for one non-empty
@@ -174,7 +183,8 @@ sg_route_second(const char *path, char *out, size_t outsz)
 	size_t n;
 	int slash;
 
-	/* /v1/containers/{id}/files/{*}: the fifth segment. */
+	/* /v1/containers/{id}/files/{*}, /v1/conversations/{id}/items/{*}:
+	 * the fifth segment. */
 	for (slash = 0; *p != '\0' && slash < 5; p++)
 		if (*p == '/')
 			slash++;

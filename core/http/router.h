@@ -53,6 +53,15 @@ enum sg_route {
 	SG_ROUTE_ORG_OVERVIEW,	/* GET /v1/organization/overview */
 	SG_ROUTE_ORG_SBX_LIST,	/* GET /v1/organization/sandboxes */
 	SG_ROUTE_ORG_SBX_DELETE,	/* DELETE /v1/organization/sandboxes/{id} */
+	/* OpenAI's Conversations API, per key. */
+	SG_ROUTE_CONV_CREATE,	/* POST /v1/conversations */
+	SG_ROUTE_CONV_GET,	/* GET /v1/conversations/{id} */
+	SG_ROUTE_CONV_UPDATE,	/* POST /v1/conversations/{id} */
+	SG_ROUTE_CONV_DELETE,	/* DELETE /v1/conversations/{id} */
+	SG_ROUTE_CONV_ITEM_LIST,	/* GET /v1/conversations/{id}/items */
+	SG_ROUTE_CONV_ITEM_ADD,	/* POST /v1/conversations/{id}/items */
+	SG_ROUTE_CONV_ITEM_GET,	/* GET .../items/{item_id} */
+	SG_ROUTE_CONV_ITEM_DELETE,	/* DELETE .../items/{item_id} */
 	/* The console's static files (console.path, set in the config): the
 	 * gateway routes there itself, sg_route_match never does. */
 	SG_ROUTE_CONSOLE,
@@ -71,7 +80,8 @@ enum sg_route	 sg_route_match(const char *method, const char *path, char *id,
  * SG_ROUTE_NONE (and out of range) "" and "unmatched". Static strings. */
 const char	*sg_route_path_of(enum sg_route, const char **method);
 /* The fifth segment of path (a container file's id in
- * /v1/containers/{id}/files/{fid}...) into out: 0, or -1. */
+ * /v1/containers/{id}/files/{fid}..., a conversation item's in
+ * /v1/conversations/{id}/items/{item_id}) into out: 0, or -1. */
 int		 sg_route_second(const char *path, char *out, size_t outsz);
 /* Whether the route's handler reads the body as it goes (uploads) rather
  * than being given it whole. */

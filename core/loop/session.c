@@ -5,6 +5,7 @@
 #include "outfiles.h"
 #include "rewrite.h"
 #include "session.h"
+#include "../state/convs.h"
 #include "../state/files.h"
 
 #define LOST_NOTE "[sandgate: this conversation's sandbox was lost (it " \
@@ -176,7 +177,7 @@ call_container(struct sg_sbx_env *env, const struct sg_req *req,
 }
 
 /* The container a continuation used: the last replayed code call's, else
- * previous_response_id's. "" when none. */
+ * previous_response_id's or the conversation's. "" when none. */
 static void
 continued(struct sg_sbx_env *env, const struct sg_req *req,
     const json_t *work, char id[48])
@@ -184,6 +185,7 @@ continued(struct sg_sbx_env *env, const struct sg_req *req,
 	const char *prev = json_string_value(json_object_get(work,
 	    "previous_response_id"));
 	const json_t *input = json_object_get(work, "input");
+	const char *conv;
 	char up[256];
 	size_t i;
 
@@ -193,6 +195,8 @@ continued(struct sg_sbx_env *env, const struct sg_req *req,
 	if (id[0] == '\0' && prev != NULL)
 		sg_store_resp_get(env->store, prev, req->tenant, up, sizeof(up),
 		    id, 48);
+	if (id[0] == '\0' && (conv = sg_convs_id(work)) != NULL)
+		sg_convs_sandbox(env->store, req->tenant, conv, id);
 }
 
 /* Whether id is the tenant's and alive; its kind in *kind. */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "convo.h"
+#include "convo_int.h"
 #include "../../lib/log.h"
 #include "../../lib/util.h"
 
@@ -38,8 +39,8 @@ store_down(struct sg_conv *c, struct sg_error *err)
  * Counted before it is parsed, so a long history is refused having cost
  * at most that much.
  */
-static int
-grow(struct sg_conv *c, const char *text, struct sg_error *err)
+int
+sg_conv_grow(struct sg_conv *c, const char *text, struct sg_error *err)
 {
 	size_t n = strlen(text);
 	int depth;
@@ -64,6 +65,9 @@ sg_conv_needed(struct sg_store *st, const struct sg_req *req,
 	char up[256];
 	size_t i;
 
+	if (!json_is_null(json_object_get(body, "conversation")) &&
+	    json_object_get(body, "conversation") != NULL)
+		return 1;
 	json_array_foreach(json_object_get(body, "input"), i, it)
 		if (is_type(it, "item_reference") ||
 		    is_type(it, "code_interpreter_call"))
@@ -77,8 +81,8 @@ sg_conv_needed(struct sg_store *st, const struct sg_req *req,
  * input item an id and a message its content parts; the id minted here is
  * one a later item_reference resolves.
  */
-static json_t *
-client_form(const json_t *it)
+json_t *
+sg_conv_client_form(const json_t *it)
 {
 	json_t *c = json_copy((json_t *)it), *content;
 	const char *role, *prefix = "item_";
@@ -171,7 +175,7 @@ stored_up(struct sg_conv *c, const char *item_id, json_t **client, int *rc,
 	*client = NULL;
 	*rc = item_id != NULL ? sg_store_item_find(c->store, item_id,
 	    c->req->tenant, &item, &up) : SG_STORE_NOTFOUND;
-	if (*rc == SG_STORE_OK && grow(c, up, err) == -1)
+	if (*rc == SG_STORE_OK && sg_conv_grow(c, up, err) == -1)
 		*rc = SG_STORE_FULL;
 	if (*rc == SG_STORE_OK) {
 		u = json_loads(up, 0, NULL);
@@ -194,18 +198,16 @@ stored_up(struct sg_conv *c, const char *item_id, json_t **client, int *rc,
  * sandgate minted and no longer holds, was never the upstream's.
  */
 static int
-reference(struct sg_conv *c, const json_t *it, struct sg_error *err)
+reference(struct sg_conv *c, const json_t *it, json_t **client, json_t **up,
+    struct sg_error *err)
 {
 	const json_t *v = json_object_get(it, "id");
 	const char *id = whole(v);
-	json_t *client, *up;
 	int rc;
 
-	up = stored_up(c, id, &client, &rc, err);
-	if (rc == SG_STORE_OK) {
-		add_input(c, client, up);
+	*up = stored_up(c, id, client, &rc, err);
+	if (rc == SG_STORE_OK)
 		return 0;
-	}
 	if (rc == SG_STORE_FULL)
 		return -1;
 	if (rc == SG_STORE_ERROR)
@@ -213,7 +215,8 @@ reference(struct sg_conv *c, const json_t *it, struct sg_error *err)
 	if (rc == SG_STORE_THEIRS || id == NULL || strncmp(id, "ci_", 3) == 0)
 		return sg_error_invalid(err, "input", NULL, "Item with id '%s' "
 		    "not found.", json_is_string(v) ? json_string_value(v) : "");
-	add_input(c, json_incref((json_t *)it), json_pack("[O]", it));
+	*client = json_incref((json_t *)it);
+	*up = json_pack("[O]", it);
 	return 0;
 }
 
@@ -221,18 +224,33 @@ reference(struct sg_conv *c, const json_t *it, struct sg_error *err)
  * sandgate holds it, else one made from what the client kept. */
 static int
 replay_call(struct sg_conv *c, const json_t *it, const char *tool,
-    struct sg_error *err)
+    json_t **client, json_t **up, struct sg_error *err)
 {
 	const char *id = whole(json_object_get(it, "id"));
-	json_t *client, *up;
+	json_t *stored;
 	int rc;
 
-	up = stored_up(c, id, &client, &rc, err);
+	*up = stored_up(c, id, &stored, &rc, err);
+	json_decref(stored);
 	if (rc == SG_STORE_FULL)
 		return -1;
-	json_decref(client);
-	add_input(c, json_incref((json_t *)it), up != NULL ? up :
-	    replayed_pair(it, id != NULL ? id : "ci_replayed", tool));
+	*client = json_incref((json_t *)it);
+	if (*up == NULL)
+		*up = replayed_pair(it, id != NULL ? id : "ci_replayed", tool);
+	return 0;
+}
+
+int
+sg_conv_item_up(struct sg_conv *c, const json_t *it, const char *tool,
+    json_t **client, json_t **up, struct sg_error *err)
+{
+	*client = *up = NULL;
+	if (is_type(it, "item_reference"))
+		return reference(c, it, client, up, err);
+	if (is_type(it, "code_interpreter_call"))
+		return replay_call(c, it, tool, client, up, err);
+	*client = sg_conv_client_form(it);
+	*up = json_pack("[O]", it);
 	return 0;
 }
 
@@ -241,25 +259,21 @@ take_input(struct sg_conv *c, const json_t *in, const char *tool,
     struct sg_error *err)
 {
 	const json_t *it;
+	json_t *client, *up;
 	size_t i;
 
 	if (json_is_string(in)) {
 		json_t *msg = json_pack("{s:s,s:O}", "role", "user", "content",
 		    in);
 
-		add_input(c, client_form(msg), json_pack("[O]", msg));
+		add_input(c, sg_conv_client_form(msg), json_pack("[O]", msg));
 		json_decref(msg);
 		return 0;
 	}
 	json_array_foreach(in, i, it) {
-		if (is_type(it, "item_reference")) {
-			if (reference(c, it, err) == -1)
-				return -1;
-		} else if (is_type(it, "code_interpreter_call")) {
-			if (replay_call(c, it, tool, err) == -1)
-				return -1;
-		} else
-			add_input(c, client_form(it), json_pack("[O]", it));
+		if (sg_conv_item_up(c, it, tool, &client, &up, err) == -1)
+			return -1;
+		add_input(c, client, up);
 	}
 	return 0;
 }
@@ -280,7 +294,7 @@ add_up(void *arg, const struct sg_store_item *it)
 	json_t *up, *x;
 	size_t i;
 
-	if (grow(l->c, it->upstream, l->err) == -1) {
+	if (sg_conv_grow(l->c, it->upstream, l->err) == -1) {
 		l->over = 1;
 		return -1;
 	}
@@ -421,13 +435,17 @@ sg_conv_begin(struct sg_conv *c, struct sg_store *st,
 	c->bytes = req->body_len;
 	c->max_bytes = max_bytes;
 	c->keep = !json_is_false(json_object_get(work, "store"));
-	if (m->state == SG_STATE_GATEWAY)
+	/* A conversation's history is the gateway's, on any upstream. */
+	if (sg_convs_take(c, work, err) == -1)
+		return -1;
+	if (m->state == SG_STATE_GATEWAY || c->conv[0] != '\0')
 		json_object_set_new(work, "store", json_false());
 	c->upstream_keeps = !json_is_false(json_object_get(work, "store"));
 	if (take_input(c, in, tool, err) == -1)
 		return -1;
 	head = json_array();
-	if (continue_from(c, m, work, head, err) == -1) {
+	if ((c->conv[0] != '\0' ? sg_convs_history(c, head, tool, err) :
+	    continue_from(c, m, work, head, err)) == -1) {
 		json_decref(head);
 		return -1;
 	}
@@ -459,57 +477,6 @@ sg_conv_pending(struct sg_conv *c, json_t *outputs)
 	c->pending = outputs;
 }
 
-/* Items to store: each client item (its id) with its upstream items, as
- * new text. n items in *out, freed with free_items. */
-static struct sg_store_item *
-dump_items(const json_t *clients, const json_t *ups, size_t *n)
-{
-	struct sg_store_item *out;
-	const json_t *it, *up;
-	json_t *one;
-	size_t i;
-
-	*n = json_array_size(clients);
-	if ((out = calloc(*n + 1, sizeof(*out))) == NULL) {
-		*n = 0;
-		return NULL;
-	}
-	json_array_foreach(clients, i, it) {
-		up = json_array_get(ups, i);
-		one = up != NULL ? NULL : json_pack("[O]", it);
-		out[i].id = whole(json_object_get(it, "id"));
-		out[i].item = json_dumps(it, JSON_COMPACT | JSON_ENCODE_ANY);
-		out[i].upstream = json_dumps(up != NULL ? up : one, JSON_COMPACT);
-		json_decref(one);
-	}
-	return out;
-}
-
-static int
-items_ok(const struct sg_store_item *items, size_t n)
-{
-	size_t i;
-
-	if (items == NULL)
-		return n == 0;
-	for (i = 0; i < n; i++)
-		if (items[i].item == NULL || items[i].upstream == NULL)
-			return 0;
-	return 1;
-}
-
-static void
-free_items(struct sg_store_item *items, size_t n)
-{
-	size_t i;
-
-	for (i = 0; items != NULL && i < n; i++) {
-		free((char *)items[i].item);
-		free((char *)items[i].upstream);
-	}
-	free(items);
-}
-
 void
 sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
     const char *sandbox_id)
@@ -520,6 +487,8 @@ sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
 	json_t *head;
 	int rc = SG_STORE_ERROR;
 
+	if (c->conv[0] != '\0' && c->store != NULL)
+		sg_convs_append(c, answer, sandbox_id);
 	if (!c->keep || c->store == NULL)
 		return;
 	/* Stored without its output (the items hold it); the member stays,
@@ -537,18 +506,18 @@ sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
 	r.body = json_dumps(head, JSON_COMPACT);
 	r.pending = c->pending != NULL ? json_dumps(c->pending, JSON_COMPACT) :
 	    NULL;
-	in = dump_items(c->input, c->input_up, &nin);
-	out = dump_items(json_object_get(answer, "output"), c->output_up, &nout);
+	in = sg_conv_dump(c->input, c->input_up, &nin);
+	out = sg_conv_dump(json_object_get(answer, "output"), c->output_up, &nout);
 	if (r.id != NULL && r.model != NULL && r.body != NULL &&
-	    items_ok(in, nin) && items_ok(out, nout) &&
+	    sg_conv_dump_ok(in, nin) && sg_conv_dump_ok(out, nout) &&
 	    (c->pending == NULL || r.pending != NULL))
 		rc = sg_store_resp_save(c->store, &r, in, nin, out, nout);
 	if (rc != SG_STORE_OK)
 		sg_log("sandgate: %s: cannot store response %s: %s",
 		    c->req->id, r.id != NULL ? r.id : "?", rc == SG_STORE_ERROR &&
 		    r.body != NULL ? sg_store_errmsg(c->store) : "out of memory");
-	free_items(in, nin);
-	free_items(out, nout);
+	sg_conv_dump_free(in, nin);
+	sg_conv_dump_free(out, nout);
 	free((char *)r.body);
 	free((char *)r.pending);
 	json_decref(head);

@@ -8,7 +8,9 @@
  *    code_interpreter_call items become the items the upstream saw; the
  *    outputs of code calls the upstream still waits for are supplied;
  *  - after the answer, the response, its input and output items and what
- *    the upstream saw for each are stored, unless store is false.
+ *    the upstream saw for each are stored, unless store is false;
+ *  - a request naming a conversation (Conversations API, convs.h) gets
+ *    its items as the history, and its input and output are added to it.
  * Another key's response or item is not found, as if it did not exist.
  */
 #ifndef SG_CONVO_H
@@ -36,6 +38,8 @@ struct sg_conv {
 	json_t			*output_up;	/* for each output item, in order */
 	json_t			*pending;	/* outputs the upstream waits for */
 	char			 prev[64];	/* previous_response_id, if ours */
+	char			 conv[64];	/* the conversation it continues
+						 * and adds to (convs.h), or "" */
 	size_t			 bytes;		/* the conversation's, so far */
 	size_t			 max_bytes;	/* ... and at most */
 	size_t			 values;	/* JSON values read from the store */

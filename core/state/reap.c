@@ -11,6 +11,7 @@
 #include "files.h"
 #include "sandbox.h"
 #include "../../lib/log.h"
+#include "../../store/conversations.h"
 
 #define LEASE_SECS	120		/* longer than a sweep takes */
 #define LOST_KEPT	86400		/* sessions without a sandbox: a day */
@@ -137,6 +138,11 @@ prune_responses(struct sg_sbx_env *env)
 
 	for (rounds = 0; rounds < RESP_PRUNE_ROUNDS; rounds++)
 		if (sg_store_resp_prune(env->store, before, RESP_PRUNE_BATCH,
+		    &removed) != SG_STORE_OK || removed < RESP_PRUNE_BATCH)
+			break;
+	/* Conversations (and their items) as long, from their last use. */
+	for (rounds = 0; rounds < RESP_PRUNE_ROUNDS; rounds++)
+		if (sg_store_conv_prune(env->store, before, RESP_PRUNE_BATCH,
 		    &removed) != SG_STORE_OK || removed < RESP_PRUNE_BATCH)
 			break;
 }

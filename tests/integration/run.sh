@@ -31,7 +31,8 @@ run() {
 # database), and the ledger and limits (two boxes sharing a key's).
 pg_tests="sessions conversation sandboxes containers files
 code-output-files audit-files warm-pool metrics pool lifecycle migrate
-ledger limits usage-api usage-exact keys-api cli-keys requests-api console console-api"
+ledger limits usage-api usage-exact keys-api cli-keys requests-api console console-api
+conversations-api"
 for p in $passes; do
 	case $p in
 	root) run SG_START=binpath SG_BUILD=build SG_USER="$user" ;;
