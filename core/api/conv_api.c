@@ -15,7 +15,6 @@
 
 #define ITEMS_LIMIT	20
 #define ITEMS_LIMIT_MAX	100
-#define BODY_MAX_DEPTH	128	/* as a model route's body */
 #define MD_PAIRS	16	/* metadata, as OpenAI bounds it */
 #define MD_KEY		64
 #define MD_VALUE	512
@@ -60,19 +59,8 @@ chars(const char *s)
 static json_t *
 body_of(const struct sg_req *req, struct sg_error *err)
 {
-	size_t values;
-	int depth;
-
-	values = sg_json_size(req->body != NULL ? req->body : "", req->body_len,
-	    &depth);
-	if (values > SG_JSON_MAX_VALUES || depth > BODY_MAX_DEPTH) {
-		sg_error_invalid(err, NULL, "request_too_complex", "The JSON "
-		    "body of your request is too complex to process (about "
-		    "%zu values, nested %d deep); the limits are %d values "
-		    "and a depth of %d.", values, depth, SG_JSON_MAX_VALUES,
-		    BODY_MAX_DEPTH);
+	if (sg_http_body_bounded(req, SG_JSON_MAX_VALUES, err) == -1)
 		return NULL;
-	}
 	return sg_http_body_object(req, err);
 }
 

@@ -27,11 +27,6 @@
 #include "../../lib/util.h"
 #include "../../store/store.h"
 
-/* What sg_json_size may find in a model route's body before it is
- * parsed: Jansson spends tens of bytes on each value, so a body of
- * max_body_bytes made of "0," would build a tree of hundreds of MiB. */
-#define BODY_MAX_DEPTH	128
-
 #define ADMIT_RETRY	"retry-after: 1\r\n"	/* seconds: load moves fast */
 
 int
@@ -156,19 +151,9 @@ model_body(const struct sg_req *req, struct sg_error *err)
 {
 	json_error_t jerr;
 	json_t *body, *model;
-	size_t values;
-	int depth;
 
-	values = sg_json_size(req->body != NULL ? req->body : "",
-	    req->body_len, &depth);
-	if (values > SG_JSON_MAX_VALUES || depth > BODY_MAX_DEPTH) {
-		sg_error_invalid(err, NULL, "request_too_complex", "The JSON "
-		    "body of your request is too complex to process (about "
-		    "%zu values, nested %d deep); the limits are %d values "
-		    "and a depth of %d.", values, depth, SG_JSON_MAX_VALUES,
-		    BODY_MAX_DEPTH);
+	if (sg_http_body_bounded(req, SG_JSON_MAX_VALUES, err) == -1)
 		return NULL;
-	}
 	body = json_loadb(req->body != NULL ? req->body : "", req->body_len,
 	    JSON_ALLOW_NUL, &jerr);
 	if (body == NULL) {

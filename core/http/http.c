@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include "http.h"
+#include "../../lib/util.h"
 
 const char *
 sg_http_reason(int status)
@@ -263,6 +264,23 @@ sg_http_body_object(const struct sg_req *req, struct sg_error *err)
 		    "request must be a JSON object.");
 	}
 	return b;
+}
+
+int
+sg_http_body_bounded(const struct sg_req *req, size_t max_values,
+    struct sg_error *err)
+{
+	size_t values;
+	int depth;
+
+	values = sg_json_size(req->body != NULL ? req->body : "",
+	    req->body_len, &depth);
+	if (values <= max_values && depth <= SG_HTTP_BODY_DEPTH)
+		return 0;
+	return sg_error_invalid(err, NULL, "request_too_complex", "The JSON "
+	    "body of your request is too complex to process (about %zu "
+	    "values, nested %d deep); the limits are %zu values and a depth "
+	    "of %d.", values, depth, max_values, SG_HTTP_BODY_DEPTH);
 }
 
 json_t *

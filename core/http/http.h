@@ -105,6 +105,15 @@ json_t	*sg_http_list(json_t *data, int more);
 /* New reference: the body as a JSON object ({} when empty), or NULL with
  * OpenAI's 400 in err. */
 json_t	*sg_http_body_object(const struct sg_req *, struct sg_error *);
+/*
+ * Whether the body may be parsed: at most max_values JSON values and
+ * nested at most SG_HTTP_BODY_DEPTH deep (Jansson spends tens of bytes on
+ * each value, so a body of max_body_bytes made of "0," would build a tree
+ * of hundreds of MiB). 0, or -1 with OpenAI's 400 request_too_complex.
+ */
+#define SG_HTTP_BODY_DEPTH	128
+int	 sg_http_body_bounded(const struct sg_req *, size_t max_values,
+	    struct sg_error *);
 
 /* Head of a response; extra is NULL or "Name: value\r\n..." lines. */
 int	 sg_http_begin(struct sg_out *, const struct sg_req *, int status,
