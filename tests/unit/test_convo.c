@@ -59,25 +59,13 @@ teardown(void **state)
 	return 0;
 }
 
-/* Parse JSON text of a test (it is right). */
-static json_t *
-js(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-
-	if (j == NULL)
-		fail_msg("bad test JSON: %s: %s", e.text, text);
-	return j;
-}
-
 /* The body's input after sg_conv_begin, as compact text. */
 static char *
 begin(struct fx *fx, const struct sg_cfg_model *m, struct sg_req *req,
     const char *body, int expect, json_t **work_out)
 {
 	struct sg_conv c;
-	json_t *work = js(body);
+	json_t *work = tu_json(body);
 	char *text;
 	int rc;
 
@@ -104,20 +92,20 @@ first_turn(struct fx *fx, const struct sg_cfg_model *m, int store,
 {
 	struct sg_conv c;
 	struct sg_error err;
-	json_t *work = js(store ? "{\"input\":\"hi\"}" :
+	json_t *work = tu_json(store ? "{\"input\":\"hi\"}" :
 	    "{\"input\":\"hi\",\"store\":false}"), *answer;
 
 	assert_int_equal(sg_conv_begin(&c, fx->st, m, &fx->alice, work,
 	    "run_code", fx->max_bytes, &err), 0);
-	sg_conv_output(&c, js("[{\"id\":\"fc_1\",\"type\":\"function_call\","
+	sg_conv_output(&c, tu_json("[{\"id\":\"fc_1\",\"type\":\"function_call\","
 	    "\"call_id\":\"c1\",\"name\":\"run_code\",\"arguments\":\"{}\"},"
 	    "{\"type\":\"function_call_output\",\"call_id\":\"c1\","
 	    "\"output\":\"2\"}]"));
-	sg_conv_output(&c, js("[{\"id\":\"msg_up\",\"type\":\"message\","
+	sg_conv_output(&c, tu_json("[{\"id\":\"msg_up\",\"type\":\"message\","
 	    "\"role\":\"assistant\",\"content\":\"two\"}]"));
 	if (pending != NULL)
-		sg_conv_pending(&c, js(pending));
-	answer = js("{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"m\","
+		sg_conv_pending(&c, tu_json(pending));
+	answer = tu_json("{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"m\","
 	    "\"output\":[{\"id\":\"ci_1\",\"type\":\"code_interpreter_call\","
 	    "\"code\":\"1+1\"},{\"id\":\"msg_up\",\"type\":\"message\","
 	    "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
@@ -362,19 +350,19 @@ upitem_keeps_encrypted_reasoning(void **state)
 	struct fx *fx = *state;
 	struct sg_conv c;
 	struct sg_error err;
-	json_t *work = js("{\"input\":[],\"store\":false}"), *it, *got;
+	json_t *work = tu_json("{\"input\":[],\"store\":false}"), *it, *got;
 
 	(void)fx;
 	assert_int_equal(sg_conv_begin(&c, fx->st, &fx->up, &fx->alice, work,
 	    "run_code", fx->max_bytes, &err), 0);
-	it = js("{\"id\":\"rs_1\",\"type\":\"reasoning\","
+	it = tu_json("{\"id\":\"rs_1\",\"type\":\"reasoning\","
 	    "\"encrypted_content\":\"e\"}");
 	got = sg_conv_upitem(&c, it);
 	assert_string_equal(json_string_value(json_object_get(got, "id")),
 	    "rs_1");
 	json_decref(got);
 	json_decref(it);
-	it = js("{\"id\":\"rs_2\",\"type\":\"reasoning\"}");
+	it = tu_json("{\"id\":\"rs_2\",\"type\":\"reasoning\"}");
 	got = sg_conv_upitem(&c, it);
 	assert_null(json_object_get(got, "id"));
 	assert_non_null(json_object_get(it, "id"));

@@ -59,23 +59,12 @@ teardown(void **state)
 	return 0;
 }
 
-static json_t *
-js(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-
-	if (j == NULL)
-		fail_msg("bad test JSON: %s: %s", e.text, text);
-	return j;
-}
-
 /* Items in, as sg_convs_items_in makes them: 0 or -1 (err filled). */
 static int
 items_in(struct fx *fx, struct sg_req *req, const char *items, json_t **kept,
     json_t **ups, struct sg_error *err)
 {
-	json_t *in = js(items);
+	json_t *in = tu_json(items);
 	int rc = sg_convs_items_in(fx->st, req, in, "items", kept, ups, err);
 
 	json_decref(in);
@@ -166,7 +155,7 @@ turn_continues_and_adds(void **state)
 	struct sg_store_conv row;
 	struct sg_error err;
 	struct sg_conv c;
-	json_t *work = js("{\"conversation\":{\"id\":\"conv_1\"},\"input\":"
+	json_t *work = tu_json("{\"conversation\":{\"id\":\"conv_1\"},\"input\":"
 	    "\"next\"}"), *answer;
 	char *text, sbx[48];
 	int more, n = 0;
@@ -189,11 +178,11 @@ turn_continues_and_adds(void **state)
 	assert_null(strstr(text, "conversation"));
 	assert_non_null(strstr(text, "\"store\":false"));
 	free(text);
-	answer = js("{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"m\","
+	answer = tu_json("{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"m\","
 	    "\"output\":[{\"id\":\"msg_up\",\"type\":\"message\",\"role\":"
 	    "\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":"
 	    "\"ok\"}]}]}");
-	sg_conv_output(&c, js("[{\"type\":\"message\",\"role\":\"assistant\","
+	sg_conv_output(&c, tu_json("[{\"type\":\"message\",\"role\":\"assistant\","
 	    "\"content\":\"ok\"}]"));
 	sg_conv_save(&c, answer, "resp_up", "cntr_new");
 	sg_conv_free(&c);
@@ -238,7 +227,7 @@ refused(void **state)
 
 	make_conv(fx);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		work = js(cases[i].body);
+		work = tu_json(cases[i].body);
 		assert_int_equal(sg_conv_begin(&c, fx->st, &fx->up, &fx->bob, work,
 		    "run_code", 1 << 20, &err), -1);
 		assert_int_equal(err.status, cases[i].status);

@@ -287,16 +287,25 @@ tu_q(const char *s)
 	return c;
 }
 
+/* New reference: text parsed; fails the test when it is not JSON. */
+static inline json_t *
+tu_json(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, JSON_DECODE_ANY, &e);
+
+	if (j == NULL)
+		fail_msg("bad JSON in the test (%s): %s", e.text, text);
+	return j;
+}
+
 /* New reference: tu_q(text) parsed; fails the test when it is not JSON. */
 static inline json_t *
 tu_qjson(const char *text)
 {
-	json_error_t e;
 	char *s = tu_q(text);
-	json_t *j = json_loads(s, JSON_DECODE_ANY, &e);
+	json_t *j = tu_json(s);
 
-	if (j == NULL)
-		fail_msg("bad JSON in the test (%s): %s", e.text, s);
 	free(s);
 	return j;
 }
