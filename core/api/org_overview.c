@@ -17,7 +17,7 @@
 struct counts {
 	json_t	*sandboxes;	/* [{tool, kind, count}] */
 	json_t	*warm;		/* {tool: count} */
-	int64_t	 sessions;
+	struct sg_st_alive alive;
 };
 
 static int
@@ -31,8 +31,7 @@ count_one(void *arg, const char *tool, int kind, int64_t n)
 	    (json_int_t)n));
 	if (kind == SG_SBX_WARM)
 		json_object_set_new(c->warm, tool, json_integer(n));
-	else if (kind == SG_SBX_SESSION || kind == SG_SBX_CONVERSATION)
-		c->sessions += n;
+	sg_st_alive_add(&c->alive, kind, n);
 	return 0;
 }
 
@@ -56,7 +55,7 @@ void
 sg_org_overview(const struct sg_org_env *env, struct sg_req *req,
     struct sg_out *out)
 {
-	struct counts c = { json_array(), json_object(), 0 };
+	struct counts c = { json_array(), json_object(), { 0, 0, 0 } };
 	struct sg_st_load load = { 0, 0, 0 };
 	struct sg_error err;
 	json_t *body;
@@ -77,7 +76,7 @@ sg_org_overview(const struct sg_org_env *env, struct sg_req *req,
 	    "started_at", (json_int_t)(sg_st_started_ms() / 1000),
 	    "responders", "total", load.responders, "busy", load.busy,
 	    "queued", load.queued, "workers_max", env->cfg->server.workers_max,
-	    "sandboxes", c.sandboxes, "sessions", (json_int_t)c.sessions,
+	    "sandboxes", c.sandboxes, "sessions", (json_int_t)c.alive.sessions,
 	    "pool", pool(env->cfg, c.warm), "series", sg_st_series());
 	json_decref(c.warm);
 	if (body == NULL) {

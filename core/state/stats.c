@@ -54,12 +54,9 @@ sg_st_started_ms(void)
 	return page != NULL ? page->started_ms : 0;
 }
 
-static int
-count_one(void *arg, const char *tool, int kind, int64_t n)
+void
+sg_st_alive_add(struct sg_st_alive *a, int kind, int64_t n)
 {
-	struct sg_st_alive *a = arg;
-
-	(void)tool;
 	if (kind == SG_SBX_WARM)
 		a->warm += n;
 	else {
@@ -67,6 +64,13 @@ count_one(void *arg, const char *tool, int kind, int64_t n)
 		if (kind == SG_SBX_SESSION || kind == SG_SBX_CONVERSATION)
 			a->sessions += n;
 	}
+}
+
+static int
+count_one(void *arg, const char *tool, int kind, int64_t n)
+{
+	(void)tool;
+	sg_st_alive_add(arg, kind, n);
 	return 0;
 }
 

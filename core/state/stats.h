@@ -37,6 +37,9 @@ struct sg_st_alive {
 int	 sg_st_map(void);
 /* When the page was mapped (the gateway started), unix ms; 0 unmapped. */
 int64_t	 sg_st_started_ms(void);
+/* Add n sandboxes of kind (enum sg_sbx_kind) to a: the one reading of
+ * which sandboxes are a key's, a session's or the pool's. */
+void	 sg_st_alive_add(struct sg_st_alive *a, int kind, int64_t n);
 /* Count what the store holds alive: 0, or -1 (the store's error). */
 int	 sg_st_alive(struct sg_store *, struct sg_st_alive *);
 /* Take a sample now (the reaper, every SG_ST_INTERVAL s). */
