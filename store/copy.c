@@ -47,6 +47,11 @@ static const struct table {
 	    "used_at", "ssssnn" },
 	{ "conversation_items", "conversation_id, tenant, item_id, item, "
 	    "upstream, created_at", "sssssn" },
+	{ "bg", "id, tenant, key_name, status, body, snapshot, runner, "
+	    "cancel, error, created_ms, started_ms, ended_ms, box",
+	    "sssssssnsnnns" },
+	{ "resp_events", "response_id, seq, tenant, event, created_ms",
+	    "snssn" },
 };
 
 #define NTABLES	(sizeof(tables) / sizeof(tables[0]))

@@ -109,6 +109,43 @@
 	"  conversation_items(conversation_id, item_id);"
 
 /*
+ * 12 -> 13, both dialects: background responses (bg), one row per job
+ * from queued to its end, with the request as sent, the response so far
+ * and the runner holding it ("box:pid:start"); and the events of streamed
+ * responses (resp_events) by their sequence_number, so a stream can be
+ * resumed, with the tenant (a response still streaming has no other row
+ * saying whose it is) and the time each was added (the prune's clock).
+ * bg_queue serves the claim's pick and the counts, bg_tenant its count of
+ * a tenant's running jobs, bg_ended the prune.
+ */
+#define STEP_BACKGROUND(INT, ROWID) \
+	"CREATE TABLE bg (" ROWID \
+	"  id TEXT PRIMARY KEY," \
+	"  tenant TEXT NOT NULL," \
+	"  key_name TEXT," \
+	"  status TEXT NOT NULL," \
+	"  body TEXT NOT NULL," \
+	"  snapshot TEXT," \
+	"  runner TEXT," \
+	"  cancel " INT " NOT NULL DEFAULT 0," \
+	"  error TEXT," \
+	"  created_ms " INT " NOT NULL," \
+	"  started_ms " INT "," \
+	"  ended_ms " INT "," \
+	"  box TEXT);" \
+	"CREATE INDEX bg_queue ON bg(status, created_ms);" \
+	"CREATE INDEX bg_tenant ON bg(tenant, status);" \
+	"CREATE INDEX bg_ended ON bg(ended_ms);" \
+	"CREATE TABLE resp_events (" ROWID \
+	"  response_id TEXT NOT NULL," \
+	"  seq " INT " NOT NULL," \
+	"  tenant TEXT NOT NULL," \
+	"  event TEXT NOT NULL," \
+	"  created_ms " INT " NOT NULL," \
+	"  PRIMARY KEY (response_id, seq));" \
+	"CREATE INDEX resp_events_created ON resp_events(created_ms);"
+
+/*
  * Each entry takes the schema from version i to i + 1. Append only: a
  * released entry never changes, so every store can be brought forward.
  */
@@ -241,6 +278,8 @@ static const char *const sqlite_steps[] = {
 	STEP_TRACE_IMAGES,
 	/* 11 -> 12 */
 	STEP_CONVERSATIONS("INTEGER", ""),
+	/* 12 -> 13 */
+	STEP_BACKGROUND("INTEGER", ""),
 };
 
 
@@ -354,6 +393,8 @@ static const char *const pg_steps[] = {
 	STEP_TRACE_IMAGES,
 	/* 11 -> 12 */
 	STEP_CONVERSATIONS("BIGINT", "  rowid BIGSERIAL,"),
+	/* 12 -> 13 */
+	STEP_BACKGROUND("BIGINT", "  rowid BIGSERIAL,"),
 };
 
 #define NSTEPS(a)	((int)(sizeof(a) / sizeof((a)[0])))
