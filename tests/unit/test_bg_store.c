@@ -396,14 +396,56 @@ test_prune(void **state)
 }
 
 /*
- * Claimers racing, each a process with its own connection: every job
- * taken exactly once, and no key ever past its cap. Each child claims,
- * checks its key's running count (a claim past the cap shows there),
- * holds the job a moment, ends it, and reports what it took on a pipe.
+ * Claimers racing, each a process with its own connection, while another
+ * adds jobs, each older than the rest (a box whose clock is behind): the
+ * pick changes under the claimers. Every job is taken exactly once and no
+ * key ever goes past its cap: each claimer, once it holds a job, checks
+ * its key's running count (a claim past the cap shows there), holds the
+ * job a moment, ends it, and reports what it took on a pipe.
  */
-#define RACE_JOBS	60
+#define RACE_JOBS	80
 #define RACE_CAP	2
-#define RACE_KIDS	3
+#define RACE_KIDS	4
+
+/* The adder: job i is key A's but every fourth, B's. */
+static int
+adder(const char *path)
+{
+	struct sg_store *st = NULL;
+	char err[256], id[32];
+	int i, bad = 0;
+
+	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK)
+		return 2;
+	for (i = 0; i < RACE_JOBS && !bad; i++) {
+		snprintf(id, sizeof(id), "resp_%02d", i);
+		if (sg_store_bg_add(st, id, i % 4 == 0 ? B : A, NULL, "{}",
+		    1000 - i) != SG_STORE_OK)
+			bad = 2;
+		usleep(100);
+	}
+	sg_store_close(st);
+	return bad;
+}
+
+/* Whether the adder is done and no job waits: 1, 0, or -1. */
+static int
+drained(struct sg_store *st)
+{
+	struct sg_store_bg j;
+	char last[32];
+	int64_t q, r;
+	int rc;
+
+	snprintf(last, sizeof(last), "resp_%02d", RACE_JOBS - 1);
+	if ((rc = sg_store_bg_get(st, last, NULL, &j)) == SG_STORE_NOTFOUND)
+		return 0;
+	sg_store_bg_clear(&j);
+	if (rc != SG_STORE_OK || sg_store_bg_counts(st, NULL, &q, &r) !=
+	    SG_STORE_OK)
+		return -1;
+	return q == 0;
+}
 
 static int
 racer(const char *path, int out, int me)
@@ -416,14 +458,14 @@ racer(const char *path, int out, int me)
 
 	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK)
 		return 2;
-	for (;;) {
+	while (!bad) {
 		rc = sg_store_bg_claim(st, 100 + me, 1, RACE_CAP, &j);
 		if (rc == SG_STORE_NOTFOUND) {
-			if (sg_store_bg_counts(st, NULL, &q, &r) != SG_STORE_OK)
-				bad = 2;
-			if (bad || q == 0)
+			if ((rc = drained(st)) != 0) {
+				bad = rc == -1 ? 2 : 0;
 				break;
-			usleep(200);
+			}
+			usleep(100);
 			continue;
 		}
 		if (rc != SG_STORE_OK) {
@@ -442,8 +484,6 @@ racer(const char *path, int out, int me)
 		    NULL) != SG_STORE_OK)
 			bad = 2;
 		sg_store_bg_clear(&j);
-		if (bad)
-			break;
 	}
 	sg_store_close(st);
 	return bad;
@@ -454,22 +494,19 @@ test_race(void **state)
 {
 	struct tu_store_fx *fx = *state;
 	static char got[RACE_JOBS * 32 + 1];
-	char id[32], *p;
-	pid_t kids[RACE_KIDS];
+	char *p;
+	pid_t kids[RACE_KIDS + 1];
 	size_t n = 0;
 	ssize_t r;
 	int fds[2], i, status, seen[RACE_JOBS] = { 0 };
 
-	for (i = 0; i < RACE_JOBS; i++) {
-		snprintf(id, sizeof(id), "resp_%02d", i);
-		add(fx->st, id, i % 3 == 0 ? A : i % 3 == 1 ? B : "cccc", i);
-	}
 	assert_int_equal(pipe(fds), 0);
-	for (i = 0; i < RACE_KIDS; i++) {
+	for (i = 0; i <= RACE_KIDS; i++) {
 		if ((kids[i] = fork()) == 0) {
 			close(fds[0]);
 			/* The parent's store is not ours to use or close. */
-			_exit(racer(fx->path, fds[1], i));
+			_exit(i == RACE_KIDS ? adder(fx->path) :
+			    racer(fx->path, fds[1], i));
 		}
 		assert_true(kids[i] > 0);
 	}
@@ -479,7 +516,7 @@ test_race(void **state)
 		n += (size_t)r;
 	got[n] = '\0';
 	close(fds[0]);
-	for (i = 0; i < RACE_KIDS; i++) {
+	for (i = 0; i <= RACE_KIDS; i++) {
 		assert_int_equal(waitpid(kids[i], &status, 0), kids[i]);
 		assert_true(WIFEXITED(status));
 		if (WEXITSTATUS(status) == 3)
@@ -495,6 +532,117 @@ test_race(void **state)
 	for (i = 0; i < RACE_JOBS; i++)
 		if (!seen[i])
 			fail_msg("resp_%02d was never taken", i);
+}
+
+/* A claim in a child process, as pid 100 + me: the id it took ("-"
+ * none) written to out; its exit status 0, or 2. */
+static int
+claim_once(const char *path, int out, int me)
+{
+	struct sg_store *st = NULL;
+	struct sg_store_bg j;
+	char err[256], line[80];
+	int rc, len;
+
+	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK)
+		return 2;
+	rc = sg_store_bg_claim(st, 100 + me, 1, RACE_CAP, &j);
+	len = snprintf(line, sizeof(line), "%s\n", rc == SG_STORE_OK ? j.id :
+	    "-");
+	sg_store_bg_clear(&j);
+	sg_store_close(st);
+	if (rc != SG_STORE_OK && rc != SG_STORE_NOTFOUND)
+		return 2;
+	return write(out, line, (size_t)len) == len ? 0 : 2;
+}
+
+static pid_t
+claimer(const char *path, int fds[2], int me)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		close(fds[0]);
+		_exit(claim_once(path, fds[1], me));
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+/* PostgreSQL's sessions waiting for a lock, as pg_stat_activity shows. */
+static int
+waiting(struct sg_store *st)
+{
+	struct sg_st_cur *cur;
+	int rc, n = -1;
+
+	rc = sg_st_run(st, &cur, "SELECT count(*) FROM pg_stat_activity WHERE "
+	    "wait_event_type = 'Lock'", "");
+	if (rc == SG_ST_ROW)
+		n = (int)sg_st_int(cur, 0);
+	sg_st_done(st, cur);
+	return n;
+}
+
+/*
+ * The race the claims' lock closes, made to happen on PostgreSQL: a
+ * claim picks key A's oldest job with A one below its cap and waits on
+ * that row (another transaction holds it); meanwhile an older job of A
+ * comes, and a second claim picks it. Without the lock both would take
+ * theirs, each counting A's running jobs without the other's: A past its
+ * cap. SQLite runs one write at a time: nothing to make happen there.
+ */
+static void
+test_race_stale_pick(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store *other;
+	char err[256], got[64];
+	pid_t k1, k2;
+	int fds[2], status, i, rc;
+	int64_t q, r;
+	ssize_t n;
+	size_t len = 0;
+
+	if (tu_store_url == NULL)
+		skip();
+	add(fx->st, "resp_a1", A, 10);
+	add(fx->st, "resp_a5", A, 50);
+	take(fx->st, RACE_CAP, "resp_a1");
+	assert_int_equal(tu_store_open(fx->path, &other, err, sizeof(err), 0),
+	    SG_STORE_OK);
+	assert_int_equal(sg_st_begin_batch(other), SG_STORE_OK);
+	assert_int_equal(sg_st_exec_args(other, NULL, "UPDATE bg SET snapshot "
+	    "= '{}' WHERE id = 'resp_a5'", ""), SG_STORE_OK);
+	assert_int_equal(pipe(fds), 0);
+	k1 = claimer(fx->path, fds, 1);
+	for (i = 0; i < 500 && waiting(fx->st) < 1; i++)
+		usleep(10000);
+	add(fx->st, "resp_a4", A, 40);
+	k2 = claimer(fx->path, fds, 2);
+	/* The second claim ends, or waits for the first. */
+	for (i = 0; i < 500 && waiting(fx->st) < 2 && waitpid(k2, &status,
+	    WNOHANG) == 0; i++)
+		usleep(10000);
+	assert_int_equal(sg_st_end(other, SG_STORE_OK), SG_STORE_OK);
+	sg_store_close(other);
+	close(fds[1]);
+	while (len < sizeof(got) - 1 && (n = read(fds[0], got + len,
+	    sizeof(got) - 1 - len)) > 0)
+		len += (size_t)n;
+	got[len] = '\0';
+	close(fds[0]);
+	rc = waitpid(k1, &status, 0);
+	assert_int_equal(rc, k1);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	rc = waitpid(k2, &status, 0);
+	assert_true(rc == k2 || rc == -1);
+	assert_int_equal(sg_store_bg_counts(fx->st, A, &q, &r), SG_STORE_OK);
+	if (r > RACE_CAP)
+		fail_msg("A runs %lld jobs, past its cap of %d (claims: %s)",
+		    (long long)r, RACE_CAP, got);
+	assert_int_equal(r, RACE_CAP);
+	assert_int_equal(q, 1);
 }
 
 struct evs {
@@ -718,6 +866,7 @@ main(void)
 		T(test_held_and_reaped),
 		T(test_prune),
 		T(test_race),
+		T(test_race_stale_pick),
 		T(test_events),
 		T(test_events_pruned),
 		T(test_copy),
