@@ -645,6 +645,49 @@ test_race_stale_pick(void **state)
 	assert_int_equal(q, 1);
 }
 
+/* On PostgreSQL: a job cancelled while a claim waits on its row is not
+ * taken; the claim takes the next. */
+static void
+test_claim_skips_cancelled(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store *other;
+	struct sg_store_bg j;
+	char err[256], got[64], status[16];
+	pid_t k;
+	int fds[2], st, i;
+	ssize_t n;
+
+	if (tu_store_url == NULL)
+		skip();
+	add(fx->st, "resp_a5", A, 50);
+	add(fx->st, "resp_a6", A, 60);
+	assert_int_equal(tu_store_open(fx->path, &other, err, sizeof(err), 0),
+	    SG_STORE_OK);
+	assert_int_equal(sg_st_begin_batch(other), SG_STORE_OK);
+	assert_int_equal(sg_store_bg_cancel(other, "resp_a5", A, status),
+	    SG_STORE_OK);
+	assert_int_equal(pipe(fds), 0);
+	k = claimer(fx->path, fds, 1);
+	for (i = 0; i < 500 && waiting(fx->st) < 1; i++)
+		usleep(10000);
+	assert_int_equal(sg_st_end(other, SG_STORE_OK), SG_STORE_OK);
+	sg_store_close(other);
+	close(fds[1]);
+	n = read(fds[0], got, sizeof(got) - 1);
+	close(fds[0]);
+	assert_true(n > 0);
+	got[n] = '\0';
+	assert_int_equal(waitpid(k, &st, 0), k);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_string_equal(got, "resp_a6\n");
+	assert_int_equal(sg_store_bg_get(fx->st, "resp_a5", A, &j),
+	    SG_STORE_OK);
+	assert_string_equal(j.status, "cancelled");
+	assert_string_equal(j.runner, "");
+	sg_store_bg_clear(&j);
+}
+
 struct evs {
 	char	 text[512];
 };
@@ -867,6 +910,7 @@ main(void)
 		T(test_prune),
 		T(test_race),
 		T(test_race_stale_pick),
+		T(test_claim_skips_cancelled),
 		T(test_events),
 		T(test_events_pruned),
 		T(test_copy),
