@@ -407,15 +407,46 @@ test_prune(void **state)
 #define RACE_CAP	2
 #define RACE_KIDS	4
 
+/*
+ * The children of the race tests are this program run again (--child
+ * ROLE WHERE FD ME), not bare forks: a fork would carry the parent's open
+ * store, which it may neither use nor close, and under valgrind its
+ * memory would count as the child's leaks.
+ */
+static const char *self;
+
+static const char *
+where(const struct tu_store_fx *fx)
+{
+	return tu_store_url != NULL ? tu_store_url : fx->path;
+}
+
+static pid_t
+spawn(const char *role, const struct tu_store_fx *fx, int fd, int me)
+{
+	char fds[16], mes[16];
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		snprintf(fds, sizeof(fds), "%d", fd);
+		snprintf(mes, sizeof(mes), "%d", me);
+		execl(self, self, "--child", role, where(fx), fds, mes,
+		    (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
 /* The adder: job i is key A's but every fourth, B's. */
 static int
-adder(const char *path)
+adder(const char *where)
 {
 	struct sg_store *st = NULL;
 	char err[256], id[32];
 	int i, bad = 0;
 
-	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK)
+	if (sg_store_open(where, &st, err, sizeof(err)) != SG_STORE_OK)
 		return 2;
 	for (i = 0; i < RACE_JOBS && !bad; i++) {
 		snprintf(id, sizeof(id), "resp_%02d", i);
@@ -448,7 +479,7 @@ drained(struct sg_store *st)
 }
 
 static int
-racer(const char *path, int out, int me)
+racer(const char *where, int out, int me)
 {
 	struct sg_store *st = NULL;
 	struct sg_store_bg j;
@@ -456,7 +487,7 @@ racer(const char *path, int out, int me)
 	int64_t q, r;
 	int rc, bad = 0, len;
 
-	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK)
+	if (sg_store_open(where, &st, err, sizeof(err)) != SG_STORE_OK)
 		return 2;
 	while (!bad) {
 		rc = sg_store_bg_claim(st, 100 + me, 1, RACE_CAP, &j);
@@ -502,13 +533,8 @@ test_race(void **state)
 
 	assert_int_equal(pipe(fds), 0);
 	for (i = 0; i <= RACE_KIDS; i++) {
-		if ((kids[i] = fork()) == 0) {
-			close(fds[0]);
-			/* The parent's store is not ours to use or close. */
-			_exit(i == RACE_KIDS ? adder(fx->path) :
-			    racer(fx->path, fds[1], i));
-		}
-		assert_true(kids[i] > 0);
+		kids[i] = spawn(i == RACE_KIDS ? "adder" : "racer", fx, fds[1],
+		    i);
 	}
 	close(fds[1]);
 	while (n < sizeof(got) - 1 && (r = read(fds[0], got + n,
@@ -537,14 +563,14 @@ test_race(void **state)
 /* A claim in a child process, as pid 100 + me: the id it took ("-"
  * none) written to out; its exit status 0, or 2. */
 static int
-claim_once(const char *path, int out, int me)
+claim_once(const char *where, int out, int me)
 {
 	struct sg_store *st = NULL;
 	struct sg_store_bg j;
 	char err[256], line[80];
 	int rc, len;
 
-	if (tu_store_open(path, &st, err, sizeof(err), 0) != SG_STORE_OK)
+	if (sg_store_open(where, &st, err, sizeof(err)) != SG_STORE_OK)
 		return 2;
 	rc = sg_store_bg_claim(st, 100 + me, 1, RACE_CAP, &j);
 	len = snprintf(line, sizeof(line), "%s\n", rc == SG_STORE_OK ? j.id :
@@ -554,19 +580,6 @@ claim_once(const char *path, int out, int me)
 	if (rc != SG_STORE_OK && rc != SG_STORE_NOTFOUND)
 		return 2;
 	return write(out, line, (size_t)len) == len ? 0 : 2;
-}
-
-static pid_t
-claimer(const char *path, int fds[2], int me)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		close(fds[0]);
-		_exit(claim_once(path, fds[1], me));
-	}
-	assert_true(pid > 0);
-	return pid;
 }
 
 /* PostgreSQL's sessions waiting for a lock, as pg_stat_activity shows. */
@@ -615,11 +628,11 @@ test_race_stale_pick(void **state)
 	assert_int_equal(sg_st_exec_args(other, NULL, "UPDATE bg SET snapshot "
 	    "= '{}' WHERE id = 'resp_a5'", ""), SG_STORE_OK);
 	assert_int_equal(pipe(fds), 0);
-	k1 = claimer(fx->path, fds, 1);
+	k1 = spawn("claim", fx, fds[1], 1);
 	for (i = 0; i < 500 && waiting(fx->st) < 1; i++)
 		usleep(10000);
 	add(fx->st, "resp_a4", A, 40);
-	k2 = claimer(fx->path, fds, 2);
+	k2 = spawn("claim", fx, fds[1], 2);
 	/* The second claim ends, or waits for the first. */
 	for (i = 0; i < 500 && waiting(fx->st) < 2 && waitpid(k2, &status,
 	    WNOHANG) == 0; i++)
@@ -668,7 +681,7 @@ test_claim_skips_cancelled(void **state)
 	assert_int_equal(sg_store_bg_cancel(other, "resp_a5", A, status),
 	    SG_STORE_OK);
 	assert_int_equal(pipe(fds), 0);
-	k = claimer(fx->path, fds, 1);
+	k = spawn("claim", fx, fds[1], 1);
 	for (i = 0; i < 500 && waiting(fx->st) < 1; i++)
 		usleep(10000);
 	assert_int_equal(sg_st_end(other, SG_STORE_OK), SG_STORE_OK);
@@ -896,8 +909,21 @@ test_migrate_12(void **state)
 	append(fx->st, "resp_2", 0, 0, 1);
 }
 
+/* A child of a race test (see spawn): its exit status. */
+static int
+child(char **argv)
+{
+	int fd = atoi(argv[2]), me = atoi(argv[3]);
+
+	if (strcmp(argv[0], "adder") == 0)
+		return adder(argv[1]);
+	if (strcmp(argv[0], "racer") == 0)
+		return racer(argv[1], fd, me);
+	return claim_once(argv[1], fd, me);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_store_setup, \
 	tu_store_teardown)
@@ -917,5 +943,8 @@ main(void)
 		T(test_migrate_12),
 	};
 
+	if (argc == 6 && strcmp(argv[1], "--child") == 0)
+		return child(argv + 2);
+	self = argv[0];
 	TU_STORE_MAIN(tests);
 }
