@@ -14,10 +14,12 @@
 	"coalesce(box, ''), key_name, body, snapshot, error, cancel, " \
 	"created_ms, coalesce(started_ms, 0), coalesce(ended_ms, 0)"
 
-/* The oldest queued job whose tenant is below its cap (?1). */
-#define CLAIMABLE "SELECT id FROM bg b WHERE status = 'queued' AND " \
-	"(SELECT count(*) FROM bg c WHERE c.tenant = b.tenant AND " \
-	"c.status = 'in_progress') < ?1 ORDER BY created_ms, rowid LIMIT 1"
+/* The oldest queued job whose tenant is below its cap (?1). The tenants
+ * at their cap are found once, among the running jobs (a few: one per
+ * runner), not once per queued job. */
+#define CLAIMABLE "SELECT id FROM bg WHERE status = 'queued' AND tenant " \
+	"NOT IN (SELECT tenant FROM bg WHERE status = 'in_progress' GROUP BY " \
+	"tenant HAVING count(*) >= ?1) ORDER BY created_ms, rowid LIMIT 1"
 
 static int
 copy_text(struct sg_store *st, const char *s, char **out)
