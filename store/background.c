@@ -34,7 +34,9 @@ copy_text(struct sg_store *st, const char *s, char **out)
 static int
 row(struct sg_store *st, struct sg_st_cur *cur, struct sg_store_bg *out)
 {
-	int rc;
+	char **texts[] = { &out->key_name, &out->body, &out->snapshot,
+	    &out->error };
+	int i, rc = SG_STORE_OK;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->id, sizeof(out->id), "%s", sg_st_text(cur, 0));
@@ -46,11 +48,9 @@ row(struct sg_store *st, struct sg_st_cur *cur, struct sg_store_bg *out)
 	out->created_ms = sg_st_int(cur, 10);
 	out->started_ms = sg_st_int(cur, 11);
 	out->ended_ms = sg_st_int(cur, 12);
-	if ((rc = copy_text(st, sg_st_text(cur, 5), &out->key_name)) != SG_STORE_OK ||
-	    (rc = copy_text(st, sg_st_text(cur, 6), &out->body)) != SG_STORE_OK ||
-	    (rc = copy_text(st, sg_st_text(cur, 7), &out->snapshot)) !=
-	    SG_STORE_OK || (rc = copy_text(st, sg_st_text(cur, 8), &out->error)) !=
-	    SG_STORE_OK)
+	for (i = 0; i < 4 && rc == SG_STORE_OK; i++)
+		rc = copy_text(st, sg_st_text(cur, 5 + i), texts[i]);
+	if (rc != SG_STORE_OK)
 		sg_store_bg_clear(out);
 	return rc;
 }
@@ -103,8 +103,11 @@ sg_store_bg_claim(struct sg_store *st, int64_t pid, int64_t start,
 	if ((rc = claimable(st, cap)) != SG_STORE_OK)
 		return rc;
 	/*
-	 * Under the claims' lock the count of a tenant's jobs in progress
-	 * holds still: only a claim raises it. A job cancelled between the
+	 * Under the claims' lock each claim counts a tenant's running jobs
+	 * with every claim before it seen (only a claim raises that count).
+	 * Without it two claims whose picks differ (a job older than the
+	 * rest came between them: clocks of boxes differ) would each count
+	 * without the other, and both take one. A job cancelled between the
 	 * pick and the update is not taken (the update asks again that it
 	 * is queued): then the next pick.
 	 */
