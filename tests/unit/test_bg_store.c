@@ -1,13 +1,16 @@
 /*
  * store/background: background jobs claimed oldest first within each
  * key's cap, never twice and never past the cap with claimers racing on
- * their own connections; changed only by the runner holding them while
- * they run; cancelled as OpenAI does for each status; listed per box for
- * the reaper, whose fail never overrides a runner's own ending; counted
- * and pruned. Response events kept in order, a retried batch adding
- * nothing twice, per tenant, pruned a response at a time. Both copied by
- * `migrate --to`, and added to a store of schema 12 with its rows kept.
- * On SQLite, then on PostgreSQL when SG_TEST_PG is set.
+ * their own connections (and, on PostgreSQL, in the two interleavings
+ * the claim guards against, made to happen: a pick gone stale while the
+ * claim waited, a job cancelled meanwhile); changed only by the runner
+ * holding them while they run; cancelled as OpenAI does for each status;
+ * listed per box for the reaper, whose fail never overrides a runner's
+ * own ending; counted and pruned. Response events kept in order, a
+ * retried batch adding nothing twice, per tenant, pruned a response at a
+ * time. Both copied by `migrate --to`, and added to a store of schema 12
+ * with its rows kept. On SQLite, then on PostgreSQL when SG_TEST_PG is
+ * set.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -536,10 +539,9 @@ test_race(void **state)
 	int fds[2], i, status, seen[RACE_JOBS] = { 0 };
 
 	assert_int_equal(pipe(fds), 0);
-	for (i = 0; i <= RACE_KIDS; i++) {
+	for (i = 0; i <= RACE_KIDS; i++)
 		kids[i] = spawn(i == RACE_KIDS ? "adder" : "racer", fx, fds[1],
 		    i);
-	}
 	close(fds[1]);
 	while (n < sizeof(got) - 1 && (r = read(fds[0], got + n,
 	    sizeof(got) - 1 - n)) > 0)
