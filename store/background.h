@@ -129,6 +129,12 @@ struct sg_store_bg_hold {
  * first; fn returns -1 to stop. */
 int	 sg_store_bg_held(struct sg_store *, const char *box,
 	    int (*fn)(void *, const struct sg_store_bg_hold *), void *arg);
+/* Remove a job, whatever its status (DELETE of the response): OK, or
+ * NOTFOUND (tenant NULL: any tenant's). A runner holding it learns from
+ * its next call (NOTFOUND) and stops; its events are not touched
+ * (sg_store_ev_delete). */
+int	 sg_store_bg_delete(struct sg_store *, const char *id,
+	    const char *tenant);
 /* The jobs queued and in_progress, of tenant (NULL: every tenant). */
 int	 sg_store_bg_counts(struct sg_store *, const char *tenant,
 	    int64_t *queued, int64_t *in_progress);

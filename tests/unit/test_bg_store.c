@@ -206,6 +206,37 @@ test_runner_only(void **state)
 	sg_store_bg_clear(&j);
 }
 
+/* A deleted job is gone for everyone, its runner included. */
+static void
+test_delete(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_bg j;
+	const char *me = "box-1:7:70";
+	int c;
+
+	assert_int_equal(sg_store_set_box(fx->st, "box-1"), SG_STORE_OK);
+	add(fx->st, "resp_1", A, 10);
+	add(fx->st, "resp_2", A, 20);
+	take(fx->st, 0, "resp_1");
+	assert_int_equal(sg_store_bg_delete(fx->st, "resp_1", B),
+	    SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_bg_delete(fx->st, "resp_1", A), SG_STORE_OK);
+	assert_int_equal(sg_store_bg_delete(fx->st, "resp_1", A),
+	    SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_bg_get(fx->st, "resp_1", NULL, &j),
+	    SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_bg_cancelled(fx->st, "resp_1", me, &c),
+	    SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_bg_snapshot(fx->st, "resp_1", me, "{}"),
+	    SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_bg_finish(fx->st, "resp_1", me, "completed",
+	    NULL, NULL), SG_STORE_NOTFOUND);
+	assert_int_equal(sg_store_bg_delete(fx->st, "resp_2", NULL),
+	    SG_STORE_OK);
+	take(fx->st, 0, "");
+}
+
 static const char *
 cancel(struct sg_store *st, const char *id, const char *tenant)
 {
@@ -937,6 +968,7 @@ main(int argc, char **argv)
 		T(test_add_get),
 		T(test_claim_fair),
 		T(test_runner_only),
+		T(test_delete),
 		T(test_cancel),
 		T(test_held_and_reaped),
 		T(test_prune),
