@@ -156,7 +156,7 @@ sg_store_bg_get(struct sg_store *st, const char *id, const char *tenant,
 	return rc;
 }
 
-/* OK when an update of id changed a row, NOTFOUND when none. */
+/* OK when a change of id's row was made, NOTFOUND when none. */
 static int
 changed(int rc, int changes)
 {
@@ -297,6 +297,16 @@ sg_store_bg_held(struct sg_store *st, const char *box,
 		}
 	}
 	return sg_st_finish(st, cur, rc, "background jobs held");
+}
+
+int
+sg_store_bg_delete(struct sg_store *st, const char *id, const char *tenant)
+{
+	int changes = 0, rc;
+
+	rc = sg_st_exec_args(st, &changes, "DELETE FROM bg WHERE id = ?1 AND "
+	    "(?2 IS NULL OR tenant = ?2)", "ss", id, tenant);
+	return changed(rc, changes);
 }
 
 int
