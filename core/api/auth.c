@@ -172,6 +172,24 @@ sg_auth_admin(const struct sg_cfg *cfg, struct sg_store *store,
 	    "an admin key (auth.admin_keys), and this is a project key.");
 }
 
+int
+sg_auth_tenant(const struct sg_cfg *cfg, struct sg_store *store,
+    const char *tenant, struct sg_auth *who, struct sg_error *err)
+{
+	who->key = NULL;
+	sg_keyset_init(&who->own);
+	if (strcmp(tenant, "anonymous") == 0 && cfg->auth.allow_anonymous) {
+		snprintf(who->name, sizeof(who->name), "anonymous");
+		snprintf(who->tenant, sizeof(who->tenant), "anonymous");
+		return 0;
+	}
+	if (strlen(tenant) != 64 || strspn(tenant, "0123456789abcdef") != 64)
+		return sg_error_set(err, 401, "invalid_request_error",
+		    "invalid_api_key", NULL, "Incorrect API key provided. "
+		    "Ask the operator of this gateway for a valid key.");
+	return tenant_of(cfg, store, tenant, who, err);
+}
+
 void
 sg_auth_clear(struct sg_auth *who)
 {

@@ -34,6 +34,15 @@ int	sg_auth_check(const struct sg_cfg *, struct sg_store *,
  */
 int	sg_auth_admin(const struct sg_cfg *, struct sg_store *,
 	    const char *authorization, struct sg_auth *who, struct sg_error *);
+/*
+ * Who a tenant (a key's hash, or "anonymous") is now, for work done on
+ * its behalf without its Authorization (a background response the key
+ * asked for earlier): 0 and *who filled as sg_auth_check fills it, or -1
+ * with a 401 in err when the key is gone (revoked, or taken out of the
+ * config; anonymous access turned off), or a 503 from the store.
+ */
+int	sg_auth_tenant(const struct sg_cfg *, struct sg_store *,
+	    const char *tenant, struct sg_auth *who, struct sg_error *);
 void	sg_auth_clear(struct sg_auth *);
 
 #endif

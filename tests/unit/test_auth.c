@@ -380,6 +380,60 @@ broken_store_is_503(void **state)
 	fx->st = good;
 }
 
+/* ---- a tenant's key found again, without its Authorization ---- */
+
+static int
+by_tenant(struct fx *fx, const char *key)
+{
+	char h[65];
+
+	sg_sha256_hex(key, strlen(key), h);
+	memset(&fx->who, 0x55, sizeof(fx->who));
+	memset(&fx->err, 0, sizeof(fx->err));
+	return sg_auth_tenant(fx->cfg, fx->st, h, &fx->who, &fx->err);
+}
+
+static void
+tenant_found_again(void **state)
+{
+	struct fx *fx = *state;
+	char h[65];
+
+	/* A config key: its settings are the config's. */
+	assert_int_equal(by_tenant(fx, KEY_ALICE), 0);
+	assert_string_equal(fx->who.name, "alice");
+	sg_sha256_hex(KEY_ALICE, strlen(KEY_ALICE), h);
+	assert_string_equal(fx->who.tenant, h);
+	assert_non_null(fx->who.key);
+	sg_auth_clear(&fx->who);
+	/* A store key, until it is revoked. */
+	assert_int_equal(by_tenant(fx, KEY_STORE), 0);
+	assert_string_equal(fx->who.name, "ci-bot");
+	sg_auth_clear(&fx->who);
+	assert_int_equal(sg_store_key_revoke(fx->st, "ci-bot"), SG_STORE_OK);
+	assert_int_equal(by_tenant(fx, KEY_STORE), -1);
+	assert_int_equal(fx->err.status, 401);
+	assert_string_equal(fx->err.code, "invalid_api_key");
+	/* Not a hash, or anonymous without allow_anonymous: nobody. */
+	memset(&fx->err, 0, sizeof(fx->err));
+	assert_int_equal(sg_auth_tenant(fx->cfg, fx->st, "anonymous", &fx->who,
+	    &fx->err), -1);
+	assert_int_equal(fx->err.status, 401);
+	assert_int_equal(sg_auth_tenant(fx->cfg, fx->st, "ABC", &fx->who,
+	    &fx->err), -1);
+}
+
+static void
+anonymous_tenant_while_allowed(void **state)
+{
+	struct fx *fx = *state;
+
+	assert_int_equal(sg_auth_tenant(fx->cfg, fx->st, "anonymous",
+	    &fx->who, &fx->err), 0);
+	assert_string_equal(fx->who.tenant, "anonymous");
+	assert_null(fx->who.key);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define TA(f) cmocka_unit_test_setup_teardown(f, setup_anonymous, teardown)
 #define TS(f) cmocka_unit_test_setup_teardown(f, setup_store, teardown)
@@ -389,6 +443,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(literal_key_accepted),
+		TS(tenant_found_again),
+		TA(anonymous_tenant_while_allowed),
 		T(sha256_key_accepted),
 		T(tenant_is_key_hash),
 		T(two_keys_two_tenants),
