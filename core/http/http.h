@@ -49,6 +49,9 @@ struct sg_req {
 					 * sg_gw_streams says */
 	long long	 content_length;	/* -1 when not given */
 	char		 id[40];	/* "req_" + hex, x-request-id */
+	/* When set, the id a Responses answer takes (a background job's,
+	 * given when it was queued); else the answer makes its own. */
+	char		 resp_id[64];
 	int64_t		 start_ms;	/* sg_now_ms: for timing */
 	int64_t		 wall_ms;	/* when it came, unix ms */
 	/* Filled as the request is handled, for the log line. */

@@ -295,7 +295,8 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		answer = s == SG_SURFACE_CHAT ? sg_answer_chat(r.last.head, body,
 		    r.texts, r.client_calls, r.last.finish_reason, r.usage) :
 		    sg_answer_responses(r.last.response, body, r.output, r.usage,
-		    r.stream != NULL ? sg_stream_id(r.stream) : NULL);
+		    r.stream != NULL ? sg_stream_id(r.stream) :
+		    req->resp_id[0] != '\0' ? req->resp_id : NULL);
 	if (answer != NULL && s == SG_SURFACE_RESPONSES)
 		sg_cite_output(&r.cite, json_object_get(answer, "output"));
 	/* OpenAI's created_at is when the request came, not the last turn

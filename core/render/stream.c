@@ -31,6 +31,8 @@ sg_stream_new(enum sg_surface surface, const struct sg_req *req,
 	s->started = sg_now_ms();
 	sg_rand_id(s->id, sizeof(s->id), surface == SG_SURFACE_CHAT ?
 	    "chatcmpl-sg" : "resp_", surface == SG_SURFACE_CHAT ? 12 : 24);
+	if (surface == SG_SURFACE_RESPONSES && req->resp_id[0] != '\0')
+		snprintf(s->id, sizeof(s->id), "%s", req->resp_id);
 	if ((s->done = json_array()) == NULL) {
 		free(s);
 		return NULL;

@@ -564,6 +564,39 @@ stream_lifecycle_incomplete(void **state)
 	json_decref(usage);
 }
 
+/* A background job's id, given with the request, is the stream's and
+ * every snapshot's. */
+static void
+stream_takes_a_given_id(void **state)
+{
+	struct memout m = { { mem_write, mem_flush, mem_alive, 0, 0 }, NULL, 0 };
+	struct sg_req req = { .id = "req_test", .resp_id = "resp_given01" };
+	json_t *body = ci_body(), *output = j("[]"), *usage = j("{}"), *evs;
+	json_t *last = j("{\"status\":\"completed\",\"created_at\":1}"), *a;
+	struct sg_stream *s = sg_stream_new(SG_SURFACE_RESPONSES, &req, &m.out,
+	    body, "exec", 1, no_sandbox, NULL);
+	size_t i;
+
+	(void)state;
+	assert_string_equal(sg_stream_id(s), "resp_given01");
+	assert_int_equal(sg_stream_begin(s), 0);
+	a = sg_answer_responses(last, body, output, usage, sg_stream_id(s));
+	sg_stream_finish(s, a);
+	evs = events_of(&m);
+	assert_int_equal(json_array_size(evs), 3);
+	for (i = 0; i < json_array_size(evs); i++)
+		assert_string_equal(json_string_value(json_object_get(
+		    ev_response(evs, i), "id")), "resp_given01");
+	json_decref(evs);
+	json_decref(a);
+	sg_stream_free(s);
+	free(m.buf);
+	json_decref(body);
+	json_decref(last);
+	json_decref(output);
+	json_decref(usage);
+}
+
 static void
 chat_answer_joins_turns(void **state)
 {
@@ -600,6 +633,7 @@ main(void)
 		cmocka_unit_test(incomplete_keeps_the_reason),
 		cmocka_unit_test(failed_has_error_and_no_usage),
 		cmocka_unit_test(stream_lifecycle_incomplete),
+		cmocka_unit_test(stream_takes_a_given_id),
 		cmocka_unit_test(stream_failed_shows_finished_items),
 		cmocka_unit_test(chat_answer_joins_turns),
 	};
