@@ -323,6 +323,8 @@ def responses_frames(req, model, prompt, text, rid, mid):
 #                    "weather", also the first such function with {"city":"Paris"} (a mixed turn)
 #                  else -> "turn U: <those outputs, in order, each stripped, joined by ' | '>;
 #                    seen users=U outputs=C"
+#   ci-cut       n=0: code "print('ran')"   else the upstream breaks mid-turn: a stream is cut after 3
+#                events (as drop-3), a JSON answer is truncated
 #
 # Code calls carry arguments {"code":"<code>"} (compact JSON). Usage of every turn:
 # prompt/input tokens 10*(n+1), completion/output tokens 5+n (ci-reason on Responses: 2 of them
@@ -330,7 +332,7 @@ def responses_frames(req, model, prompt, text, rid, mid):
 
 CODE_TOOL = "litellm_code_execution"
 SCRIPTED = ("ci-primes", "ci-two", "ci-raise", "ci-endless", "ci-repeat", "ci-reason", "ci-clientfn",
-            "ci-badargs", "ci-args", "ci-turn", "ci-convo")
+            "ci-badargs", "ci-args", "ci-turn", "ci-convo", "ci-cut")
 
 
 def function_tools(req, chat):
@@ -399,6 +401,8 @@ def script_turn(model, req, chat):
         return ([(CODE_TOOL, args)], None, n) if newest.get("role") == "user" else say("args result: " + last)
     if model == "ci-convo":
         return convo_turn(req, chat, names, n)
+    if model == "ci-cut":
+        return code("print('ran')") if n == 0 else say("never delivered: " + last)
     if model == "ci-clientfn" and n == 0:
         calls = [(CODE_TOOL, dumps({"code": "print(1)"}))]
         other = [x for x in names if x != CODE_TOOL]
@@ -949,6 +953,8 @@ class Handler(BaseHTTPRequestHandler):
             frames, obj = scripted(model, body, chat, stream, keep, shown)
             if thinks and stream:
                 frames = [reasoning_frame(shown)] + frames
+            if model == "ci-cut" and tool_results(body, chat):
+                return self.send_stream(frames, drop=3) if stream else self.send_truncated(obj)
             return self.send_stream(frames) if stream else self.send_json(200, obj)
         slow, gap = model_arg(model, "slow-"), model_arg(model, "slowstream-")
         drop = model_arg(model, "drop-")
