@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "bg_api.h"
 #include "cfiles.h"
 #include "console.h"
 #include "containers.h"
@@ -196,8 +197,10 @@ static int
 looped(struct sg_gw *gw, const struct sg_cfg_model *m, enum sg_surface s,
     const json_t *body, const struct sg_req *req)
 {
-	/* A Chat-only upstream's Responses are all sandgate's (bridged). */
-	if (s == SG_SURFACE_RESPONSES && m->api == SG_API_CHAT)
+	/* A Chat-only upstream's Responses are all sandgate's (bridged);
+	 * so is a background job, in its runner. */
+	if (s == SG_SURFACE_RESPONSES && (m->api == SG_API_CHAT ||
+	    req->resp_id[0] != '\0'))
 		return 1;
 	if (sg_rw_wants_code(body))
 		return gw->cfg->interception.enabled;
@@ -242,6 +245,13 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		    "Chat Completions.");
 		json_decref(body);
 		return -1;
+	}
+	/* Queued here, run later in a runner (which sets resp_id). */
+	if (surface == SG_SURFACE_RESPONSES && req->resp_id[0] == '\0' &&
+	    sg_bg_wanted(body)) {
+		rc = sg_bg_queue(gw->cfg, gw->store, body, req, out, err);
+		json_decref(body);
+		return rc;
 	}
 	sg_use_model(name, m->model != NULL ? m->model : name);
 	if (looped(gw, m, surface, body, req)) {
@@ -329,6 +339,7 @@ route_heavy(enum sg_route route)
 	return route != SG_ROUTE_HEALTHZ && route != SG_ROUTE_METRICS &&
 	    route != SG_ROUTE_MODELS && route != SG_ROUTE_RESP_GET &&
 	    route != SG_ROUTE_RESP_DELETE && route != SG_ROUTE_RESP_ITEMS &&
+	    route != SG_ROUTE_RESP_CANCEL &&
 	    route != SG_ROUTE_FILE_LIST && route != SG_ROUTE_FILE_GET &&
 	    route != SG_ROUTE_FILE_DELETE && route != SG_ROUTE_CNTR_LIST &&
 	    route != SG_ROUTE_CNTR_GET && route != SG_ROUTE_CFILE_LIST &&
@@ -390,6 +401,7 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	case SG_ROUTE_RESP_GET:
 	case SG_ROUTE_RESP_DELETE:
 	case SG_ROUTE_RESP_ITEMS:
+	case SG_ROUTE_RESP_CANCEL:
 		sg_resp_api(gw->store, route, id, req, out);
 		break;
 	case SG_ROUTE_FILE_CREATE:
@@ -477,4 +489,17 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		req->key = NULL;
 		sg_auth_clear(&who);
 	}
+}
+
+void
+sg_gw_job(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
+{
+	struct sg_error err;
+
+	req->route = SG_ROUTE_RESPONSES;
+	sg_meter_begin(SG_ROUTE_RESPONSES, req);
+	if (model_route(gw, req, out, SG_SURFACE_RESPONSES, &err) == -1 &&
+	    !out->started)
+		sg_http_error(out, req, &err);
+	sg_meter_end(gw->cfg, gw->store, SG_ROUTE_RESPONSES, req, out);
 }

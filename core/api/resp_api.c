@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bg_api.h"
 #include "resp_api.h"
+#include "../../store/background.h"
 
 #define ITEMS_LIMIT_MAX	100
 #define ITEMS_LIMIT	20
@@ -77,6 +79,7 @@ get(struct sg_store *st, const char *id, const struct sg_req *req,
 {
 	char v[16];
 	json_t *resp;
+	int rc;
 
 	/* Replaying a stored response as events is not offered: say so
 	 * rather than answer JSON to a client that parses a stream. */
@@ -85,6 +88,9 @@ get(struct sg_store *st, const char *id, const struct sg_req *req,
 		return sg_error_invalid(err, "stream", "unsupported_value",
 		    "This gateway does not replay a stored response as a "
 		    "stream; retrieve it without 'stream'.");
+	/* A background job answers as it stands, until it is pruned. */
+	if ((rc = sg_bg_get(st, id, req, out, err)) != 0)
+		return rc == 1 ? 0 : -1;
 	if ((resp = load(st, id, req, err)) == NULL)
 		return -1;
 	sg_http_json(out, req, 200, resp);
@@ -97,9 +103,17 @@ delete(struct sg_store *st, const char *id, const struct sg_req *req,
     struct sg_out *out, struct sg_error *err)
 {
 	json_t *done;
-	int rc;
+	int rc, bg;
 
+	/* A background job (running: its runner stops at its next call)
+	 * and the events kept for a replay go with it. */
+	bg = sg_store_bg_delete(st, id, req->tenant);
+	if (bg == SG_STORE_ERROR ||
+	    sg_store_ev_delete(st, id, req->tenant, NULL) == SG_STORE_ERROR)
+		return store_down(st, err);
 	rc = sg_store_resp_delete(st, id, req->tenant);
+	if (rc == SG_STORE_NOTFOUND && bg == SG_STORE_OK)
+		rc = SG_STORE_OK;
 	if (rc == SG_STORE_NOTFOUND)
 		return not_found(err, id);
 	if (rc != SG_STORE_OK)
@@ -152,6 +166,8 @@ sg_resp_api(struct sg_store *st, enum sg_route route, const char *id,
 		rc = delete(st, id, req, out, &err);
 	else if (route == SG_ROUTE_RESP_ITEMS)
 		rc = input_items(st, id, req, out, &err);
+	else if (route == SG_ROUTE_RESP_CANCEL)
+		rc = sg_bg_cancel(st, id, req, out, &err);
 	if (rc == -1 && !out->started)
 		sg_http_error(out, req, &err);
 }
