@@ -403,8 +403,9 @@ stop(struct master *m)
 			kill(m->kids[i].pid, SIGTERM);
 			left++;
 		}
-		/* Runners as responders: a job under way gets the grace. */
-		left += sg_runners_signal(&m->runners, SIGTERM);
+		/* A runner's job under way gets the grace, then ends
+		 * failed (SIGINT: a reload's SIGTERM lets it finish). */
+		left += sg_runners_signal(&m->runners, SIGINT);
 		/* The reaper after the responders: it writes their last
 		 * ledger rows as it goes. sandboxd last: the reaper deletes
 		 * its warm sandboxes through it. */

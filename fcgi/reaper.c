@@ -16,6 +16,7 @@
 #include <curl/curl.h>
 
 #include "fcgi.h"
+#include "../core/api/bg_run.h"
 #include "../core/api/gateway.h"
 #include "../core/state/ledger.h"
 #include "../core/state/pool.h"
@@ -77,8 +78,8 @@ static int
 fail_orphan(void *arg, const struct sg_store_bg_hold *h)
 {
 	struct sg_sbx_env *env = arg;
-	static const char error[] = "{\"code\":\"server_error\",\"message\":"
-	    "\"The gateway stopped while this response was in progress.\"}";
+	static const char error[] = "{\"code\":\"server_error\",\"message\":\""
+	    SG_BG_STOPPED "\"}";
 
 	if (h->pid > 0 && h->pid <= 0x7fffffff &&
 	    sg_proc_start((int)h->pid) == h->start)

@@ -26,17 +26,19 @@
 #define BACKOFF_MS	1000	/* after a runner died, before the next */
 #define STORE_PAUSE_MS	2000	/* after the store failed */
 
-static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t stopping, hurry;
 
+/* SIGTERM (a reload, or the master gone): the job under way finishes,
+ * then the runner goes. SIGINT (the gateway stops): it has the grace. */
 static void
 on_stop(int sig)
 {
-	(void)sig;
 	stopping = 1;
+	if (sig == SIGINT)
+		hurry = 1;
 }
 
-/* Jobs until told to stop: a stop lets the job under way finish (the
- * master's grace bounds it). */
+/* Jobs until told to stop. */
 static void
 runner_loop(struct sg_gw *gw)
 {
@@ -44,7 +46,7 @@ runner_loop(struct sg_gw *gw)
 	int rc, failing = 0;
 
 	while (!stopping) {
-		rc = sg_bg_run(gw, pid, start);
+		rc = sg_bg_run(gw, pid, start, &hurry);
 		if (rc == 1)
 			continue;
 		if (rc == -1 && !failing)

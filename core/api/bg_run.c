@@ -17,6 +17,45 @@
 #define FLUSH_TRIES	20	/* the last events, a store that hiccups */
 #define FLUSH_PAUSE_US	250000
 
+/* The capture's output, with the gateway's stop as one more reason for
+ * "the client is gone". */
+struct hurried {
+	struct sg_out			 out;	/* first: the gateway's handle */
+	struct sg_out			*inner;	/* the capture's */
+	const volatile sig_atomic_t	*hurry;
+	int64_t				 grace_ms, until;	/* 0: not yet */
+	int				 expired;
+};
+
+static int
+h_write(struct sg_out *o, const void *p, size_t n)
+{
+	struct sg_out *in = ((struct hurried *)o)->inner;
+
+	return in->write(in, p, n);
+}
+
+static int
+h_flush(struct sg_out *o)
+{
+	struct sg_out *in = ((struct hurried *)o)->inner;
+
+	return in->flush(in);
+}
+
+static int
+h_alive(struct sg_out *o)
+{
+	struct hurried *h = (struct hurried *)o;
+
+	if (h->hurry != NULL && *h->hurry && h->until == 0)
+		h->until = sg_now_ms() + (h->grace_ms > SG_BG_WRAP_UP_MS ?
+		    h->grace_ms - SG_BG_WRAP_UP_MS : 0);
+	if (h->until != 0 && sg_now_ms() >= h->until)
+		h->expired = 1;
+	return !h->expired && h->inner->alive(h->inner);
+}
+
 /* New: the job's error as OpenAI's response.error ({code, message}). */
 static char *
 error_text(const char *code, const char *message)
@@ -75,13 +114,18 @@ job_request(const struct sg_cfg *cfg, const struct sg_store_bg *job,
 
 /* What the job ends as, from what the capture saw. */
 static const char *
-ending(const struct sg_bgo *b, char **error)
+ending(const struct sg_bgo *b, const struct hurried *h, char **error)
 {
 	const char *st = sg_bgo_status(b);
 
 	*error = NULL;
 	if (sg_bgo_stopped(b) == 1)
 		return "cancelled";
+	/* The loop may have said "failed" as it stopped: the reason is ours. */
+	if (h->expired && strcmp(st, "completed") != 0) {
+		*error = error_text("server_error", SG_BG_STOPPED);
+		return "failed";
+	}
 	if (st[0] != '\0')
 		return st;
 	if (sg_bgo_body(b) != NULL)
@@ -93,7 +137,8 @@ ending(const struct sg_bgo *b, char **error)
 }
 
 static void
-finish(struct sg_store *st, const struct sg_store_bg *job, struct sg_bgo *b)
+finish(struct sg_store *st, const struct sg_store_bg *job, struct sg_bgo *b,
+    const struct hurried *h)
 {
 	const char *status;
 	char *error;
@@ -103,7 +148,7 @@ finish(struct sg_store *st, const struct sg_store_bg *job, struct sg_bgo *b)
 		usleep(FLUSH_PAUSE_US);
 	if (sg_bgo_stopped(b) == 2)
 		return;		/* no longer ours: reaped or deleted */
-	status = ending(b, &error);
+	status = ending(b, h, &error);
 	for (i = 0; i < FLUSH_TRIES && sg_store_bg_finish(st, job->id,
 	    job->runner, status, sg_bgo_snapshot(b), error) == SG_STORE_ERROR;
 	    i++)
@@ -124,8 +169,11 @@ fail(struct sg_store *st, const struct sg_store_bg *job, const char *message)
 }
 
 static void
-run_job(struct sg_gw *gw, const struct sg_store_bg *job)
+run_job(struct sg_gw *gw, const struct sg_store_bg *job,
+    const volatile sig_atomic_t *hurry)
 {
+	struct hurried h = { { h_write, h_flush, h_alive, 0, 0 }, NULL, hurry,
+	    (int64_t)gw->cfg->server.grace * 1000, 0, 0 };
 	char uri[1200];
 	struct sg_req req;
 	struct sg_auth who;
@@ -151,8 +199,9 @@ run_job(struct sg_gw *gw, const struct sg_store_bg *job)
 	    NULL)
 		fail(gw->store, job, "The gateway ran out of memory.");
 	else {
-		sg_gw_job(gw, &req, sg_bgo_out(b));
-		finish(gw->store, job, b);
+		h.inner = sg_bgo_out(b);
+		sg_gw_job(gw, &req, &h.out);
+		finish(gw->store, job, b, &h);
 		sg_bgo_free(b);
 	}
 	req.key = NULL;
@@ -161,7 +210,8 @@ run_job(struct sg_gw *gw, const struct sg_store_bg *job)
 }
 
 int
-sg_bg_run(struct sg_gw *gw, int64_t pid, int64_t start)
+sg_bg_run(struct sg_gw *gw, int64_t pid, int64_t start,
+    const volatile sig_atomic_t *hurry)
 {
 	struct sg_store_bg job;
 	int rc;
@@ -172,7 +222,7 @@ sg_bg_run(struct sg_gw *gw, int64_t pid, int64_t start)
 		return 0;
 	if (rc != SG_STORE_OK)
 		return -1;
-	run_job(gw, &job);
+	run_job(gw, &job, hurry);
 	sg_store_bg_clear(&job);
 	return 1;
 }
