@@ -32,6 +32,9 @@
 				 * commit a second, not one a request */
 #define PRUNE_BATCH	1000	/* ledger rows and traces removed a sweep */
 #define JOBS_EVERY_MS	5000	/* a dead runner's job is failed within */
+#define OVERDUE_MARGIN_S 60	/* past a request's time and the grace */
+#define STOPPED_ERROR	"{\"code\":\"server_error\",\"message\":\"" \
+			SG_BG_STOPPED "\"}"
 
 static volatile sig_atomic_t stopping;
 
@@ -78,27 +81,38 @@ static int
 fail_orphan(void *arg, const struct sg_store_bg_hold *h)
 {
 	struct sg_sbx_env *env = arg;
-	static const char error[] = "{\"code\":\"server_error\",\"message\":\""
-	    SG_BG_STOPPED "\"}";
 
 	if (h->pid > 0 && h->pid <= 0x7fffffff &&
 	    sg_proc_start((int)h->pid) == h->start)
 		return 0;
 	if (sg_store_bg_finish(env->store, h->id, h->runner, "failed", NULL,
-	    error) == SG_STORE_OK)
+	    STOPPED_ERROR) == SG_STORE_OK)
 		fprintf(stderr, "event=background id=%s status=failed "
 		    "reason=runner_gone\n", h->id);
 	return 0;
 }
 
-/* Background jobs whose runner died (killed, or the gateway stopped). */
+/*
+ * Background jobs whose runner died (killed, or the gateway stopped) on
+ * this box; and any box's job older than a request may last (its box is
+ * gone, or nothing reaps there): no job stays in_progress for ever.
+ */
 static void
 fail_orphans(struct sg_sbx_env *env)
 {
+	const struct sg_cfg *cfg = env->cfg;
+	int64_t life = ((int64_t)cfg->server.request_timeout +
+	    cfg->server.grace + OVERDUE_MARGIN_S) * 1000;
+	int n = 0;
+
 	if (sg_store_bg_held(env->store, sg_store_box(env->store), fail_orphan,
-	    env) != SG_STORE_OK)
+	    env) != SG_STORE_OK ||
+	    sg_store_bg_fail_overdue(env->store, sg_wall_ms() - life,
+	    STOPPED_ERROR, &n) != SG_STORE_OK)
 		sg_log("sandgate: reaper: background: %s",
 		    sg_store_errmsg(env->store));
+	else if (n > 0)
+		fprintf(stderr, "event=background_overdue failed=%d\n", n);
 }
 
 static void

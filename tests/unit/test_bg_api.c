@@ -4,7 +4,8 @@
  * first events; what cannot be a background response is refused with
  * nothing kept; GET shows a job as it stands (the output its stream has
  * finished so far), only to its key; cancel ends a queued job at once,
- * answers the same again, and refuses a finished one. On SQLite, then on
+ * answers the same again, and refuses a finished one; a job running past
+ * any request's time is failed by the reaper's rule. On SQLite, then on
  * PostgreSQL when SG_TEST_PG is set.
  */
 #include <stdarg.h>
@@ -291,6 +292,39 @@ cancel_running(void **state)
 	sg_store_bg_clear(&job);
 }
 
+/* The reaper's last resort (store/background.h): a job in_progress past
+ * any request's time fails, whoever holds it; a younger one is left, and
+ * its runner learns it lost an overdue one at its next call. */
+static void
+overdue_fails_whoever_holds_it(void **state)
+{
+	struct tu_store_fx *fx = *state;
+	struct sg_store_bg job;
+	char id[64], id2[64];
+	int n = -1, cancel;
+
+	queue(fx->st, "t", id, sizeof(id));
+	assert_int_equal(sg_store_bg_claim(fx->st, 999999, 1, 0, &job),
+	    SG_STORE_OK);
+	queue(fx->st, "t", id2, sizeof(id2));
+	assert_int_equal(sg_store_bg_fail_overdue(fx->st, sg_wall_ms() - 60000,
+	    "{}", &n), SG_STORE_OK);
+	assert_int_equal(n, 0);
+	assert_int_equal(sg_store_bg_fail_overdue(fx->st, sg_wall_ms() + 1000,
+	    "{\"code\":\"server_error\"}", &n), SG_STORE_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(sg_store_bg_cancelled(fx->st, id, job.runner, &cancel),
+	    SG_STORE_NOTFOUND);
+	sg_store_bg_clear(&job);
+	assert_int_equal(sg_store_bg_get(fx->st, id, "t", &job), SG_STORE_OK);
+	assert_string_equal(job.status, "failed");
+	assert_string_equal(job.error, "{\"code\":\"server_error\"}");
+	sg_store_bg_clear(&job);
+	assert_int_equal(sg_store_bg_get(fx->st, id2, "t", &job), SG_STORE_OK);
+	assert_string_equal(job.status, "queued");
+	sg_store_bg_clear(&job);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_store_setup, \
 	tu_store_teardown)
 
@@ -303,6 +337,7 @@ main(void)
 		T(get_shows_it_as_it_stands),
 		T(cancel_queued_again_and_finished),
 		T(cancel_running),
+		T(overdue_fails_whoever_holds_it),
 	};
 
 	cfg.background.runners = 2;
