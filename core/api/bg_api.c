@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bg_api.h"
+#include "../state/convo.h"
 #include "../render/answer.h"
 #include "../render/stream.h"
 #include "../../lib/util.h"
@@ -75,15 +76,39 @@ out:
 	return rc;
 }
 
+/* What the request names of the key's state (its previous response, its
+ * conversation, items by id) is there: a job would fail on it later,
+ * where the client's request is answered OpenAI's error now. The loop's
+ * own first step, on a copy, the store only read. */
+static int
+names_found(const struct sg_cfg *cfg, struct sg_store *st,
+    const struct sg_cfg_model *m, const json_t *body,
+    const struct sg_req *req, struct sg_error *err)
+{
+	struct sg_conv c;
+	json_t *work = json_deep_copy(body);
+	int rc;
+
+	if (work == NULL)
+		return sg_error_server(err, 500, "out of memory");
+	rc = sg_conv_begin(&c, st, m, req, work, cfg->interception.tool_name,
+	    cfg->server.max_body_bytes, err);
+	sg_conv_free(&c);
+	json_decref(work);
+	return rc;
+}
+
 int
-sg_bg_queue(const struct sg_cfg *cfg, struct sg_store *st, const json_t *body,
-    struct sg_req *req, struct sg_out *out, struct sg_error *err)
+sg_bg_queue(const struct sg_cfg *cfg, struct sg_store *st,
+    const struct sg_cfg_model *m, const json_t *body, struct sg_req *req,
+    struct sg_out *out, struct sg_error *err)
 {
 	char id[64];
 	json_t *head;
 	int rc;
 
-	if (refused(cfg, body, err) == -1)
+	if (refused(cfg, body, err) == -1 ||
+	    names_found(cfg, st, m, body, req, err) == -1)
 		return -1;
 	if (sg_rand_id(id, sizeof(id), "resp_", 24) == -1)
 		return sg_error_server(err, 500, "out of randomness");

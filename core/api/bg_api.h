@@ -18,13 +18,15 @@ struct sg_store;
 /* Whether body asks for background mode (background: true). */
 int	 sg_bg_wanted(const json_t *body);
 /*
- * Queue body (borrowed, checked as a model route's: its model is one of
- * the config's) as a job of req's tenant and answer it: the response,
- * queued; or follow its stream when body asks for one. 0 when answered,
- * -1 with err (nothing kept).
+ * Queue body (borrowed, checked as a model route's: its model is m) as a
+ * job of req's tenant and answer it: the response, queued; or follow its
+ * stream when body asks for one. What the request names (a previous
+ * response, a conversation, items) must be there, as a request run at
+ * once would be told. 0 when answered, -1 with err (nothing kept).
  */
-int	 sg_bg_queue(const struct sg_cfg *, struct sg_store *, const json_t *body,
-	    struct sg_req *, struct sg_out *, struct sg_error *);
+int	 sg_bg_queue(const struct sg_cfg *, struct sg_store *,
+	    const struct sg_cfg_model *m, const json_t *body, struct sg_req *,
+	    struct sg_out *, struct sg_error *);
 /*
  * GET /v1/responses/{id} of a background job: 1 when id is one of req's
  * tenant's jobs (answered, or -1 with err), 0 when it is not (a response

@@ -249,7 +249,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	/* Queued here, run later in a runner (which sets resp_id). */
 	if (surface == SG_SURFACE_RESPONSES && req->resp_id[0] == '\0' &&
 	    sg_bg_wanted(body)) {
-		rc = sg_bg_queue(gw->cfg, gw->store, body, req, out, err);
+		rc = sg_bg_queue(gw->cfg, gw->store, m, body, req, out, err);
 		json_decref(body);
 		return rc;
 	}

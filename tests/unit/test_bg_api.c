@@ -32,6 +32,7 @@
 		"\"metadata\":{\"k\":\"v\"}}"
 
 static struct sg_cfg cfg;
+static struct sg_cfg_model model;
 
 static void
 request(struct sg_req *req, const char *tenant, char *body)
@@ -78,7 +79,7 @@ queue(struct sg_store *st, const char *t, char *id, size_t idsz)
 
 	tu_capture_init(&c);
 	request(&req, t, body);
-	assert_int_equal(sg_bg_queue(&cfg, st, b, &req, &c.out, &err), 0);
+	assert_int_equal(sg_bg_queue(&cfg, st, &model, b, &req, &c.out, &err), 0);
 	r = answered(&c, 200);
 	snprintf(id, idsz, "%s", json_string_value(json_object_get(r, "id")));
 	assert_string_equal(req.resp_id, id);
@@ -108,7 +109,7 @@ queued_is_answered_and_kept(void **state)
 
 	tu_capture_init(&c);
 	request(&req, "t", body);
-	assert_int_equal(sg_bg_queue(&cfg, fx->st, b, &req, &c.out, &err), 0);
+	assert_int_equal(sg_bg_queue(&cfg, fx->st, &model, b, &req, &c.out, &err), 0);
 	r = answered(&c, 200);
 	assert_string_equal(json_string_value(json_object_get(r, "status")),
 	    "queued");
@@ -156,12 +157,12 @@ refused_keeps_nothing(void **state)
 
 	tu_capture_init(&c);
 	request(&req, "t", body);
-	assert_int_equal(sg_bg_queue(&cfg, fx->st, b, &req, &c.out, &err), -1);
+	assert_int_equal(sg_bg_queue(&cfg, fx->st, &model, b, &req, &c.out, &err), -1);
 	assert_int_equal(err.status, 400);
 	assert_string_equal(err.param, "background");
 	cfg.background.runners = 0;
 	json_object_del(b, "store");
-	assert_int_equal(sg_bg_queue(&cfg, fx->st, b, &req, &c.out, &err), -1);
+	assert_int_equal(sg_bg_queue(&cfg, fx->st, &model, b, &req, &c.out, &err), -1);
 	cfg.background.runners = 2;
 	assert_int_equal(err.status, 400);
 	assert_null(c.b.p);
