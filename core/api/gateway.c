@@ -390,7 +390,7 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	case SG_ROUTE_RESP_GET:
 	case SG_ROUTE_RESP_DELETE:
 	case SG_ROUTE_RESP_ITEMS:
-		sg_resp_api(gw->store, route, id, req, out);
+		sg_resp_api(gw->cfg, gw->store, route, id, req, out);
 		break;
 	case SG_ROUTE_FILE_CREATE:
 	case SG_ROUTE_FILE_LIST:
