@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "bg_out.h"
 #include "cfiles.h"
 #include "console.h"
 #include "containers.h"
@@ -248,10 +249,20 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov,
 		    req->key };
 		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
+		struct sg_bgo *tee = NULL;
 
+		/* A stored Responses stream keeps its events as it goes: a
+		 * client that lost it resumes (GET ?stream=true). */
+		if (surface == SG_SURFACE_RESPONSES && gw->store != NULL &&
+		    json_is_true(json_object_get(body, "stream")) &&
+		    !json_is_false(json_object_get(body, "store")))
+			tee = sg_bgo_tee(gw->store, req->tenant, out);
+		if (tee != NULL)
+			out = sg_bgo_out(tee);
 		watch(gw, req, out);
 		sg_loop_run(&env, m, surface, body, req, out);
 		unwatch(gw);
+		sg_bgo_free(tee);
 		json_decref(body);
 		return 0;
 	}
