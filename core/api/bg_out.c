@@ -296,8 +296,12 @@ sg_bgo_tee(struct sg_store *store, const char *tenant, struct sg_out *inner)
 {
 	struct sg_bgo *b = sg_bgo_new(store, "", tenant, "");
 
-	if (b != NULL)
-		b->inner = inner;
+	if (b == NULL)
+		return NULL;
+	b->inner = inner;
+	/* The first event (response.created) is kept at once: from then
+	 * on, the response is found by a follower. */
+	b->flushed_ms = 0;
 	return b;
 }
 
