@@ -11,6 +11,7 @@
 #include "include.h"
 #include "resp_api.h"
 #include "resp_stream.h"
+#include "../../store/background.h"
 
 #define ITEMS_LIMIT_MAX	100
 #define ITEMS_LIMIT	20
@@ -142,12 +143,16 @@ delete(struct sg_store *st, const char *id, const struct sg_req *req,
     struct sg_out *out, struct sg_error *err)
 {
 	json_t *done;
-	int rc;
+	int rc, events = 0;
 
+	/* Its kept events go with it: a deleted response is not replayed
+	 * either. */
+	if (sg_store_ev_delete(st, id, req->tenant, &events) != SG_STORE_OK)
+		return store_down(st, err);
 	rc = sg_store_resp_delete(st, id, req->tenant);
-	if (rc == SG_STORE_NOTFOUND)
+	if (rc == SG_STORE_NOTFOUND && events == 0)
 		return sg_rstream_not_found(err, id);
-	if (rc != SG_STORE_OK)
+	if (rc != SG_STORE_OK && rc != SG_STORE_NOTFOUND)
 		return store_down(st, err);
 	done = json_pack("{s:s,s:s,s:b}", "id", id, "object", "response",
 	    "deleted", 1);

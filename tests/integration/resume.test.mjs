@@ -165,6 +165,9 @@ test("what cannot be streamed: another key's id, an unknown one, a response made
   const r = await stack.call("GET", `/v1/responses/${id}?stream=1`);
   assert.equal(r.status, 400);
   assert.equal(r.json.error.param, "stream");
+  // Deleted: its events go with it.
+  assert.equal((await stack.call("DELETE", `/v1/responses/${id}`)).status, 200);
+  await assert.rejects(replay(alice, id), (e) => e.status === 404);
   // A response made with store: false keeps no events either.
   const unkept = await drain(await alice.responses.create({ model: "ci-primes", input: "go", tools: CI, stream: true,
     store: false }));
