@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bg_api.h"
+#include "resp_stream.h"
 #include "../state/convo.h"
 #include "../render/answer.h"
 #include "../render/stream.h"
@@ -125,9 +126,15 @@ sg_bg_queue(const struct sg_cfg *cfg, struct sg_store *st,
 		return sg_error_store(err, sg_store_errmsg(st));
 	}
 	snprintf(req->resp_id, sizeof(req->resp_id), "%s", id);
-	sg_http_json(out, req, 200, head);
+	/* Streamed: the job as its events go, from the first. */
+	rc = 0;
+	if (json_is_true(json_object_get(body, "stream")))
+		rc = sg_rstream_follow(st, id, req, -1,
+		    cfg->server.request_timeout, out, err);
+	else
+		sg_http_json(out, req, 200, head);
 	json_decref(head);
-	return 0;
+	return rc;
 }
 
 /* events callback: each output item by its index, the last word kept

@@ -7,6 +7,7 @@
 
 #include "auth.h"
 #include "bg_api.h"
+#include "bg_out.h"
 #include "cfiles.h"
 #include "console.h"
 #include "containers.h"
@@ -209,6 +210,31 @@ looped(struct sg_gw *gw, const struct sg_cfg_model *m, enum sg_surface s,
 }
 static void unwatch(struct sg_gw *);
 
+/* The loop serves it. A stored Responses stream keeps its events as it
+ * goes, so a client that lost it resumes (GET ?stream=true); a runner's
+ * output keeps them already. */
+static void
+run_loop(struct sg_gw *gw, const struct sg_cfg_model *m,
+    enum sg_surface surface, const json_t *body, struct sg_req *req,
+    struct sg_out *out)
+{
+	struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov, req->key };
+	struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
+	struct sg_bgo *tee = NULL;
+
+	if (surface == SG_SURFACE_RESPONSES && gw->store != NULL &&
+	    req->resp_id[0] == '\0' &&
+	    json_is_true(json_object_get(body, "stream")) &&
+	    !json_is_false(json_object_get(body, "store")))
+		tee = sg_bgo_tee(gw->store, req->tenant, out);
+	if (tee != NULL)
+		out = sg_bgo_out(tee);
+	watch(gw, req, out);
+	sg_loop_run(&env, m, surface, body, req, out);
+	unwatch(gw);
+	sg_bgo_free(tee);
+}
+
 static int
 model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
     enum sg_surface surface, struct sg_error *err)
@@ -255,13 +281,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	}
 	sg_use_model(name, m->model != NULL ? m->model : name);
 	if (looped(gw, m, surface, body, req)) {
-		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov,
-		    req->key };
-		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
-
-		watch(gw, req, out);
-		sg_loop_run(&env, m, surface, body, req, out);
-		unwatch(gw);
+		run_loop(gw, m, surface, body, req, out);
 		json_decref(body);
 		return 0;
 	}
@@ -402,7 +422,7 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	case SG_ROUTE_RESP_DELETE:
 	case SG_ROUTE_RESP_ITEMS:
 	case SG_ROUTE_RESP_CANCEL:
-		sg_resp_api(gw->store, route, id, req, out);
+		sg_resp_api(gw->cfg, gw->store, route, id, req, out);
 		break;
 	case SG_ROUTE_FILE_CREATE:
 	case SG_ROUTE_FILE_LIST:
