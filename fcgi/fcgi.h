@@ -162,6 +162,26 @@ void	 sg_reaper_run(const struct sg_cfg *, struct sg_board *)
 void	 sg_reaper_removed(const struct sg_cfg *old, const struct sg_cfg *cfg)
 	    __attribute__((noreturn));
 
+/* runner.c: run background responses until told to stop, as runner
+ * index (below SG_CFG_RUNNERS_MAX: its ledger slot); never returns. */
+void	 sg_runner_run(const struct sg_cfg *, int index)
+	    __attribute__((noreturn));
+/* runner.c: the runners the master keeps (its own memory: pids it forked). */
+struct sg_runners {
+	pid_t	 pid[SG_CFG_RUNNERS_MAX];	/* 0: none */
+	int64_t	 after;		/* no start before (a quick death) */
+};
+/* background.runners of them, each started through fork_fn (0 in the
+ * child, which then runs; -1; or the child's pid); one past the count
+ * (a reload lowered it) is told to finish its job and go. */
+void	 sg_runners_balance(struct sg_runners *, const struct sg_cfg *,
+	    int64_t now, pid_t (*fork_fn)(void *), void *arg);
+/* pid ended with status: 1 when it was a runner (told, unless stopping),
+ * else 0. */
+int	 sg_runners_ended(struct sg_runners *, pid_t, int status, int stopping);
+/* sig to every runner alive; how many. */
+int	 sg_runners_signal(const struct sg_runners *, int sig);
+
 /* privs.c: become cfg's server.user when root. 0, or -1 logged. */
 int	 sg_drop_privileges(const struct sg_cfg *);
 

@@ -67,6 +67,7 @@ struct master {
 	int64_t		 sandboxd_pause;	/* 0, or the last back-off */
 	pid_t		 reaper;	/* sweeps expired sandboxes */
 	int64_t		 reaper_after;
+	struct sg_runners runners;	/* background responses */
 };
 
 #define SANDBOX_UID_BASE 1900000000u	/* far above any real account */
@@ -246,6 +247,13 @@ spawn_reaper(struct master *m)
 		m->reaper = pid;
 }
 
+/* sg_runners' fork: the child of fork_helper. */
+static pid_t
+fork_runner(void *arg)
+{
+	return fork_helper(arg);
+}
+
 static void
 reap(struct master *m)
 {
@@ -257,6 +265,8 @@ reap(struct master *m)
 			m->reaper = 0;
 			continue;
 		}
+		if (sg_runners_ended(&m->runners, pid, status, got_term))
+			continue;
 		if (pid == m->sandboxd) {
 			sandboxd_ended(m, status);
 			continue;
@@ -372,6 +382,7 @@ balance(struct master *m)
 	 * forgotten sessions. */
 	if (m->reaper == 0 && now >= m->reaper_after)
 		spawn_reaper(m);
+	sg_runners_balance(&m->runners, m->cfg, now, fork_runner, m);
 	balance_responders(m, now);
 }
 
@@ -392,6 +403,9 @@ stop(struct master *m)
 			kill(m->kids[i].pid, SIGTERM);
 			left++;
 		}
+		/* A runner's job under way gets the grace, then ends
+		 * failed (SIGINT: a reload's SIGTERM lets it finish). */
+		left += sg_runners_signal(&m->runners, SIGINT);
 		/* The reaper after the responders: it writes their last
 		 * ledger rows as it goes. sandboxd last: the reaper deletes
 		 * its warm sandboxes through it. */
@@ -417,6 +431,7 @@ stop(struct master *m)
 		kill(m->sandboxd, SIGKILL);
 	if (m->reaper != 0)
 		kill(m->reaper, SIGKILL);
+	sg_runners_signal(&m->runners, SIGKILL);
 	while (waitpid(-1, NULL, 0) > 0)
 		;
 }
@@ -484,6 +499,8 @@ reload(struct master *m)
 	/* The reaper holds the old config too: it comes back with the new. */
 	if (m->reaper != 0)
 		kill(m->reaper, SIGTERM);
+	/* Runners too: each finishes its job, then comes back with it. */
+	sg_runners_signal(&m->runners, SIGTERM);
 	for (j = 0; j < SG_SLOTS; j++)
 		if (m->kids[j].pid != 0 && !m->kids[j].retiring)
 			retire(&m->kids[j]);
@@ -515,7 +532,8 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;
 	}
-	if (sg_mx_map() == -1 || sg_use_map(SG_SLOTS) == -1 ||
+	if (sg_mx_map() == -1 || sg_use_map(SG_SLOTS +
+	    SG_CFG_RUNNERS_MAX) == -1 ||
 	    sg_lim_map() == -1 || sg_st_map() == -1) {
 		fprintf(stderr, "sandgate: mmap: %s\n", strerror(errno));
 		return 1;

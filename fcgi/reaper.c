@@ -16,11 +16,14 @@
 #include <curl/curl.h>
 
 #include "fcgi.h"
+#include "../core/api/bg_run.h"
 #include "../core/api/gateway.h"
 #include "../core/state/ledger.h"
 #include "../core/state/pool.h"
 #include "../core/state/sandbox.h"
 #include "../lib/log.h"
+#include "../lib/util.h"
+#include "../store/background.h"
 
 #define REAP_EVERY	30
 #define LEASE_RENEW_MS	5000
@@ -28,6 +31,10 @@
 #define DRAIN_MS	1000	/* ledger rows reach the store within: a
 				 * commit a second, not one a request */
 #define PRUNE_BATCH	1000	/* ledger rows and traces removed a sweep */
+#define JOBS_EVERY_MS	5000	/* a dead runner's job is failed within */
+#define OVERDUE_MARGIN_S 60	/* past a request's time and the grace */
+#define STOPPED_ERROR	"{\"code\":\"server_error\",\"message\":\"" \
+			SG_BG_STOPPED "\"}"
 
 static volatile sig_atomic_t stopping;
 
@@ -48,18 +55,64 @@ drain(struct sg_sbx_env *env)
 		sg_log("sandgate: reaper: usage: %s", sg_store_errmsg(env->store));
 }
 
-/* Ledger rows and traces past their time, a bounded batch a sweep. */
+/* Ledger rows, traces, background jobs and kept stream events past
+ * their time (the jobs' and events' are the responses'), a bounded batch
+ * a sweep. */
 static void
 prune_usage(struct sg_sbx_env *env)
 {
-	int64_t now = sg_now_ms();
+	int64_t now = sg_now_ms(), wall = sg_wall_ms();
+	int64_t kept = (int64_t)env->cfg->responses.retention * 1000;
 	int n;
 
 	if (sg_store_use_prune(env->store, now - (int64_t)
 	    env->cfg->usage.retention * 1000, PRUNE_BATCH, &n) != SG_STORE_OK ||
 	    sg_store_trace_prune(env->store, now - (int64_t)
-	    env->cfg->usage.traces * 1000, PRUNE_BATCH, &n) != SG_STORE_OK)
+	    env->cfg->usage.traces * 1000, PRUNE_BATCH, &n) != SG_STORE_OK ||
+	    sg_store_bg_prune(env->store, wall - kept, PRUNE_BATCH, &n) !=
+	    SG_STORE_OK || sg_store_ev_prune(env->store, wall - kept,
+	    PRUNE_BATCH, &n) != SG_STORE_OK)
 		sg_log("sandgate: reaper: usage: %s", sg_store_errmsg(env->store));
+}
+
+/* sg_store_bg_held callback: a job whose runner (on this box) is dead
+ * ends failed; a finished or live runner's is left alone. */
+static int
+fail_orphan(void *arg, const struct sg_store_bg_hold *h)
+{
+	struct sg_sbx_env *env = arg;
+
+	if (h->pid > 0 && h->pid <= 0x7fffffff &&
+	    sg_proc_start((int)h->pid) == h->start)
+		return 0;
+	if (sg_store_bg_finish(env->store, h->id, h->runner, "failed", NULL,
+	    STOPPED_ERROR) == SG_STORE_OK)
+		fprintf(stderr, "event=background id=%s status=failed "
+		    "reason=runner_gone\n", h->id);
+	return 0;
+}
+
+/*
+ * Background jobs whose runner died (killed, or the gateway stopped) on
+ * this box; and any box's job older than a request may last (its box is
+ * gone, or nothing reaps there): no job stays in_progress for ever.
+ */
+static void
+fail_orphans(struct sg_sbx_env *env)
+{
+	const struct sg_cfg *cfg = env->cfg;
+	int64_t life = ((int64_t)cfg->server.request_timeout +
+	    cfg->server.grace + OVERDUE_MARGIN_S) * 1000;
+	int n = 0;
+
+	if (sg_store_bg_held(env->store, sg_store_box(env->store), fail_orphan,
+	    env) != SG_STORE_OK ||
+	    sg_store_bg_fail_overdue(env->store, sg_wall_ms() - life,
+	    STOPPED_ERROR, &n) != SG_STORE_OK)
+		sg_log("sandgate: reaper: background: %s",
+		    sg_store_errmsg(env->store));
+	else if (n > 0)
+		fprintf(stderr, "event=background_overdue failed=%d\n", n);
 }
 
 static void
@@ -155,7 +208,7 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env,
 {
 	struct pool_turn p = { .held = 0 };
 	int pooled = sg_pool_wanted(cfg);
-	int64_t next_sweep = 0, next_drain = 0, next_sample = 0;
+	int64_t next_sweep = 0, next_drain = 0, next_sample = 0, next_jobs = 0;
 
 	snprintf(p.holder, sizeof(p.holder), "%s:%d", sg_store_box(env->store),
 	    (int)getpid());
@@ -169,6 +222,10 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env,
 			sweep(env, NULL);
 			prune_usage(env);
 			next_sweep = sg_now_ms() + REAP_EVERY * 1000;
+		}
+		if (sg_now_ms() >= next_jobs) {
+			fail_orphans(env);
+			next_jobs = sg_now_ms() + JOBS_EVERY_MS;
 		}
 		if (pooled)
 			tend_pool(env, &p);

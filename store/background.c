@@ -300,6 +300,21 @@ sg_store_bg_held(struct sg_store *st, const char *box,
 }
 
 int
+sg_store_bg_fail_overdue(struct sg_store *st, int64_t started_before_ms,
+    const char *error, int *failed)
+{
+	int changes = 0, rc;
+
+	rc = sg_st_exec_args(st, &changes, "UPDATE bg SET status = 'failed', "
+	    "error = ?, ended_ms = ?, runner = NULL WHERE status = "
+	    "'in_progress' AND started_ms < ?", "sii", error, sg_wall_ms(),
+	    started_before_ms);
+	if (failed != NULL)
+		*failed = rc == SG_STORE_OK ? changes : 0;
+	return rc;
+}
+
+int
 sg_store_bg_delete(struct sg_store *st, const char *id, const char *tenant)
 {
 	int changes = 0, rc;

@@ -129,6 +129,12 @@ struct sg_store_bg_hold {
  * first; fn returns -1 to stop. */
 int	 sg_store_bg_held(struct sg_store *, const char *box,
 	    int (*fn)(void *, const struct sg_store_bg_hold *), void *arg);
+/* Fail every job in_progress since before started_before_ms (unix ms),
+ * whatever box runs it, with error (JSON): a job past any runner's time
+ * (its request's timeout) whose box is gone and cannot reap its own.
+ * The count into *failed (may be NULL). */
+int	 sg_store_bg_fail_overdue(struct sg_store *, int64_t started_before_ms,
+	    const char *error, int *failed);
 /* Remove a job, whatever its status (DELETE of the response): OK, or
  * NOTFOUND (tenant NULL: any tenant's). A runner holding it learns from
  * its next call (NOTFOUND) and stops; its events are not touched

@@ -2,6 +2,8 @@
  * The runner's output (bg_out.h): the CGI head read for its status and
  * type, then either Server-Sent Events (parsed by core/upstream/sse.c,
  * each kept by its sequence_number) or a JSON body kept whole (bounded).
+ * A tee does the same behind a client's output, which gets every byte
+ * first: what the client is sent is what is kept.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,8 @@
 #define HEAD_MAX	8192		/* a CGI head, at most */
 #define BODY_MAX	(1 << 20)	/* a non-stream answer kept, at most */
 #define EVENT_MAX	(64 << 20)	/* one event, as the loop's own bound */
+#define TEE_PENDING_MAX	4096		/* events a tee holds while the store
+					 * fails, at most */
 
 struct pending {
 	int64_t	 seq;
@@ -41,7 +45,20 @@ struct sg_bgo {
 	char		 status[16];
 	int64_t		 flushed_ms, polled_ms;
 	int		 stopped;
+	struct sg_out	*inner;		/* a tee's client (borrowed), else NULL */
+	int		 inner_gone;	/* a write to it failed */
+	int		 broken;	/* a tee that keeps nothing more */
 };
+
+static void
+drop_events(struct sg_bgo *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->nev; i++)
+		free(b->ev[i].event);
+	b->nev = 0;
+}
 
 static int
 keep_event(struct sg_bgo *b, int64_t seq, const char *data, size_t len)
@@ -71,6 +88,10 @@ note_response(struct sg_bgo *b, const json_t *ev)
 	const char *st;
 	char *text;
 
+	if (b->id[0] == '\0' && type != NULL && strcmp(type,
+	    "response.created") == 0 && (st = json_string_value(
+	    json_object_get(resp, "id"))) != NULL && strlen(st) < sizeof(b->id))
+		snprintf(b->id, sizeof(b->id), "%s", st);
 	if (!json_is_object(resp) || (text = json_dumps(resp,
 	    JSON_COMPACT)) == NULL)
 		return;
@@ -144,11 +165,10 @@ take_head(struct sg_bgo *b, const char *buf, size_t len)
 	return read_head(b) == -1 ? -1 : (long)used;
 }
 
+/* The capture of len bytes: 0, or -1 when they cannot be kept. */
 static int
-bgo_write(struct sg_out *o, const void *buf, size_t len)
+capture(struct sg_bgo *b, const char *p, size_t len)
 {
-	struct sg_bgo *b = (struct sg_bgo *)o;
-	const char *p = buf;
 	long used = 0;
 
 	if (!b->in_body && (used = take_head(b, p, len)) == -1)
@@ -168,10 +188,63 @@ bgo_write(struct sg_out *o, const void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * A tee's write: the client first, then the capture. Neither failing
+ * stops the other, and the writer is told 0 either way: the loop learns
+ * that the client left from alive(), and what it writes until then
+ * (its ending too) is kept.
+ */
+static int
+tee_write(struct sg_bgo *b, const char *p, size_t len)
+{
+	/* The head went out through the tee: the client's output says so
+	 * too (its status is logged, an error is not sent twice). */
+	b->inner->started = b->out.started;
+	b->inner->status = b->out.status;
+	if (!b->inner_gone && b->inner->write(b->inner, p, len) == -1)
+		b->inner_gone = 1;
+	if (!b->broken && capture(b, p, len) == -1)
+		b->broken = 1;
+	return 0;
+}
+
+static int
+bgo_write(struct sg_out *o, const void *buf, size_t len)
+{
+	struct sg_bgo *b = (struct sg_bgo *)o;
+
+	if (b->inner != NULL)
+		return tee_write(b, buf, len);
+	return capture(b, buf, len);
+}
+
+/* A tee's events wait at most SG_BGO_FLUSH_MS, and a batch at most
+ * SG_BGO_FLUSH_EVENTS: a follower sees them soon, and a burst of deltas
+ * is one transaction. */
+static void
+tee_due(struct sg_bgo *b)
+{
+	if (b->nev > 0 && (b->nev >= SG_BGO_FLUSH_EVENTS ||
+	    sg_now_ms() - b->flushed_ms >= SG_BGO_FLUSH_MS) &&
+	    sg_bgo_flush(b) == -1 && b->nev >= TEE_PENDING_MAX) {
+		/* A store down for long: the client's stream goes on. */
+		b->broken = 1;
+		drop_events(b);
+	}
+}
+
 static int
 bgo_flush(struct sg_out *o)
 {
-	sg_bgo_flush((struct sg_bgo *)o);
+	struct sg_bgo *b = (struct sg_bgo *)o;
+
+	if (b->inner == NULL) {
+		sg_bgo_flush(b);
+		return 0;
+	}
+	if (!b->inner_gone && b->inner->flush(b->inner) == -1)
+		b->inner_gone = 1;
+	tee_due(b);
 	return 0;
 }
 
@@ -181,6 +254,10 @@ bgo_alive(struct sg_out *o)
 	struct sg_bgo *b = (struct sg_bgo *)o;
 	int cancel = 0, rc;
 
+	if (b->inner != NULL) {
+		tee_due(b);
+		return !b->inner_gone && b->inner->alive(b->inner);
+	}
 	if (b->stopped)
 		return 0;
 	if (sg_now_ms() - b->polled_ms < SG_BGO_POLL_MS)
@@ -214,15 +291,32 @@ sg_bgo_new(struct sg_store *store, const char *id, const char *tenant,
 	return b;
 }
 
+struct sg_bgo *
+sg_bgo_tee(struct sg_store *store, const char *tenant, struct sg_out *inner)
+{
+	struct sg_bgo *b = sg_bgo_new(store, "", tenant, "");
+
+	if (b == NULL)
+		return NULL;
+	b->inner = inner;
+	/* The first event (response.created) is kept at once: from then
+	 * on, the response is found by a follower. */
+	b->flushed_ms = 0;
+	return b;
+}
+
 void
 sg_bgo_free(struct sg_bgo *b)
 {
-	size_t i;
-
 	if (b == NULL)
 		return;
-	for (i = 0; i < b->nev; i++)
-		free(b->ev[i].event);
+	/* A tee's last events (the stream's ending) are kept as it goes. */
+	if (b->inner != NULL) {
+		b->inner->started = b->out.started;
+		b->inner->status = b->out.status;
+		sg_bgo_flush(b);
+	}
+	drop_events(b);
 	free(b->ev);
 	sg_sse_free(b->parser);
 	free(b->head.p);
@@ -245,6 +339,16 @@ sg_bgo_flush(struct sg_bgo *b)
 	int rc = 0;
 
 	b->flushed_ms = sg_now_ms();
+	/* A tee knows whose events they are at response.created; until
+	 * then they wait, and a stream that never names its response is
+	 * not kept. */
+	if (b->id[0] == '\0') {
+		if (b->nev >= SG_BGO_FLUSH_EVENTS) {
+			b->broken = 1;
+			drop_events(b);
+		}
+		return 0;
+	}
 	if (b->nev > 0) {
 		if ((evs = calloc(b->nev, sizeof(*evs))) == NULL)
 			return -1;
@@ -257,11 +361,9 @@ sg_bgo_flush(struct sg_bgo *b)
 		free(evs);
 		if (rc == -1)
 			return -1;
-		for (i = 0; i < b->nev; i++)
-			free(b->ev[i].event);
-		b->nev = 0;
+		drop_events(b);
 	}
-	if (b->snapshot_dirty) {
+	if (b->snapshot_dirty && b->runner[0] != '\0') {
 		/* NOTFOUND: no longer ours; the caller learns it from alive(). */
 		if (sg_store_bg_snapshot(b->store, b->id, b->runner,
 		    b->snapshot) == SG_STORE_ERROR)

@@ -29,6 +29,18 @@ struct sg_bgo;
  * NULL when out of memory. */
 struct sg_bgo	*sg_bgo_new(struct sg_store *, const char *id,
 		    const char *tenant, const char *runner);
+/*
+ * New tee: every write goes to inner (the client's output, borrowed)
+ * and the Responses events in it are kept under the response's id (from
+ * its response.created) and tenant, as a runner's are, so a client that
+ * lost the stream can replay and follow it (resp_stream.h). The client
+ * failing stops nothing: its writes report 0, alive() is inner's, and
+ * what the loop writes until it sees alive() turn 0 is kept. No job, no
+ * snapshot, no cancel poll. sg_bgo_free keeps what is left. NULL when
+ * out of memory.
+ */
+struct sg_bgo	*sg_bgo_tee(struct sg_store *, const char *tenant,
+		    struct sg_out *inner);
 void		 sg_bgo_free(struct sg_bgo *);
 /* The output to hand the gateway (borrowed, the capture's). */
 struct sg_out	*sg_bgo_out(struct sg_bgo *);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conv_api.h"
+#include "include.h"
 #include "../state/convo.h"
 #include "../state/convs.h"
 #include "../../lib/util.h"
@@ -18,11 +19,6 @@
 #define MD_PAIRS	16	/* metadata, as OpenAI bounds it */
 #define MD_KEY		64
 #define MD_VALUE	512
-
-/* What a request's include asks for. */
-struct shown {
-	int	 outputs;	/* code_interpreter_call.outputs */
-};
 
 static int
 not_found(struct sg_error *err, const char *id)
@@ -130,71 +126,6 @@ items_shape(const json_t *items, int optional, struct sg_error *err)
 	return 0;
 }
 
-struct includes {
-	struct shown	*shown;
-	const char	*bad;	/* the first value OpenAI does not know */
-	char		 badbuf[64];
-};
-
-/* sg_http_query_each's fn: include=... and include[]=... */
-static int
-take_include(void *arg, const char *name, const char *value)
-{
-	static const char *const known[] = { "file_search_call.results",
-	    "web_search_call.results", "web_search_call.action.sources",
-	    "message.input_image.image_url",
-	    "computer_call_output.output.image_url",
-	    "code_interpreter_call.outputs", "reasoning.encrypted_content",
-	    "message.output_text.logprobs" };
-	struct includes *in = arg;
-	size_t i;
-
-	if (strcmp(name, "include") != 0 && strcmp(name, "include[]") != 0)
-		return 0;
-	for (i = 0; value != NULL && i < sizeof(known) / sizeof(known[0]); i++)
-		if (strcmp(value, known[i]) == 0)
-			break;
-	if (value == NULL || i == sizeof(known) / sizeof(known[0])) {
-		snprintf(in->badbuf, sizeof(in->badbuf), "%s", value != NULL ?
-		    value : "");
-		in->bad = in->badbuf;
-		return -1;
-	}
-	if (strcmp(value, "code_interpreter_call.outputs") == 0)
-		in->shown->outputs = 1;
-	return 0;
-}
-
-static int
-include_in(const struct sg_req *req, struct shown *shown, struct sg_error *err)
-{
-	struct includes in = { shown, NULL, "" };
-
-	memset(shown, 0, sizeof(*shown));
-	if (sg_http_query_each(req->uri, take_include, &in) == -1)
-		return sg_error_invalid(err, "include", "invalid_value",
-		    "Invalid value for 'include': '%s' is not one of the "
-		    "supported values.", in.bad != NULL ? in.bad : "");
-	return 0;
-}
-
-/* New reference: item as this request shows it. Without include's
- * code_interpreter_call.outputs, a code call's outputs are null, as
- * OpenAI's. */
-static json_t *
-shown_item(json_t *item, const struct shown *shown)
-{
-	const char *type = json_string_value(json_object_get(item, "type"));
-	json_t *c;
-
-	if (shown->outputs || type == NULL ||
-	    strcmp(type, "code_interpreter_call") != 0)
-		return json_incref(item);
-	c = json_copy(item);
-	json_object_set_new(c, "outputs", json_null());
-	return c;
-}
-
 /* New reference: the ConversationResource of tenant's id, or NULL with
  * err. */
 static json_t *
@@ -236,13 +167,13 @@ answer(struct sg_out *out, const struct sg_req *req, json_t *body)
 
 /* The list of items kept (borrowed) as this request shows them. */
 static json_t *
-list_of(const json_t *kept, const struct shown *shown, int more)
+list_of(const json_t *kept, const struct sg_incl *shown, int more)
 {
 	json_t *data = json_array(), *it;
 	size_t i;
 
 	json_array_foreach(kept, i, it)
-		json_array_append_new(data, shown_item(it, shown));
+		json_array_append_new(data, sg_incl_item(it, NULL, shown));
 	return sg_http_list(data, more);
 }
 
@@ -348,14 +279,14 @@ static int
 list(struct sg_store *st, const char *id, const struct sg_req *req,
     struct sg_out *out, struct sg_error *err)
 {
-	struct shown shown;
+	struct sg_incl shown;
 	char after[256];
 	json_t *conv, *all;
 	long limit;
 	int desc, more, rc;
 
 	if (sg_http_page_args(req, ITEMS_LIMIT, ITEMS_LIMIT_MAX, &limit, &desc,
-	    after, sizeof(after), err) == -1 || include_in(req, &shown,
+	    after, sizeof(after), err) == -1 || sg_incl_parse(req, &shown,
 	    err) == -1 || (conv = load(st, id, req, err)) == NULL)
 		return -1;
 	json_decref(conv);
@@ -377,11 +308,11 @@ static int
 add(struct sg_store *st, const char *id, const struct sg_req *req,
     struct sg_out *out, struct sg_error *err)
 {
-	struct shown shown;
+	struct sg_incl shown;
 	json_t *body, *conv, *items, *kept = NULL, *ups = NULL;
 	int rc = -1;
 
-	if (include_in(req, &shown, err) == -1 ||
+	if (sg_incl_parse(req, &shown, err) == -1 ||
 	    (conv = load(st, id, req, err)) == NULL)
 		return -1;
 	json_decref(conv);
@@ -408,14 +339,14 @@ static int
 one_item(struct sg_store *st, enum sg_route route, const char *id,
     const struct sg_req *req, struct sg_out *out, struct sg_error *err)
 {
-	struct shown shown;
+	struct sg_incl shown;
 	char item_id[256], *text = NULL;
 	json_t *conv, *item;
 	int rc;
 
 	if (sg_route_second(req->path, item_id, sizeof(item_id)) == -1)
 		return item_not_found(err, "");
-	if (include_in(req, &shown, err) == -1 ||
+	if (sg_incl_parse(req, &shown, err) == -1 ||
 	    (conv = load(st, id, req, err)) == NULL)
 		return -1;
 	if (route == SG_ROUTE_CONV_ITEM_DELETE) {
@@ -435,7 +366,7 @@ one_item(struct sg_store *st, enum sg_route route, const char *id,
 	free(text);
 	if (item == NULL)
 		return item_not_found(err, item_id);
-	rc = answer(out, req, shown_item(item, &shown));
+	rc = answer(out, req, sg_incl_item(item, NULL, &shown));
 	json_decref(item);
 	return rc;
 }

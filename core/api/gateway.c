@@ -6,6 +6,8 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "bg_api.h"
+#include "bg_out.h"
 #include "cfiles.h"
 #include "console.h"
 #include "containers.h"
@@ -196,8 +198,10 @@ static int
 looped(struct sg_gw *gw, const struct sg_cfg_model *m, enum sg_surface s,
     const json_t *body, const struct sg_req *req)
 {
-	/* A Chat-only upstream's Responses are all sandgate's (bridged). */
-	if (s == SG_SURFACE_RESPONSES && m->api == SG_API_CHAT)
+	/* A Chat-only upstream's Responses are all sandgate's (bridged);
+	 * so is a background job, in its runner. */
+	if (s == SG_SURFACE_RESPONSES && (m->api == SG_API_CHAT ||
+	    req->resp_id[0] != '\0'))
 		return 1;
 	if (sg_rw_wants_code(body))
 		return gw->cfg->interception.enabled;
@@ -205,6 +209,31 @@ looped(struct sg_gw *gw, const struct sg_cfg_model *m, enum sg_surface s,
 	    sg_conv_needed(gw->store, req, body));
 }
 static void unwatch(struct sg_gw *);
+
+/* The loop serves it. A stored Responses stream keeps its events as it
+ * goes, so a client that lost it resumes (GET ?stream=true); a runner's
+ * output keeps them already. */
+static void
+run_loop(struct sg_gw *gw, const struct sg_cfg_model *m,
+    enum sg_surface surface, const json_t *body, struct sg_req *req,
+    struct sg_out *out)
+{
+	struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov, req->key };
+	struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
+	struct sg_bgo *tee = NULL;
+
+	if (surface == SG_SURFACE_RESPONSES && gw->store != NULL &&
+	    req->resp_id[0] == '\0' &&
+	    json_is_true(json_object_get(body, "stream")) &&
+	    !json_is_false(json_object_get(body, "store")))
+		tee = sg_bgo_tee(gw->store, req->tenant, out);
+	if (tee != NULL)
+		out = sg_bgo_out(tee);
+	watch(gw, req, out);
+	sg_loop_run(&env, m, surface, body, req, out);
+	unwatch(gw);
+	sg_bgo_free(tee);
+}
 
 static int
 model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
@@ -243,15 +272,16 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		json_decref(body);
 		return -1;
 	}
+	/* Queued here, run later in a runner (which sets resp_id). */
+	if (surface == SG_SURFACE_RESPONSES && req->resp_id[0] == '\0' &&
+	    sg_bg_wanted(body)) {
+		rc = sg_bg_queue(gw->cfg, gw->store, m, body, req, out, err);
+		json_decref(body);
+		return rc;
+	}
 	sg_use_model(name, m->model != NULL ? m->model : name);
 	if (looped(gw, m, surface, body, req)) {
-		struct sg_sbx_env sbx = { gw->cfg, gw->store, &gw->prov,
-		    req->key };
-		struct sg_loop_env env = { gw->cfg, gw->up, &sbx };
-
-		watch(gw, req, out);
-		sg_loop_run(&env, m, surface, body, req, out);
-		unwatch(gw);
+		run_loop(gw, m, surface, body, req, out);
 		json_decref(body);
 		return 0;
 	}
@@ -329,6 +359,7 @@ route_heavy(enum sg_route route)
 	return route != SG_ROUTE_HEALTHZ && route != SG_ROUTE_METRICS &&
 	    route != SG_ROUTE_MODELS && route != SG_ROUTE_RESP_GET &&
 	    route != SG_ROUTE_RESP_DELETE && route != SG_ROUTE_RESP_ITEMS &&
+	    route != SG_ROUTE_RESP_CANCEL &&
 	    route != SG_ROUTE_FILE_LIST && route != SG_ROUTE_FILE_GET &&
 	    route != SG_ROUTE_FILE_DELETE && route != SG_ROUTE_CNTR_LIST &&
 	    route != SG_ROUTE_CNTR_GET && route != SG_ROUTE_CFILE_LIST &&
@@ -390,7 +421,8 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	case SG_ROUTE_RESP_GET:
 	case SG_ROUTE_RESP_DELETE:
 	case SG_ROUTE_RESP_ITEMS:
-		sg_resp_api(gw->store, route, id, req, out);
+	case SG_ROUTE_RESP_CANCEL:
+		sg_resp_api(gw->cfg, gw->store, route, id, req, out);
 		break;
 	case SG_ROUTE_FILE_CREATE:
 	case SG_ROUTE_FILE_LIST:
@@ -477,4 +509,17 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		req->key = NULL;
 		sg_auth_clear(&who);
 	}
+}
+
+void
+sg_gw_job(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
+{
+	struct sg_error err;
+
+	req->route = SG_ROUTE_RESPONSES;
+	sg_meter_begin(SG_ROUTE_RESPONSES, req);
+	if (model_route(gw, req, out, SG_SURFACE_RESPONSES, &err) == -1 &&
+	    !out->started)
+		sg_http_error(out, req, &err);
+	sg_meter_end(gw->cfg, gw->store, SG_ROUTE_RESPONSES, req, out);
 }

@@ -1,6 +1,7 @@
 /*
  * What gateway.c and the files answering its own routes share (probes.c:
- * /healthz, /metrics, /v1/models), and no one else.
+ * /healthz, /metrics, /v1/models; bg_run.c: a background job), and no one
+ * else.
  */
 #ifndef SG_GW_INT_H
 #define SG_GW_INT_H
@@ -22,6 +23,9 @@ struct sg_gw {
 	int64_t			 store_ok_ms;	/* when the store last answered */
 };
 
+/* A background job's request (bg_run.c): req's key already found (by its
+ * tenant), resp_id the job's; admitted when it was queued. */
+void	 sg_gw_job(struct sg_gw *, struct sg_req *, struct sg_out *);
 void	 sg_gw_healthz(struct sg_gw *, const struct sg_req *, struct sg_out *);
 void	 sg_gw_metrics(struct sg_gw *, const struct sg_req *, struct sg_out *);
 void	 sg_gw_models(struct sg_gw *, const struct sg_req *, struct sg_out *);

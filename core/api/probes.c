@@ -14,6 +14,7 @@
 #include "../http/error.h"
 #include "../state/metrics.h"
 #include "../../lib/util.h"
+#include "../../store/background.h"
 #include "../../store/store.h"
 
 /* /healthz asks the store at most this often while it answers: a health
@@ -63,6 +64,26 @@ sbx_count(void *arg, const char *tool, int kind, int64_t count)
 	return 0;
 }
 
+/* Background responses waiting and running, every box's: a queue that
+ * only grows wants more runners. */
+static size_t
+bg_metrics(struct sg_gw *gw, char *buf, size_t sz)
+{
+	int64_t queued, running;
+	int w;
+
+	if (sg_store_bg_counts(gw->store, NULL, &queued, &running) !=
+	    SG_STORE_OK)
+		return 0;
+	w = snprintf(buf, sz, "# HELP sandgate_background_responses Background "
+	    "responses queued and in progress (every box's).\n# TYPE "
+	    "sandgate_background_responses gauge\n"
+	    "sandgate_background_responses{status=\"queued\"} %lld\n"
+	    "sandgate_background_responses{status=\"in_progress\"} %lld\n",
+	    (long long)queued, (long long)running);
+	return w < 0 || (size_t)w >= sz ? 0 : (size_t)w;
+}
+
 /* The store's live sandboxes by tool and kind: sessions and the
  * containers kept for conversations among them. */
 static size_t
@@ -77,7 +98,7 @@ sbx_metrics(struct sg_gw *gw, char *buf, size_t sz)
 		return 0;
 	c.n = (size_t)w;
 	sg_store_sbx_counts(gw->store, sbx_count, &c);
-	return c.n;
+	return c.n + bg_metrics(gw, buf + c.n, sz - c.n);
 }
 
 void

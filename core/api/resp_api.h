@@ -6,13 +6,15 @@
 #ifndef SG_RESP_API_H
 #define SG_RESP_API_H
 
+#include "../config/config.h"
 #include "../http/http.h"
 #include "../http/router.h"
 #include "../../store/store.h"
 
 /* Answer route for response id on behalf of req's key. Never fails: an
- * error becomes an OpenAI-shaped reply. */
-void	 sg_resp_api(struct sg_store *, enum sg_route, const char *id,
-	    const struct sg_req *, struct sg_out *);
+ * error becomes an OpenAI-shaped reply. cfg: server.request_timeout
+ * bounds how long a replayed stream waits for news. */
+void	 sg_resp_api(const struct sg_cfg *, struct sg_store *, enum sg_route,
+	    const char *id, const struct sg_req *, struct sg_out *);
 
 #endif

@@ -14,7 +14,7 @@
 
 static const char *const top_keys[] = { "server", "store", "auth", "models",
 	"sandbox_tools", "interception", "sessions", "responses", "files",
-	"usage", "console", NULL };
+	"usage", "console", "background", NULL };
 
 /* Element i of the list at path: where a duplicate is reported. */
 static const config_setting_t *
@@ -56,6 +56,8 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->usage.traces = 7 * 86400;
 	cfg->console.enabled = 1;
 	cfg->console.path = strdup("/console/");
+	cfg->background.runners = 2;
+	cfg->background.max_per_key = 4;
 	cfg->server.mount_prefix = strdup("");
 	cfg->store.path = strdup("/var/lib/sandgate/sandgate.db");
 	cfg->interception.tool_name = strdup("litellm_code_execution");
@@ -198,6 +200,7 @@ load_root(struct sg_cfgld *ld, const config_t *lc)
 		{ "files", sg_cfgld_files, 1 },
 		{ "usage", sg_cfgld_usage, 1 },
 		{ "console", sg_cfgld_console, 1 },
+		{ "background", sg_cfgld_background, 1 },
 	};
 	config_setting_t *s;
 	size_t i;

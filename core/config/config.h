@@ -12,6 +12,8 @@
 
 #include "../../providers/provider.h"
 
+/* background.runners, at most: each is a process and a store connection. */
+#define SG_CFG_RUNNERS_MAX	64
 
 /* Who keeps a conversation's state for previous_response_id. */
 enum sg_state {
@@ -141,6 +143,12 @@ struct sg_cfg {
 		int	 enabled;	/* served only with auth.admin_keys */
 		char	*path;		/* "/console/": under mount_prefix */
 	} console;
+	struct {
+		int	 runners;	/* processes running background
+					 * responses; 0: background refused */
+		int	 max_per_key;	/* a key's jobs running at once; 0:
+					 * no cap */
+	} background;
 	/* "file:line: ..." for unknown keys and unresolved secrets: warnings
 	 * at start, errors for `sandgate check-config`. */
 	char	**warnings;

@@ -64,6 +64,7 @@ int	 sg_cfgld_auth(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_models(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_tools(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_interception(struct sg_cfgld *, const config_setting_t *);
+int	 sg_cfgld_background(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_sessions(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_responses(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_files(struct sg_cfgld *, const config_setting_t *);

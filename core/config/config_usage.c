@@ -1,8 +1,8 @@
 /*
  * The settings of what keys spend (design §3.6): the limits of a key and
  * their defaults (auth.limits), the admin keys, the prices of models and
- * sandbox tools, how long the ledger and the traces are kept, and where
- * the operator's console is served.
+ * sandbox tools, how long the ledger and the traces are kept, where the
+ * operator's console is served, and how background responses run.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +21,8 @@ static const char *const tool_price_keys[] = { "per_session", "per_hour",
 	NULL };
 static const char *const usage_keys[] = { "retention", "traces", NULL };
 static const char *const console_keys[] = { "enabled", "path", NULL };
+static const char *const background_keys[] = { "runners", "max_per_key",
+	NULL };
 
 /* A number (integer or float) in [0, max]: *set when present. */
 static int
@@ -220,6 +222,18 @@ sg_cfgld_console(struct sg_cfgld *ld, const config_setting_t *g)
 	free(ld->cfg->console.path);
 	ld->cfg->console.path = path;
 	return 0;
+}
+
+/* background.runners: processes the master keeps (SG_RUNNERS_MAX at
+ * most, fcgi/); each holds a store connection and one job at a time. */
+int
+sg_cfgld_background(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	sg_cfgld_check_keys(ld, g, background_keys, "background");
+	_Static_assert(SG_CFG_RUNNERS_MAX == 64, "the range below and the docs");
+	return sg_cfgld_int(ld, g, "runners", &ld->cfg->background.runners, 0,
+	    64) == -1 || sg_cfgld_int(ld, g, "max_per_key",
+	    &ld->cfg->background.max_per_key, 0, 100000) == -1 ? -1 : 0;
 }
 
 /* An admin key is never a tenant: the same secret in both is a mistake

@@ -49,8 +49,10 @@ struct sg_req {
 					 * sg_gw_streams says */
 	long long	 content_length;	/* -1 when not given */
 	char		 id[40];	/* "req_" + hex, x-request-id */
-	/* When set, the id a Responses answer takes (a background job's,
-	 * given when it was queued); else the answer makes its own. */
+	/* When set, the request is a background job its runner runs: the
+	 * id its Responses answer takes (given when it was queued, with its
+	 * first events and wall_ms, its created_at); else the answer makes
+	 * its own. */
 	char		 resp_id[64];
 	int64_t		 start_ms;	/* sg_now_ms: for timing */
 	int64_t		 wall_ms;	/* when it came, unix ms */

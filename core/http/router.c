@@ -22,6 +22,7 @@ static const struct {
 	{ "GET", "/v1/responses/{id}", SG_ROUTE_RESP_GET, 1 },
 	{ "DELETE", "/v1/responses/{id}", SG_ROUTE_RESP_DELETE, 1 },
 	{ "GET", "/v1/responses/{id}/input_items", SG_ROUTE_RESP_ITEMS, 1 },
+	{ "POST", "/v1/responses/{id}/cancel", SG_ROUTE_RESP_CANCEL, 1 },
 	{ "POST", "/v1/files", SG_ROUTE_FILE_CREATE, 1 },
 	{ "GET", "/v1/files", SG_ROUTE_FILE_LIST, 1 },
 	{ "GET", "/v1/files/{id}", SG_ROUTE_FILE_GET, 1 },

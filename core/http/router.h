@@ -24,6 +24,7 @@ enum sg_route {
 	SG_ROUTE_RESP_GET,	/* GET /v1/responses/{id} */
 	SG_ROUTE_RESP_DELETE,	/* DELETE /v1/responses/{id} */
 	SG_ROUTE_RESP_ITEMS,	/* GET /v1/responses/{id}/input_items */
+	SG_ROUTE_RESP_CANCEL,	/* POST /v1/responses/{id}/cancel */
 	SG_ROUTE_FILE_CREATE,	/* POST /v1/files (multipart, streamed) */
 	SG_ROUTE_FILE_LIST,	/* GET /v1/files */
 	SG_ROUTE_FILE_GET,	/* GET /v1/files/{id} */

@@ -205,8 +205,11 @@ sg_rw_first(json_t *body, enum sg_surface s, const char *name,
 	info->include_outputs = take_outputs_include(body);
 	store = json_object_get(body, "store");
 	info->store = !json_is_false(store);
-	/* The loop always reads the upstream as a stream of events. */
+	/* The loop always reads the upstream as a stream of events, in the
+	 * call: a background response is sandgate's to run (a runner's),
+	 * never the upstream's. */
 	json_object_set_new(body, "stream", json_true());
+	json_object_del(body, "background");
 	if (s == SG_SURFACE_CHAT) {
 		opts = json_object_get(body, "stream_options");
 		if (!json_is_object(opts)) {

@@ -161,8 +161,10 @@ put_head(json_t *r, const json_t *body, const char *id, json_int_t created,
 	json_object_set_new(r, "object", json_string("response"));
 	json_object_set_new(r, "created_at", json_integer(created));
 	json_object_set_new(r, "status", json_string(st->status));
-	/* The loop answers in the request; it never runs in the background. */
-	json_object_set_new(r, "background", json_false());
+	/* true only in a runner's (a background job's): the body it runs
+	 * is the one the client sent. */
+	json_object_set_new(r, "background", echo(body, "background", JBIT_BOOL,
+	    json_false()));
 	json_object_set_new(r, "completed_at", st->completed_at > 0 ?
 	    json_integer(st->completed_at) : json_null());
 	if (conv != NULL)

@@ -27,7 +27,9 @@ sg_stream_new(enum sg_surface surface, const struct sg_req *req,
 	s->include_outputs = include_outputs;
 	s->sandbox = sandbox;
 	s->arg = arg;
-	s->created = (int64_t)time(NULL);
+	/* A background job's response was created when it was queued. */
+	s->created = req->resp_id[0] != '\0' && req->wall_ms > 0 ?
+	    req->wall_ms / 1000 : (int64_t)time(NULL);
 	s->started = sg_now_ms();
 	sg_rand_id(s->id, sizeof(s->id), surface == SG_SURFACE_CHAT ?
 	    "chatcmpl-sg" : "resp_", surface == SG_SURFACE_CHAT ? 12 : 24);
@@ -134,7 +136,14 @@ begin(struct sg_stream *s)
 		json_t *r = sg_answer_head(s->body, s->id, (json_int_t)s->created,
 		    "in_progress");
 
-		emit(s, "response.created", json_pack("{s:O}", "response", r));
+		/* A background job's stream was begun when it was queued
+		 * (response.created and response.queued, kept then): it goes
+		 * on from there. */
+		if (s->req->resp_id[0] != '\0')
+			s->seq = SG_STREAM_QUEUED_EVENTS;
+		else
+			emit(s, "response.created", json_pack("{s:O}",
+			    "response", r));
 		emit(s, "response.in_progress", json_pack("{s:o}", "response", r));
 	}
 	return s->dead ? -1 : 0;

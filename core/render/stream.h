@@ -17,6 +17,10 @@
 
 struct sg_stream;
 
+/* A background job's stream: response.created and response.queued are
+ * kept when it is queued, so its runner's stream begins with the next. */
+#define SG_STREAM_QUEUED_EVENTS	2
+
 /* The request's sandbox id, created on first need; NULL with err. */
 typedef const char *(*sg_stream_sandbox_fn)(void *arg, struct sg_error *err);
 

@@ -32,7 +32,7 @@ run() {
 pg_tests="sessions conversation sandboxes containers files
 code-output-files audit-files warm-pool metrics pool lifecycle migrate
 ledger limits usage-api usage-exact keys-api cli-keys requests-api console console-api
-conversations-api"
+conversations-api resume"
 for p in $passes; do
 	case $p in
 	root) run SG_START=binpath SG_BUILD=build SG_USER="$user" ;;

@@ -220,7 +220,7 @@ head_echoes_the_client(void **state)
 
 	(void)state;
 	assert_dump(h, "{\"id\":\"resp_e\",\"object\":\"response\","
-	    "\"created_at\":7,\"status\":\"in_progress\",\"background\":false,"
+	    "\"created_at\":7,\"status\":\"in_progress\",\"background\":true,"
 	    "\"completed_at\":null,\"conversation\":{\"id\":\"conv_1\"},"
 	    "\"error\":null,\"incomplete_details\":null,\"instructions\":"
 	    "\"be brief\",\"max_output_tokens\":99,\"max_tool_calls\":3,"
@@ -565,12 +565,14 @@ stream_lifecycle_incomplete(void **state)
 }
 
 /* A background job's id, given with the request, is the stream's and
- * every snapshot's. */
+ * every snapshot's; its stream goes on after the events kept when it was
+ * queued (response.created, response.queued), created when it was. */
 static void
 stream_takes_a_given_id(void **state)
 {
 	struct memout m = { { mem_write, mem_flush, mem_alive, 0, 0 }, NULL, 0 };
-	struct sg_req req = { .id = "req_test", .resp_id = "resp_given01" };
+	struct sg_req req = { .id = "req_test", .resp_id = "resp_given01",
+	    .wall_ms = 1700000000123 };
 	json_t *body = ci_body(), *output = j("[]"), *usage = j("{}"), *evs;
 	json_t *last = j("{\"status\":\"completed\",\"created_at\":1}"), *a;
 	struct sg_stream *s = sg_stream_new(SG_SURFACE_RESPONSES, &req, &m.out,
@@ -583,10 +585,18 @@ stream_takes_a_given_id(void **state)
 	a = sg_answer_responses(last, body, output, usage, sg_stream_id(s));
 	sg_stream_finish(s, a);
 	evs = events_of(&m);
-	assert_int_equal(json_array_size(evs), 3);
-	for (i = 0; i < json_array_size(evs); i++)
+	assert_int_equal(json_array_size(evs), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    evs, 0), "type")), "response.in_progress");
+	for (i = 0; i < json_array_size(evs); i++) {
+		assert_int_equal(json_integer_value(json_object_get(
+		    json_array_get(evs, i), "sequence_number")),
+		    SG_STREAM_QUEUED_EVENTS + i);
 		assert_string_equal(json_string_value(json_object_get(
 		    ev_response(evs, i), "id")), "resp_given01");
+		assert_int_equal(json_integer_value(json_object_get(
+		    ev_response(evs, i), "created_at")), 1700000000);
+	}
 	json_decref(evs);
 	json_decref(a);
 	sg_stream_free(s);
