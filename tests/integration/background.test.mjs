@@ -76,15 +76,17 @@ function runners(stack) {
   return procTable().filter((p) => p.ppid === master && p.comm === "sg-runner").map((p) => [p.pid, p.start]);
 }
 
-// Local sandboxes alive (a kernel socket in sandboxd's directory) that the
-// store does not track: a leak.
-function untracked(stack) {
-  let live = [];
+// The local sandboxes alive: a kernel socket in sandboxd's directory each.
+function liveSandboxes(stack) {
   try {
-    live = fs.readdirSync(`${stack.localDir()}/kernels`).filter((f) => f.endsWith(".sock")).map((f) => f.slice(0, -5));
-  } catch { /* none yet */ }
+    return fs.readdirSync(`${stack.localDir()}/kernels`).filter((f) => f.endsWith(".sock")).map((f) => f.slice(0, -5));
+  } catch { return []; } // none yet
+}
+
+// Those the store does not track: a leak.
+function untracked(stack) {
   const known = new Set(stack.sql("SELECT id FROM sandboxes").map((r) => r.id));
-  return live.filter((id) => !known.has(id));
+  return liveSandboxes(stack).filter((id) => !known.has(id));
 }
 
 // What the upstream was asked with this text somewhere in its body, and
@@ -135,6 +137,9 @@ describe("background responses (runners = 2, max_per_key = 4)", () => {
     assert.ok(done.completed_at >= done.created_at);
     // Stored: a later retrieve gives the same, and the item is there.
     assert.deepEqual(await alice.responses.retrieve(r.id), done);
+    // Its container is kept for a follow-up, tracked (and the leak check
+    // looks where the sandboxes are).
+    assert.ok(liveSandboxes(stack).includes(ci.container_id), `${ci.container_id} in ${liveSandboxes(stack)}`);
     assert.deepEqual(untracked(stack), []);
   });
 
@@ -555,6 +560,16 @@ http {
 
   test("a background response with a 5-minute code run completes and is read through nginx", T(540), async (t) => {
     const client = new OpenAI({ apiKey: KEYS.alice, baseURL: `${nginx.base}/v1`, maxRetries: 0, timeout: 30000 });
+    // Meanwhile, the same kind of run asked in the foreground: nginx gives
+    // up on it after its 60 s, which is why background mode is needed.
+    const fg = (async () => {
+      const t1 = Date.now();
+      const r = await fetch(`${nginx.base}/v1/responses`, { method: "POST", signal: AbortSignal.timeout(200000),
+        headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "ci-args", tools: [CI], input: code("import time\ntime.sleep(120)\nprint('foreground')") }) });
+      await r.arrayBuffer();
+      return { status: r.status, ms: Date.now() - t1 };
+    })();
     const t0 = Date.now();
     const r = await client.responses.create({ model: "ci-args", background: true, tools: [CI],
       input: code("import time\ntime.sleep(300)\nprint('five minutes later')") });
@@ -564,6 +579,10 @@ http {
     assert.equal(end.status, "completed", JSON.stringify(end.error));
     assert.ok(Date.now() - t0 >= 300000);
     assert.match(end.output_text, /five minutes later/);
+    const { status, ms } = await fg;
+    t.diagnostic(`the foreground run: ${status} after ${ms} ms`);
+    assert.equal(status, 504, "nginx's default fastcgi_read_timeout cut the foreground run");
+    assert.ok(ms >= 59000 && ms < 120000, `${ms} ms`);
     assert.deepEqual(untracked(stack), []);
   });
 });
