@@ -24,13 +24,6 @@ sg_bg_wanted(const json_t *body)
 	return json_is_true(json_object_get(body, "background"));
 }
 
-static int
-not_found(struct sg_error *err, const char *id)
-{
-	return sg_error_set(err, 404, "invalid_request_error", NULL, NULL,
-	    "Response with id '%s' not found.", id);
-}
-
 /* What is refused before anything is kept: OpenAI's 400s. */
 static int
 refused(const struct sg_cfg *cfg, const json_t *body, struct sg_error *err)
@@ -277,7 +270,7 @@ not_a_job(struct sg_store *st, const char *id, const struct sg_req *req,
 	if (rc == SG_STORE_OK)
 		sg_store_resp_clear(&row);
 	if (rc != SG_STORE_OK)
-		return not_found(err, id);
+		return sg_rstream_not_found(err, id);
 	return sg_error_invalid(err, NULL, NULL, "Cannot cancel a synchronous "
 	    "response.");
 }
@@ -319,7 +312,7 @@ sg_bg_cancel(struct sg_store *st, const char *id, const struct sg_req *req,
 		return sg_error_invalid(err, NULL, NULL, "Cannot cancel a %s "
 		    "response.", status);
 	if ((rc = find(st, id, req->tenant, &job, err)) != 1)
-		return rc == 0 ? not_found(err, id) : -1;
+		return rc == 0 ? sg_rstream_not_found(err, id) : -1;
 	rc = await_end(st, &job, err);
 	/* A runner slower than the wait ends it cancelled all the same: the
 	 * cancel is asked, and its loop stops at its next check. */
