@@ -204,6 +204,10 @@ sg_bg_response(struct sg_store *st, const struct sg_store_bg *job)
 	if (job->error != NULL && (err = json_loads(job->error, 0, NULL)) !=
 	    NULL)
 		json_object_set_new(r, "error", err);
+	/* A cancel stops the stream, whose last snapshot may say why it
+	 * stopped: only a failed response has an error. */
+	else if (strcmp(job->status, "failed") != 0)
+		json_object_set_new(r, "error", json_null());
 	if (json_array_size(json_object_get(r, "output")) == 0 &&
 	    strcmp(job->status, "queued") != 0 &&
 	    output_so_far(st, job, r) == -1) {
