@@ -220,9 +220,9 @@ for (const [k, v] of Object.entries(all)) {
 }
 
 # ---------------------------------------------------------------- 4: memory
-responders() { # master pid -> responder pids (not the reaper)
+responders() { # master pid -> responder pids (not the reaper, runners)
 	for p in $(pgrep -P "$1"); do
-		[ "$(cat /proc/$p/comm)" = sg-reaper ] || echo "$p"
+		case "$(cat /proc/$p/comm)" in sg-*) ;; *) echo "$p" ;; esac
 	done
 }
 mem_line() { # label pids...

@@ -410,7 +410,8 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|console(/|$)|healthz$|met
     this.procs.push(this.lighttpd);
   }
 
-  // The sandgate master's pid and its responders' pids, from /proc.
+  // The sandgate master's pid, its responders', sandboxd's and its
+  // background runners' pids, from /proc.
   processes() {
     const bin = `${this.dir}/bin/sandgate-fcgi`;
     const all = procTable().filter((p) => p.cmd.includes(bin) && p.cmd[0] !== "setpriv");
@@ -418,7 +419,8 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|console(/|$)|healthz$|met
     const master = all.find((p) => !pids.has(p.ppid));
     const children = all.filter((p) => p.ppid === master?.pid);
     return { master: master?.pid, responders: children.filter((p) => !p.comm.startsWith("sg-")).map((p) => p.pid),
-      sandboxd: children.find((p) => p.comm === "sg-sandboxd")?.pid };
+      sandboxd: children.find((p) => p.comm === "sg-sandboxd")?.pid,
+      runners: children.filter((p) => p.comm === "sg-runner").map((p) => p.pid) };
   }
 
   // The local sandboxes' directory of this gateway's sandboxd: one per
