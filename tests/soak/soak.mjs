@@ -10,12 +10,15 @@
 //      SIGKILLs, and sandboxd never died;
 //   3. every sandbox created at the e2b fake was deleted, or is tracked in
 //      the store and swept by the reaper; no local sandbox is left. One
-//      exception, checked and counted: a responder killed while its create
-//      was under way leaves a "creating" row with no handle; the reaper
-//      finds that sandbox by its label and deletes it once any create would
-//      have ended (90 s after it began: longer than the soak waits), and
-//      at worst it ends at its provider life (request_timeout + 60 s),
-//      which the row outlives (see orphanRow);
+//      exception, checked and counted: a responder or runner killed while
+//      its create was under way leaves a "creating" row with no handle;
+//      the reaper finds that sandbox by its label and deletes it once any
+//      create would have ended (90 s after it began: longer than the soak
+//      waits), and at worst it ends at its provider life (request_timeout
+//      + 60 s), which the row outlives (see orphanRow). A create its
+//      creator stopped (a background job cancelled during it) leaves the
+//      same row, its owner alive: that one ends at its provider life only;
+//      the row goes at its expiry;
 //   4. PRAGMA integrity_check is ok; the gateway still answers; no
 //      sanitizer report (with SOAK_BUILD=build/asan);
 //   5. background responses (about a tenth of the operations: plain,
@@ -253,6 +256,11 @@ async function opCi(op, stream) {
   }
 }
 
+// A sandbox the key's cap on kept sandboxes evicts meanwhile (background
+// jobs keep their containers too) is "deleting" for a moment: a run or a
+// delete then is 409, "not ready (deleting)"; after it, 404.
+const EVICTED = 409;
+
 // Sessions: a few ids per key, reused; the code counts its own runs. 429:
 // every kept sandbox of the key is running; 404: a sandbox gone meanwhile.
 async function opSession(op) {
@@ -264,7 +272,7 @@ async function opSession(op) {
   const body = chat ? chatBody("ci-turn", text, { tools: CI, stream, metadata }) :
     respBody("ci-turn", text, { tools: CI, stream, metadata });
   await send("session", "POST", chat ? "/v1/chat/completions" : "/v1/responses", body,
-    { api: chat ? "chat" : "resp", stream, ok: [200, 404, ...SANDBOX_ERRS], errEnd: true, answer: /run \d+|error|Error/ }, key);
+    { api: chat ? "chat" : "resp", stream, ok: [200, 404, EVICTED, ...SANDBOX_ERRS], errEnd: true, answer: /run \d+|error|Error/ }, key);
 }
 
 // The sandbox API: create, run, delete (the delete whatever the run did).
@@ -274,10 +282,10 @@ async function sandboxFlow(prefix, tool, op) {
   const id = c.status === 201 ? c.json?.id : null;
   if (!id) return;
   await send(`${prefix}-run`, "POST", `/v1/sandboxes/${id}/code`, { code: `print(6*7)` },
-    { api: "exec", ok: [200, 404, ...SANDBOX_ERRS], stdout: "42\n" });
+    { api: "exec", ok: [200, 404, EVICTED, ...SANDBOX_ERRS], stdout: "42\n" });
   if (op.b < 0.05) return;   // a few left to the reaper (kept sandboxes live TTL idle seconds)
   await send(`${prefix}-delete`, "DELETE", `/v1/sandboxes/${id}`, undefined,
-    { api: "deleted", ok: [200, 404, 502] });
+    { api: "deleted", ok: [200, 404, EVICTED, 502] });
 }
 
 async function opLocalCode() {
@@ -294,8 +302,8 @@ async function opLocalCi(op) {
   const stream = op.a < 0.5;
   await send("local-ci", "POST", "/v1/responses",
     respBody("ci-primes", "compute", { tools: [{ type: "code_interpreter", container: id }], stream }),
-    { api: "resp", stream, ok: [200, 404, 502, 504], errEnd: true, answer: /30030|Error/ });
-  await send("local-delete", "DELETE", `/v1/sandboxes/${id}`, undefined, { api: "deleted", ok: [200, 404, 502] });
+    { api: "resp", stream, ok: [200, 404, EVICTED, 502, 504], errEnd: true, answer: /30030|Error/ });
+  await send("local-delete", "DELETE", `/v1/sandboxes/${id}`, undefined, { api: "deleted", ok: [200, 404, EVICTED, 502] });
 }
 
 // Upstream faults: status by model name, passed through.
@@ -635,10 +643,17 @@ async function storeLoop(stop) {
 }
 
 const killedPids = () => new Set([...kills, ...runnerKills].map((k) => k.pid));
+// Creates their creator gave up on (a cancelled background job stops its
+// create; a timeout): the row is left "creating", no handle, with its
+// owner alive, as a killed creator's is; the provider may have made it.
+let abandoned = new Set();
+function findAbandoned() {
+  abandoned = new Set([...stack.log().matchAll(/event=sandbox_create_failed id=(cntr_[0-9a-f]+) [^\n]*reason=(stopped|timeout)/g)].map((m) => m[1]));
+}
 // A row left "creating" by a responder we killed in the middle of a
 // create: the provider may have made the sandbox, with no handle for
 // anyone to delete it by; the provider ends it at its life's end.
-const orphanRow = (row) => row && row.state === "creating" && !row.handle && killedPids().has(row.owner_pid);
+const orphanRow = (row) => row && row.state === "creating" && !row.handle && (killedPids().has(row.owner_pid) || abandoned.has(row.id));
 
 // Local sandboxes are processes of uids from SANDBOX_UID_BASE, in a
 // cgroup named after their sandbox (when sandboxd has cgroups).
@@ -859,6 +874,7 @@ async function main() {
   const sweepStart = now();
   let rows = [], stats = endOfRun, locals = [];
   const settled = async () => {
+    findAbandoned();
     rows = await snapshotStore();
     stats = await stack.fakeHook("e2b", "stats");
     locals = localSandboxProcs();
@@ -877,14 +893,18 @@ async function main() {
   }
   // Every sandbox the fake made: deleted, or an orphan of a kill mid-create
   // (still live at the fake, or ended there by its life).
-  const fates = { deleted: 0, orphanLive: 0, orphanExpired: 0, leaked: 0 };
+  findAbandoned();
+  const fates = { deleted: 0, orphanLive: 0, orphanExpired: 0, orphanStopped: 0, leaked: 0 };
   const liveSet = new Set(stats.live), expiredSet = new Set(stats.expired);
   for (const [id, info] of Object.entries(stats.history)) {
     const sg = info.metadata?.sandgate_id;
     const row = seen.get(sg);
     const bounded = info.timeout <= REQUEST_TIMEOUT + 60;
     if (!liveSet.has(id) && !expiredSet.has(id)) fates.deleted++;
-    else if (orphanRow(row) && bounded) fates[liveSet.has(id) ? "orphanLive" : "orphanExpired"]++;
+    else if (orphanRow(row) && bounded) {
+      fates[liveSet.has(id) ? "orphanLive" : "orphanExpired"]++;
+      if (abandoned.has(sg)) fates.orphanStopped++;
+    }
     else {
       fates.leaked++;
       fail(`e2b sandbox ${id} (${sg}) ${liveSet.has(id) ? "still live" : "expired at the fake"}; last store row seen: ${JSON.stringify(row ?? null)}`);
@@ -985,7 +1005,8 @@ async function main() {
     ["e2b sandboxes created / deleted", `${Object.keys(stats.history).length} / ${fates.deleted}`],
     ["e2b sandboxes live at the end of the run, then swept by the reaper", `${liveAtEnd} → ${stats.live.length}`],
     ["sandboxes the reaper deleted (log, whole soak)", reaperLines.reduce((a, b) => a + b, 0)],
-    ["e2b orphans of a kill mid-create (row \"creating\", no handle: the reaper deletes them by their label 90 s after the create began, later than this soak looks)", `${fates.orphanLive} live, ${fates.orphanExpired} expired`],
+    ["e2b orphans of a kill or a cancel mid-create (row \"creating\", no handle: the reaper deletes a dead creator's by their label 90 s after the create began, later than this soak looks; a cancelled one's ends at its life)",
+      `${fates.orphanLive} live, ${fates.orphanExpired} expired; ${fates.orphanStopped} of them a create stopped by a cancel`],
     ["e2b sandboxes leaked", fates.leaked],
     ["local sandboxes made (answers of /v1/code and of local creates)",
       records.filter((r) => (r.cls === "local-code" && r.status === 200) || (r.cls === "local-create" && r.status === 201)).length],
