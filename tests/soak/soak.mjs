@@ -656,7 +656,15 @@ function findAbandoned() {
 const orphanRow = (row) => row && row.state === "creating" && !row.handle && (killedPids().has(row.owner_pid) || abandoned.has(row.id));
 
 // Local sandboxes are processes of uids from SANDBOX_UID_BASE, in a
-// cgroup named after their sandbox (when sandboxd has cgroups).
+// cgroup named after their sandbox (when sandboxd has cgroups), under the
+// cgroup of this gateway's sandboxd: other gateways on the machine (other
+// people's tests) have theirs too, not ours to count.
+let ourCgroup = null;   // "sandgate-UID-HEX", from sandboxd's first lines
+function findOurCgroup() {
+  const m = /sandgate: sandboxd: limits: cgroup [^\n]* under (\S+)/.exec(stack.log());
+  ourCgroup = m ? m[1].split("/").pop() : null;
+  return ourCgroup !== null || /sandgate: sandboxd: limits: no cgroup/.test(stack.log());
+}
 function localSandboxProcs() {
   const out = [];
   for (const d of fs.readdirSync("/proc")) {
@@ -665,7 +673,9 @@ function localSandboxProcs() {
       const st = fs.readFileSync(`/proc/${d}/status`, "utf8");
       const uid = Number(/^Uid:\s+(\d+)/m.exec(st)?.[1]);
       if (uid < SANDBOX_UID_BASE) continue;
-      const sbx = /\/(cntr_[0-9a-f]+)$/m.exec(fs.readFileSync(`/proc/${d}/cgroup`, "utf8"))?.[1] ?? null;
+      const cg = fs.readFileSync(`/proc/${d}/cgroup`, "utf8");
+      if (ourCgroup && !cg.includes(`/${ourCgroup}/`)) continue;
+      const sbx = /\/(cntr_[0-9a-f]+)$/m.exec(cg)?.[1] ?? null;
       out.push({ pid: Number(d), uid, sbx, comm: fs.readFileSync(`/proc/${d}/comm`, "utf8").trim() });
     } catch { /* gone */ }
   }
@@ -788,6 +798,7 @@ async function main() {
     models: (m) => [m("soak-slowstream", "slowstream-2", "timeout = 1;"), m("soak-drop1", "drop-1")].join(",\n  "),
     top: `background: { runners = ${RUNNERS}; };`,
   });
+  await waitFor(findOurCgroup, "sandboxd's limits in the log", 10000).catch(() => {});
   const started = now();
   console.error(`soak: N=${N} seed=${SEED} concurrency=${CONC} runners=${RUNNERS} build=${BUILD} stack in ${stack.dir}`);
 
