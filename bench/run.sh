@@ -5,7 +5,7 @@
 # the "make bench" markers (the rest of that file is kept).
 #   BENCH_SECS    seconds per wrk row (default 5)
 #   BENCH_PARTS   which parts (default "floor cpu loop memory local pool
-#                 store queue ledger")
+#                 store queue ledger background")
 #   BENCH_BASE    the commit the ledger part compares with (default: the
 #                 last one before the ledger and limits)
 #   BENCH_NO_WRITE=1  print only, leave RESULTS.md alone
@@ -16,7 +16,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 secs=${BENCH_SECS:-5}
-parts=${BENCH_PARTS:-floor cpu loop memory local pool store queue ledger}
+parts=${BENCH_PARTS:-floor cpu loop memory local pool store queue ledger background}
 bench_setup
 make -s -C "$root" build/bench/floor
 out="$dir/results.md"
@@ -390,6 +390,93 @@ part_ledger() {
 	gw_bin=
 	git -C "$root" worktree remove --force "$dir/base"
 	echo
+}
+
+# ---------------------------------------------------------------- background responses
+# 200 background responses created at once (bench/bg_client.mjs: 16
+# requests at a time, each job then polled every 500 ms) with /healthz
+# probed every 100 ms throughout, against a probe of the same gateway
+# with no load; the runners' memory idle and while they run jobs; the
+# jobs' own times from the store. With the default runners, then more.
+runners() { # master pid -> runner pids
+	for p in $(pgrep -P "$1"); do
+		[ "$(cat /proc/$p/comm)" = sg-runner ] && echo "$p"
+	done
+	return 0
+}
+as_gateway() { # command...: as the gateway's user (the store's files stay its)
+	if [ "$(id -u)" -eq 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi
+}
+bg_round() { # runners max_per_key model
+	kill "$lpid"; wait "$lpid" 2>/dev/null || true
+	gateway_conf "[4, 64]" 0
+	sed -i "s|$dir/store/|$dir/store-bg$1-$3/|; s|^models = (|models = (\n  { name = \"ci-1-think\"; api_base = \"http://127.0.0.1:$bgup/v1\"; api_key = \"x\"; model = \"ci-1\"; state = \"gateway\"; },|" "$dir/sandgate.conf"
+	echo "background: { runners = $1; max_per_key = $2; };" >> "$dir/sandgate.conf"
+	bench_gateway "$gw"
+	sleep 1
+	master=$(pgrep -f "^$root/build/sandgate-fcgi --config $dir" -o)
+	db="$dir/store-bg$1-$3/sandgate.db"
+	mem_line "runners idle (runners = $1)" $(runners "$master") >> "$dir/bgmem.md"
+	node "$here/bg_client.mjs" probe "http://127.0.0.1:$gw/healthz" 10 < /dev/null > "$dir/bgbase.json"
+	rm -f "$dir/bg.mark"
+	node "$here/bg_client.mjs" run "http://127.0.0.1:$gw" "$key" 200 16 "$3" "$dir/bg.mark" > "$dir/bg.json" &
+	bcl=$!
+	for i in $(seq 600); do [ -e "$dir/bg.mark" ] && break; sleep 0.1; done
+	sleep 1
+	busy=$(as_gateway sqlite3 "$db" "SELECT count(*) FROM bg WHERE status = 'in_progress'")
+	mem_line "runners running jobs (runners = $1, \`$3\`; $busy in progress)" $(runners "$master") >> "$dir/bgmem.md"
+	mem_line "responders, same moment" $(responders "$master") >> "$dir/bgmem.md"
+	wait $bcl
+	as_gateway sqlite3 -json "$db" "SELECT status, created_ms, started_ms, ended_ms FROM bg" > "$dir/bgstore.json"
+	node -e '
+const fs = require("fs"), [, c, b, s, r, m, model] = process.argv;
+const run = JSON.parse(fs.readFileSync(c, "utf8")), base = JSON.parse(fs.readFileSync(b, "utf8"));
+const rows = JSON.parse(fs.readFileSync(s, "utf8") || "[]");
+if (run.bad || run.unended) console.error(`bench: background: ${run.bad} bad answers, ${run.unended} not ended; first: ${run.firstBad}`);
+const pct = (a, p) => { const x = [...a].sort((u, v) => u - v); return x.length ? x[Math.min(x.length - 1, Math.floor(p * x.length))] : "-"; };
+const life = rows.filter((j) => j.ended_ms).map((j) => j.ended_ms - j.created_ms);
+const wait = rows.filter((j) => j.started_ms).map((j) => j.started_ms - j.created_ms);
+const span = Math.max(...rows.map((j) => j.ended_ms ?? 0)) - Math.min(...rows.map((j) => j.created_ms));
+const done = rows.filter((j) => j.status === "completed").length;
+const ms = (us) => us == null ? "-" : (us / 1000).toFixed(1) + " ms";
+console.log(`| \`${model}\` | ${r} (max_per_key ${m}) | ${run.created} / ${done} | ${(span / 1000).toFixed(1)} s (${(done / span * 1000).toFixed(1)}/s) | ` +
+  `${ms(run.create.p50)} / ${ms(run.create.p99)} | ${pct(wait, 0.5)} / ${pct(wait, 0.99)} ms | ${pct(life, 0.5)} / ${pct(life, 0.99)} ms | ` +
+  `${ms(base.p50)} / ${ms(base.p99)} / ${ms(base.max)}, ${base.fail} of ${base.probes} failed | ` +
+  `${ms(run.probe.p50)} / ${ms(run.probe.p99)} / ${ms(run.probe.max)}, ${run.probe.fail} of ${run.probe.probes} failed | ${run.polls} |`);' \
+	    "$dir/bg.json" "$dir/bgbase.json" "$dir/bgstore.json" "$1" "$2" "$3"
+}
+part_background() {
+	echo "### Background responses"
+	echo
+	echo "\`BENCH_PARTS=background sh bench/run.sh\`: \`node bench/bg_client.mjs\` creates 200"
+	echo "background responses at once (16 requests at a time; model \`ci-1\` of \`bench/fakes.mjs\`:"
+	echo "one code round on the e2b fake, then the answer; \`ci-1-think\`: the same through"
+	echo "\`bench/delay_proxy.mjs\`, each model turn answered 150 ms late), then polls each every"
+	echo "500 ms until it ends; a probe process GETs /healthz every 100 ms throughout. Baseline: the same"
+	echo "probe for 10 s on the same gateway just before, with no load. Times of the jobs"
+	echo "from the store (created → started: the queue; created → ended); the span is from"
+	echo "the first create to the last end. \`workers = [4, 64]\`."
+	echo
+	echo "| model | runners | created / completed | span (jobs a second) | create p50 / p99 | queue wait p50 / p99 | created → ended p50 / p99 | /healthz, no load: p50 / p99 / max | /healthz under the load: p50 / p99 / max | polls |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	: > "$dir/bgmem.md"
+	bgup=$((base + 3))
+	node "$here/delay_proxy.mjs" "$bgup" "$up" 150 & bgpid=$!
+	bg_round 2 4 ci-1
+	bg_round 2 4 ci-1-think
+	bg_round 8 8 ci-1-think
+	kill "$bgpid"
+	echo
+	echo "Memory (\`/proc/PID/smaps_rollup\`, as above): the runners idle, then while they run"
+	echo "jobs (sampled 1 s after the last create was answered), and the responders then."
+	echo
+	echo "| processes | how many | PSS each (mean) | PSS max | USS each (mean) | PSS all |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	cat "$dir/bgmem.md"
+	echo
+	kill "$lpid"; wait "$lpid" 2>/dev/null || true
+	gateway_conf "[4, 64]" 0
+	bench_gateway "$gw"
 }
 
 part_hold() {

@@ -24,13 +24,6 @@ sg_bg_wanted(const json_t *body)
 	return json_is_true(json_object_get(body, "background"));
 }
 
-static int
-not_found(struct sg_error *err, const char *id)
-{
-	return sg_error_set(err, 404, "invalid_request_error", NULL, NULL,
-	    "Response with id '%s' not found.", id);
-}
-
 /* What is refused before anything is kept: OpenAI's 400s. */
 static int
 refused(const struct sg_cfg *cfg, const json_t *body, struct sg_error *err)
@@ -211,6 +204,10 @@ sg_bg_response(struct sg_store *st, const struct sg_store_bg *job)
 	if (job->error != NULL && (err = json_loads(job->error, 0, NULL)) !=
 	    NULL)
 		json_object_set_new(r, "error", err);
+	/* A cancel stops the stream, whose last snapshot may say why it
+	 * stopped: only a failed response has an error. */
+	else if (strcmp(job->status, "failed") != 0)
+		json_object_set_new(r, "error", json_null());
 	if (json_array_size(json_object_get(r, "output")) == 0 &&
 	    strcmp(job->status, "queued") != 0 &&
 	    output_so_far(st, job, r) == -1) {
@@ -277,7 +274,7 @@ not_a_job(struct sg_store *st, const char *id, const struct sg_req *req,
 	if (rc == SG_STORE_OK)
 		sg_store_resp_clear(&row);
 	if (rc != SG_STORE_OK)
-		return not_found(err, id);
+		return sg_rstream_not_found(err, id);
 	return sg_error_invalid(err, NULL, NULL, "Cannot cancel a synchronous "
 	    "response.");
 }
@@ -319,7 +316,7 @@ sg_bg_cancel(struct sg_store *st, const char *id, const struct sg_req *req,
 		return sg_error_invalid(err, NULL, NULL, "Cannot cancel a %s "
 		    "response.", status);
 	if ((rc = find(st, id, req->tenant, &job, err)) != 1)
-		return rc == 0 ? not_found(err, id) : -1;
+		return rc == 0 ? sg_rstream_not_found(err, id) : -1;
 	rc = await_end(st, &job, err);
 	/* A runner slower than the wait ends it cancelled all the same: the
 	 * cancel is asked, and its loop stops at its next check. */

@@ -368,6 +368,17 @@ route_heavy(enum sg_route route)
 	    sg_route_authed(route) != SG_AUTH_ADMIN;
 }
 
+/* A GET of a response that follows its stream holds a responder as long
+ * as the stream lasts: it waits its turn as a stream made anew does. */
+static int
+follows(enum sg_route route, const struct sg_req *req)
+{
+	char v[8];
+
+	return route == SG_ROUTE_RESP_GET && sg_http_query(req->uri, "stream",
+	    v, sizeof(v)) == 1 && strcmp(v, "true") == 0;
+}
+
 /* A routed request, its key known (the admin API's, or a tenant's). */
 static void
 dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
@@ -380,7 +391,7 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	if (sg_meter_admit(gw->cfg, gw->store, route, req, out) == -1)
 		return;
 	if (gw->admit != NULL && gw->admit(gw->admit_arg, req,
-	    route_heavy(route), out, &err) == -1) {
+	    route_heavy(route) || follows(route, req), out, &err) == -1) {
 		sg_http_error_head(out, req, &err, ADMIT_RETRY);
 		return;
 	}

@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { startStack, KEYS, freePort, waitFor, root, serviceUser, sseEvents } from "./harness.mjs";
-import { assertUploads, assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
+import { assertUploads, assertMetricsOnlyForScraper, assertConsole, assertResumesUnbuffered, CONSOLE_AUTH } from "./front.mjs";
 
 const APACHE = "/usr/sbin/apache2";
 const MODULES = "/usr/lib/apache2/modules";
@@ -252,5 +252,9 @@ describe("Apache with the sample's prefixed variant, mount_prefix = \"/ai\"", { 
 
   test("the console under /ai: its page, its modules and the admin API through Apache", async () => {
     await assertConsole(apache.base, "/ai");
+  });
+
+  test("a background stream dropped and resumed under /ai through Apache: the rest whole and live", async (t) => {
+    await assertResumesUnbuffered(apache.base, t, "/ai");
   });
 });

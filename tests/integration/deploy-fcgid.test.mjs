@@ -35,7 +35,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed,
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertResumesUnbuffered, assertIntercepts, assertPrefixed,
   assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 import { startFakes, gatewayConfig, freePort, waitFor, KEYS, root, serviceUser, procOf, procTable } from "./harness.mjs";
 
@@ -496,6 +496,10 @@ describe("Apache mod_fcgid spawning sandgate from the shipped .htaccess (etc/sha
 
   test("a stream's first delta arrives long before the upstream finished (FcgidOutputBufferSize 0)", T(15), async (t) => {
     await assertStreamsUnbuffered(W.front, t);
+  });
+
+  test("a background stream dropped and resumed through mod_fcgid: the rest whole and live", T(30), async (t) => {
+    await assertResumesUnbuffered(W.front, t);
   });
 
   test("bodies: exactly max_body_bytes 200, one over sandgate's JSON 413, over FcgidMaxRequestLen mod_fcgid's 500", T(15), async (t) => {

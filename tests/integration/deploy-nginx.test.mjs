@@ -15,7 +15,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertIntercepts, assertPrefixed,
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertResumesUnbuffered, assertIntercepts, assertPrefixed,
   assertUploads, assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root, serviceUser } from "./harness.mjs";
 
@@ -134,6 +134,10 @@ test("an intercepted code_interpreter request completes through nginx", { skip: 
 
 test("a stream's first delta reaches the client long before the upstream finished", { skip: SKIP, ...T }, async (t) => {
   await assertStreamsUnbuffered(front.base, t);
+});
+
+test("a background stream dropped and resumed through nginx: the rest whole and live", { skip: SKIP, ...T }, async (t) => {
+  await assertResumesUnbuffered(front.base, t);
 });
 
 

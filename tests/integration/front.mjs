@@ -66,6 +66,54 @@ export async function assertStreamsUnbuffered(base, t) {
   assert.ok(firstDelta < end - 1000, `first delta at +${firstDelta - t0} ms, end at +${end - t0} ms: nothing buffered`);
 }
 
+// A background response streamed through base, dropped after its first
+// events and resumed (GET ?stream=true&starting_after): the rest comes
+// whole, sequence numbers unbroken, and live: its first events (the code
+// call's) long before its end (the code runs 3 s), nothing buffered on
+// the way.
+export async function assertResumesUnbuffered(base, t, prefix = "") {
+  const headers = { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" };
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), 30000);
+  const r = await fetch(`${base}${prefix}/v1/responses`, {
+    method: "POST", headers, signal: stop.signal,
+    body: JSON.stringify({ model: "ci-turn", input: JSON.stringify({ code: "import time; time.sleep(3); print(7)" }),
+      tools: [{ type: "code_interpreter", container: { type: "auto" } }], stream: true, background: true }),
+  });
+  assert.equal(r.status, 200);
+  const dec = new TextDecoder();
+  let text = "", seen = [];
+  for await (const chunk of r.body) {
+    text += dec.decode(chunk, { stream: true });
+    seen = sseEvents(text).filter((e) => e.data.startsWith("{")).map((e) => JSON.parse(e.data));
+    if (seen.some((e) => e.type === "response.in_progress")) break;
+  }
+  stop.abort();
+  clearTimeout(timer);
+  // Resumed after in_progress, whatever else the dropped read held: the
+  // code call's first events are kept by then, its end 3 s later.
+  const id = seen[0].response.id;
+  const last = seen.find((e) => e.type === "response.in_progress").sequence_number;
+  const t0 = Date.now();
+  const g = await fetch(`${base}${prefix}/v1/responses/${id}?stream=true&starting_after=${last}`,
+    { headers, signal: AbortSignal.timeout(30000) });
+  assert.equal(g.status, 200);
+  assert.match(g.headers.get("content-type"), /text\/event-stream/);
+  let rest = "", first = null;
+  for await (const chunk of g.body) {
+    rest += dec.decode(chunk, { stream: true });
+    if (first === null && sseEvents(rest).some((e) => e.data.startsWith("{"))) first = Date.now();
+  }
+  const end = Date.now();
+  t.diagnostic(`resumed: first event at +${first - t0} ms, end at +${end - t0} ms`);
+  const events = sseEvents(rest).filter((e) => e.data.startsWith("{")).map((e) => JSON.parse(e.data));
+  events.forEach((e, i) => assert.equal(e.sequence_number, last + 1 + i, "unbroken"));
+  assert.equal(events.at(-1).type, "response.completed");
+  assert.match(events.at(-1).response.output_text ?? JSON.stringify(events.at(-1).response.output), /7/);
+  assert.ok(end - t0 > 1500, `the code runs for seconds (took ${end - t0} ms)`);
+  assert.ok(first !== null && first < end - 1000, `first at +${first - t0} ms, end at +${end - t0} ms: nothing buffered`);
+}
+
 // The code interpreter on the fake's ci-primes model through base: one
 // code_interpreter_call, then the answer.
 export async function assertIntercepts(base) {

@@ -56,3 +56,26 @@ test("the plan is the seed's: same seed, same plan; N requests' worth", () => {
   const cost = { sbx: 3, "local-sbx": 3, "local-ci": 3 };
   assert.equal(plan(500, 7).reduce((a, o) => a + (cost[o.kind] ?? 1), 0), 500);
 });
+
+test("background responses: queued when created, an error exactly when failed, background set", () => {
+  const resp = (more) => ({ id: "resp_1", object: "response", created_at: 1, status: "queued", background: true,
+    completed_at: null, error: null, incomplete_details: null, instructions: null, max_output_tokens: null,
+    max_tool_calls: null, model: "m", output: [], parallel_tool_calls: true, previous_response_id: null,
+    reasoning: { effort: null, summary: null }, service_tier: "auto", store: true, temperature: 1,
+    text: { format: { type: "text" } }, tool_choice: "auto", tools: [], top_p: 1, truncation: "disabled",
+    usage: null, user: null, metadata: {}, ...more });
+  const failed = { status: "failed", error: { code: "server_error", message: "gone" } };
+  const create = { api: "bg", ok: [200], queued: true }, get = { api: "bg", ok: [200] };
+  assert.equal(judge(json(200, resp(), create)).outcome, "ok");
+  assert.equal(judge(json(200, resp(failed), get)).outcome, "ok");
+  assert.equal(judge(json(200, resp({ status: "cancelled" }), get)).outcome, "ok");
+  const bad = [
+    json(200, resp({ status: "in_progress" }), create),
+    json(200, resp({ background: false }), get),
+    json(200, resp({ status: "failed" }), get),
+    json(200, resp({ ...failed, error: { message: "no code" } }), get),
+    json(200, resp({ status: "completed", error: failed.error }), get),
+    json(200, resp({ status: "done" }), get),
+  ];
+  for (const rec of bad) assert.equal(judge(rec).outcome, "abnormal", rec.text);
+});

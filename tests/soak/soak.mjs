@@ -10,18 +10,33 @@
 //      SIGKILLs, and sandboxd never died;
 //   3. every sandbox created at the e2b fake was deleted, or is tracked in
 //      the store and swept by the reaper; no local sandbox is left. One
-//      exception, checked and counted: a responder killed while its create
-//      was under way leaves a "creating" row with no handle; the reaper
-//      finds that sandbox by its label and deletes it once any create would
-//      have ended (90 s after it began: longer than the soak waits), and
-//      at worst it ends at its provider life (request_timeout + 60 s),
-//      which the row outlives (see orphanRow);
+//      exception, checked and counted: a responder or runner killed while
+//      its create was under way leaves a "creating" row with no handle;
+//      the reaper finds that sandbox by its label and deletes it once any
+//      create would have ended (90 s after it began: longer than the soak
+//      waits), and at worst it ends at its provider life (request_timeout
+//      + 60 s), which the row outlives (see orphanRow). A create its
+//      creator stopped (a background job cancelled during it) leaves the
+//      same row, its owner alive: that one ends at its provider life only;
+//      the row goes at its expiry;
 //   4. PRAGMA integrity_check is ok; the gateway still answers; no
-//      sanitizer report (with SOAK_BUILD=build/asan).
+//      sanitizer report (with SOAK_BUILD=build/asan);
+//   5. background responses (about a tenth of the operations: plain,
+//      with code runs, a few with a slow run, some cancelled after a
+//      random delay; each polled to its end) while the killer SIGKILLs a
+//      runner instead of a responder now and then (a busy one if any):
+//      every job ends (completed, failed, incomplete, cancelled) within
+//      BG_GRACE_S of the load's end, none left queued or in_progress; a
+//      killed runner's job ends failed with an error object, within
+//      BG_KILL_END_S of the kill; a job the reaper failed was a killed
+//      runner's; a job whose cancel answered "cancelled" ends so (or
+//      failed, its runner killed); every runner death in the log is one
+//      of our SIGKILLs. A runner's sandboxes are its pid's, as a
+//      responder's: check 3 covers them.
 // Figures go to stdout as a Markdown section for bench/RESULTS.md.
 //
 // Environment: SOAK_SEED (default 1), SOAK_CONCURRENCY (16), SOAK_KILL_MS
-// (2000), SOAK_BUDGET_S (420: the whole run, set-up to report), SG_BUILD,
+// (2000), SOAK_RUNNERS (background.runners, 4), SOAK_BUDGET_S (420: the whole run, set-up to report), SG_BUILD,
 // SG_START, SG_USER (as for the integration tests), SG_KEEP=1 keeps the
 // stack's directory (it is kept anyway when a check fails), SOAK_DUMP=FILE
 // writes every request and its verdict there.
@@ -47,8 +62,9 @@ const KILL_MS = Number(process.env.SOAK_KILL_MS ?? 2000);
 const FAULT_MS = 1500;          // how often the e2b fake gets its next fault
 const BUDGET_S = Number(process.env.SOAK_BUDGET_S ?? 420);
 const BUILD = process.env.SG_BUILD || "build";
-if (!(N > 0) || !Number.isInteger(SEED) || !(CONC > 0) || !(KILL_MS > 0)) {
-  console.error("usage: soak.mjs [N]  (SOAK_SEED an integer, SOAK_CONCURRENCY and SOAK_KILL_MS > 0)");
+const RUNNERS = Number(process.env.SOAK_RUNNERS ?? 4);
+if (!(N > 0) || !Number.isInteger(SEED) || !(CONC > 0) || !(KILL_MS > 0) || !(RUNNERS > 0 && RUNNERS <= 64)) {
+  console.error("usage: soak.mjs [N]  (SOAK_SEED an integer, SOAK_CONCURRENCY and SOAK_KILL_MS > 0, SOAK_RUNNERS 1-64)");
   process.exit(2);
 }
 
@@ -63,6 +79,11 @@ const SANDBOX_UID_BASE = 1900000000;  // fcgi/master.c: local sandboxes run as t
 // woken by the SIGKILL but not yet scheduled, a responder blocked in
 // accept() takes a connection that arrived meanwhile before it dies.
 const KILL_SLACK_MS = 250;
+const RUNNER_KILL_SHARE = 0.3;  // of the kills, a runner's (when there are runners)
+const BG_GRACE_S = 30;          // after the load, every background job has ended within
+const BG_KILL_END_S = 12;       // a killed runner's job is failed within (the reaper looks every 5 s)
+const BG_TERMINAL = new Set(["completed", "failed", "incomplete", "cancelled"]);
+const RUNNER_GONE = "The gateway stopped while this response was in progress.";  // fcgi/reaper.c
 
 // xorshift32: the plan (which requests, in which order, with which
 // arguments), the kills' victims and the faults' order come from the seed.
@@ -84,6 +105,7 @@ const pick = (r, xs) => xs[Math.floor(r * xs.length)];
 // a code_interpreter request in it, delete). A plan of N requests holds
 // operations worth N requests when all goes well (a failed create skips
 // the rest of its operation; a few sandboxes are left to the reaper).
+// "bg" counts its create only: its polls and its cancel come on top.
 const MIX = [
   ["chat", 10], ["chat-stream", 10], ["resp", 10], ["resp-stream", 9],
   ["followup", 6],
@@ -94,6 +116,7 @@ const MIX = [
   ["fault", 7],
   ["timeout", 3],
   ["drop", 5],
+  ["bg", 11],
 ];
 const TOTAL_W = MIX.reduce((a, [, w]) => a + w, 0);
 const COST = { "sbx": 3, "local-sbx": 3, "local-ci": 3 };
@@ -233,6 +256,11 @@ async function opCi(op, stream) {
   }
 }
 
+// A sandbox the key's cap on kept sandboxes evicts meanwhile (background
+// jobs keep their containers too) is "deleting" for a moment: a run or a
+// delete then is 409, "not ready (deleting)"; after it, 404.
+const EVICTED = 409;
+
 // Sessions: a few ids per key, reused; the code counts its own runs. 429:
 // every kept sandbox of the key is running; 404: a sandbox gone meanwhile.
 async function opSession(op) {
@@ -244,7 +272,7 @@ async function opSession(op) {
   const body = chat ? chatBody("ci-turn", text, { tools: CI, stream, metadata }) :
     respBody("ci-turn", text, { tools: CI, stream, metadata });
   await send("session", "POST", chat ? "/v1/chat/completions" : "/v1/responses", body,
-    { api: chat ? "chat" : "resp", stream, ok: [200, 404, ...SANDBOX_ERRS], errEnd: true, answer: /run \d+|error|Error/ }, key);
+    { api: chat ? "chat" : "resp", stream, ok: [200, 404, EVICTED, ...SANDBOX_ERRS], errEnd: true, answer: /run \d+|error|Error/ }, key);
 }
 
 // The sandbox API: create, run, delete (the delete whatever the run did).
@@ -254,10 +282,10 @@ async function sandboxFlow(prefix, tool, op) {
   const id = c.status === 201 ? c.json?.id : null;
   if (!id) return;
   await send(`${prefix}-run`, "POST", `/v1/sandboxes/${id}/code`, { code: `print(6*7)` },
-    { api: "exec", ok: [200, 404, ...SANDBOX_ERRS], stdout: "42\n" });
+    { api: "exec", ok: [200, 404, EVICTED, ...SANDBOX_ERRS], stdout: "42\n" });
   if (op.b < 0.05) return;   // a few left to the reaper (kept sandboxes live TTL idle seconds)
   await send(`${prefix}-delete`, "DELETE", `/v1/sandboxes/${id}`, undefined,
-    { api: "deleted", ok: [200, 404, 502] });
+    { api: "deleted", ok: [200, 404, EVICTED, 502] });
 }
 
 async function opLocalCode() {
@@ -274,8 +302,8 @@ async function opLocalCi(op) {
   const stream = op.a < 0.5;
   await send("local-ci", "POST", "/v1/responses",
     respBody("ci-primes", "compute", { tools: [{ type: "code_interpreter", container: id }], stream }),
-    { api: "resp", stream, ok: [200, 404, 502, 504], errEnd: true, answer: /30030|Error/ });
-  await send("local-delete", "DELETE", `/v1/sandboxes/${id}`, undefined, { api: "deleted", ok: [200, 404, 502] });
+    { api: "resp", stream, ok: [200, 404, EVICTED, 502, 504], errEnd: true, answer: /30030|Error/ });
+  await send("local-delete", "DELETE", `/v1/sandboxes/${id}`, undefined, { api: "deleted", ok: [200, 404, EVICTED, 502] });
 }
 
 // Upstream faults: status by model name, passed through.
@@ -317,6 +345,60 @@ async function opDrop(op) {
     { api: chat ? "chat" : "resp", stream: true, ok: [200], mustErrEnd: true });
 }
 
+// Background responses: created (answered at once, queued), then polled
+// to their end by a poller of their own, so a worker is not held while the
+// job waits for a runner; some cancelled after a random delay. What each
+// ended as is judged after the run (bgChecks).
+const bgJobs = [];          // { id, kind, t0, cancelAt, cancel, final, polls, t1 }
+const bgPollers = [];
+const bgStop = { at: Infinity };  // set when the load ends: pollers give up at it
+const SLOW_CODE = JSON.stringify({ code: "import time\nfor i in range(5):\n    print('tick', i)\n    time.sleep(0.5)\nprint('slow done')" });
+
+async function opBg(op) {
+  const p = words(op.d);
+  const [kind, body, answer] =
+    op.a < 0.35 ? ["echo", respBody("gpt-test", p), "echo: " + p] :
+    op.a < 0.70 ? ["code", respBody(pick(op.b, ["ci-primes", "ci-primes", "ci-two", "ci-raise"]), "compute", { tools: CI }), /30030|Done|failed|Error|error/] :
+    op.a < 0.80 ? ["slow-code", respBody("ci-args", SLOW_CODE, { tools: CI }), /slow done|Error|error/] :
+    op.a < 0.88 ? ["fault", respBody("fault-500", "x"), null] :
+    ["echo", respBody("gpt-test", p), "echo: " + p];
+  const rec = await send("bg-create", "POST", "/v1/responses", { ...body, background: true },
+    { api: "bg", ok: [200], queued: true });
+  if (!okStatus(rec) || rec.json?.status !== "queued" || !rec.json?.id) return;
+  // A quarter are cancelled, within 3 s: queued, running or ended.
+  const job = { id: rec.json.id, kind, answer, t0: rec.t1, cancelAt: op.c < 0.25 ? rec.t1 + Math.floor(op.b * 3000) : null,
+    cancel: null, cancelTries: 0, final: null, polls: 0, t1: null };
+  bgJobs.push(job);
+  bgPollers.push(pollBg(job));
+}
+
+async function pollBg(job) {
+  let wait = 250;
+  while (now() < bgStop.at) {
+    let pause = wait;
+    if (job.cancelAt !== null && !job.cancel) pause = Math.min(pause, Math.max(0, job.cancelAt - now()));
+    await sleep(pause);
+    if (job.cancelAt !== null && !job.cancel && now() >= job.cancelAt) {
+      if (++job.cancelTries >= 3) job.cancelAt = null;
+      const c = await send("bg-cancel", "POST", `/v1/responses/${job.id}/cancel`, {},
+        { api: "bg", ok: [200, 400] });
+      // Broken by a kill: asked again at the next turn.
+      if (c.status === 200 && c.json?.object === "response" || c.status === 400 && c.json?.error) {
+        job.cancel = { status: c.status, as: c.json.status ?? null, message: c.json.error?.message ?? null, t: c.t1 };
+      }
+      continue;
+    }
+    const g = await send("bg-get", "GET", `/v1/responses/${job.id}`, undefined, { api: "bg", ok: [200] });
+    job.polls++;
+    if (okStatus(g) && g.json?.object === "response" && BG_TERMINAL.has(g.json.status)) {
+      job.final = g.json;
+      job.t1 = g.t1;
+      return;
+    }
+    wait = Math.min(wait * 1.5, 2000);
+  }
+}
+
 const OPS = {
   "chat": (op) => opChat(op, false), "chat-stream": (op) => opChat(op, true),
   "resp": (op) => opResp(op, false), "resp-stream": (op) => opResp(op, true),
@@ -326,6 +408,7 @@ const OPS = {
   "sbx": (op) => sandboxFlow("sbx", "e2b", op),
   "local-code": opLocalCode, "local-sbx": (op) => sandboxFlow("local", "local", op), "local-ci": opLocalCi,
   "fault": opFault, "timeout": opTimeout, "drop": opDrop,
+  "bg": opBg,
 };
 
 // ---------------------------------------------------------------- verdicts
@@ -393,6 +476,19 @@ function outputText(resp) {
     .filter((c) => c.type === "output_text").map((c) => c.text).join("");
 }
 
+// A background response as GET, cancel or the create show it: its own
+// flag, a status it may have, and an error exactly when it failed.
+const BG_STATUSES = new Set(["queued", "in_progress", ...BG_TERMINAL]);
+function judgeBg(o, ex, p) {
+  if (o.object !== "response" || !/^resp_/.test(o.id ?? "")) { p.push(`not a response: ${JSON.stringify(o).slice(0, 120)}`); return; }
+  if (o.background !== true) p.push(`background ${JSON.stringify(o.background)}`);
+  if (!BG_STATUSES.has(o.status)) p.push(`status ${JSON.stringify(o.status)}`);
+  if (ex.queued && o.status !== "queued") p.push(`created as ${o.status}, not queued`);
+  const errOk = o.error !== null && typeof o.error === "object" && typeof o.error.code === "string" && typeof o.error.message === "string";
+  if (o.status === "failed" && !errOk) p.push(`failed with error ${JSON.stringify(o.error)}`);
+  if (o.status !== "failed" && o.error !== null && o.error !== undefined) p.push(`${o.status} with error ${JSON.stringify(o.error)}`);
+}
+
 // The verdict on one record: outcome ("ok", "error", "error-end",
 // "abnormal") and what is wrong with it, if anything.
 function judge(rec) {
@@ -443,6 +539,9 @@ function judge(rec) {
     // A hung run comes back as a result with a TimeoutError.
     else if (o.error === null && o.stdout !== ex.stdout) p.push(`stdout ${JSON.stringify(o.stdout)}`);
     else if (o.error !== null && o.error?.name !== "TimeoutError") p.push(`run error ${JSON.stringify(o.error).slice(0, 120)}`);
+  } else if (ex.api === "bg") {
+    check(p, "response", () => validate("Response", o));
+    judgeBg(o, ex, p);
   } else if (ex.api === "deleted") {
     if (o.object !== "sandbox.deleted" || o.deleted !== true) p.push(`delete ${rec.text.slice(0, 120)}`);
   }
@@ -451,7 +550,8 @@ function judge(rec) {
 
 // ---------------------------------------------------------------- kills, faults, the store
 
-const kills = [];         // { t, pid }
+const kills = [];         // responders: { t, pid }
+const runnerKills = [];   // runners: { t, wall, pid, busy, before, jobs }
 const faultsSet = {};     // fault kind -> times set
 const seen = new Map();   // store row id -> its last state seen { state, kind, tool, owner_pid, handle }
 
@@ -459,14 +559,43 @@ function responders() {
   return stack.processes().responders;
 }
 
+function runners() {
+  return stack.processes().runners ?? [];
+}
+
+// The background jobs running now and their runners' pids.
+async function heldJobs() {
+  const rows = await sql("SELECT id, runner FROM bg WHERE status = 'in_progress'");
+  return rows.map((r) => ({ id: r.id, pid: Number(/:(\d+):\d+$/.exec(r.runner ?? "")?.[1] ?? 0) }));
+}
+
+// A runner, a busy one when there is one; what it held just before and
+// just after the kill (after: what it died with, until the reaper fails
+// it; before: in case the reaper was quicker than this look).
+async function killRunner(x) {
+  const before = await heldJobs().catch(() => []);
+  const rs = runners();
+  const busy = rs.filter((pid) => before.some((h) => h.pid === pid));
+  if (rs.length === 0) return false;
+  const pid = pick(x, busy.length ? busy : rs);
+  const t = now(), wall = Date.now();
+  try { process.kill(pid, "SIGKILL"); } catch { return false; }
+  const after = await heldJobs().catch(() => []);
+  runnerKills.push({ t, wall, pid, busy: busy.length > 0,
+    before: before.filter((h) => h.pid === pid).map((h) => h.id), jobs: after.filter((h) => h.pid === pid).map((h) => h.id) });
+  return true;
+}
+
 async function killLoop(stop, seed) {
   const r = rng(seed ^ 0x5eed);
   while (!stop.done) {
     await sleep(KILL_MS * (0.8 + 0.4 * r()));
     if (stop.done) break;
+    const which = r(), x = r();
+    if (which < RUNNER_KILL_SHARE && await killRunner(x)) continue;
     const rs = responders();
     if (rs.length === 0) continue;
-    const pid = pick(r(), rs);
+    const pid = pick(x, rs);
     const t = now();
     try {
       process.kill(pid, "SIGKILL");
@@ -513,14 +642,29 @@ async function storeLoop(stop) {
   }
 }
 
-const killedPids = () => new Set(kills.map((k) => k.pid));
+const killedPids = () => new Set([...kills, ...runnerKills].map((k) => k.pid));
+// Creates their creator gave up on (a cancelled background job stops its
+// create; a timeout): the row is left "creating", no handle, with its
+// owner alive, as a killed creator's is; the provider may have made it.
+let abandoned = new Set();
+function findAbandoned() {
+  abandoned = new Set([...stack.log().matchAll(/event=sandbox_create_failed id=(cntr_[0-9a-f]+) [^\n]*reason=(stopped|timeout)/g)].map((m) => m[1]));
+}
 // A row left "creating" by a responder we killed in the middle of a
 // create: the provider may have made the sandbox, with no handle for
 // anyone to delete it by; the provider ends it at its life's end.
-const orphanRow = (row) => row && row.state === "creating" && !row.handle && killedPids().has(row.owner_pid);
+const orphanRow = (row) => row && row.state === "creating" && !row.handle && (killedPids().has(row.owner_pid) || abandoned.has(row.id));
 
 // Local sandboxes are processes of uids from SANDBOX_UID_BASE, in a
-// cgroup named after their sandbox (when sandboxd has cgroups).
+// cgroup named after their sandbox (when sandboxd has cgroups), under the
+// cgroup of this gateway's sandboxd: other gateways on the machine (other
+// people's tests) have theirs too, not ours to count.
+let ourCgroup = null;   // "sandgate-UID-HEX", from sandboxd's first lines
+function findOurCgroup() {
+  const m = /sandgate: sandboxd: limits: cgroup [^\n]* under (\S+)/.exec(stack.log());
+  ourCgroup = m ? m[1].split("/").pop() : null;
+  return ourCgroup !== null || /sandgate: sandboxd: limits: no cgroup/.test(stack.log());
+}
 function localSandboxProcs() {
   const out = [];
   for (const d of fs.readdirSync("/proc")) {
@@ -529,7 +673,9 @@ function localSandboxProcs() {
       const st = fs.readFileSync(`/proc/${d}/status`, "utf8");
       const uid = Number(/^Uid:\s+(\d+)/m.exec(st)?.[1]);
       if (uid < SANDBOX_UID_BASE) continue;
-      const sbx = /\/(cntr_[0-9a-f]+)$/m.exec(fs.readFileSync(`/proc/${d}/cgroup`, "utf8"))?.[1] ?? null;
+      const cg = fs.readFileSync(`/proc/${d}/cgroup`, "utf8");
+      if (ourCgroup && !cg.includes(`/${ourCgroup}/`)) continue;
+      const sbx = /\/(cntr_[0-9a-f]+)$/m.exec(cg)?.[1] ?? null;
       out.push({ pid: Number(d), uid, sbx, comm: fs.readFileSync(`/proc/${d}/comm`, "utf8").trim() });
     } catch { /* gone */ }
   }
@@ -549,6 +695,92 @@ function table(head, rows) {
   return [line(head), line(head.map(() => "---")), ...rows.map(line)].join("\n");
 }
 
+// ---------------------------------------------------------------- background: the verdicts
+
+// After the grace: every job ended, each as it should; the figures.
+async function bgChecks(fail, loadEndWall) {
+  const rows = await sql("SELECT id, status, error, cancel, created_ms, started_ms, ended_ms FROM bg");
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  // Jobs a killed runner held: as it died (jobs), or just before (when
+  // the reaper was quicker than our look after).
+  const killedJob = new Map();   // id -> the kill
+  for (const k of runnerKills) for (const id of new Set([...k.jobs, ...k.before])) {
+    const row = byId.get(id);
+    // Held before the kill but finished by the runner before it: not the kill's.
+    if (!k.jobs.includes(id) && row?.ended_ms && row.ended_ms < k.wall) continue;
+    if (!k.jobs.includes(id) && row?.status !== "failed") continue;
+    killedJob.set(id, k);
+  }
+  const f = { created: bgJobs.length, ended: {}, unended: 0, killedJobs: 0, killToEnd: [], failedOther: {},
+    cancels: { asked: 0, cancelled: 0, refused: 0, other: 0 }, polls: 0, lifeMs: [], waitMs: [], afterLoadMs: 0 };
+  const failedBy = (o) => o.error?.message === RUNNER_GONE;
+  for (const job of bgJobs) {
+    f.polls += job.polls;
+    const row = byId.get(job.id);
+    const o = job.final;
+    if (!o) {
+      f.unended++;
+      fail(`background ${job.kind} ${job.id}: not ended ${BG_GRACE_S} s after the load (store: ${row?.status ?? "no row"})`);
+      continue;
+    }
+    f.ended[o.status] = (f.ended[o.status] ?? 0) + 1;
+    if (row?.status !== o.status) fail(`background ${job.id}: GET showed ${o.status}, the store has ${row?.status}`);
+    if (row?.ended_ms) {
+      f.lifeMs.push(row.ended_ms - row.created_ms);
+      f.afterLoadMs = Math.max(f.afterLoadMs, row.ended_ms - loadEndWall);
+    }
+    if (row?.started_ms) f.waitMs.push(row.started_ms - row.created_ms);
+    const kill = killedJob.get(job.id);
+    if (job.cancel) {
+      f.cancels.asked++;
+      if (job.cancel.status === 200 && job.cancel.as === "cancelled") f.cancels.cancelled++;
+      else if (job.cancel.status === 400) f.cancels.refused++;
+      else f.cancels.other++;
+    }
+    // What it must have ended as.
+    if (kill) {
+      f.killedJobs++;
+      if (o.status !== "failed" || !failedBy(o) || o.error?.code !== "server_error") {
+        fail(`background ${job.id}: its runner ${kill.pid} was killed, it ended ${o.status} ${JSON.stringify(o.error)}`);
+      } else if (row?.ended_ms) {
+        f.killToEnd.push(row.ended_ms - kill.wall);
+        if (row.ended_ms - kill.wall > BG_KILL_END_S * 1000) fail(`background ${job.id}: failed ${row.ended_ms - kill.wall} ms after its runner's kill`);
+      }
+      continue;
+    }
+    if (failedBy(o)) { fail(`background ${job.id}: failed as if its runner died, but we killed none of its`); continue; }
+    if (job.cancel?.status === 200) {
+      if (o.status !== job.cancel.as) fail(`background ${job.id}: the cancel answered ${job.cancel.as}, it ended ${o.status}`);
+      continue;
+    }
+    if (job.cancel?.status === 400) {
+      const m = /^Cannot cancel a (\w+) response\.$/.exec(job.cancel.message ?? "");
+      if (!m || m[1] !== o.status) fail(`background ${job.id}: the cancel answered "${job.cancel.message}", it ended ${o.status}`);
+    }
+    if (o.status === "cancelled") { fail(`background ${job.id}: cancelled, never asked to`); continue; }
+    const text = outputText(o);
+    if (job.kind === "echo" && !(o.status === "completed" && text === job.answer)) {
+      fail(`background echo ${job.id}: ${o.status} ${JSON.stringify(text).slice(0, 80)} ${JSON.stringify(o.error)}`);
+    } else if (job.kind === "fault" && o.status !== "failed") {
+      fail(`background fault ${job.id}: ${o.status}, not failed`);
+    } else if (job.kind.endsWith("code") && !(o.status === "completed" && job.answer.test(text) || o.status === "failed")) {
+      fail(`background ${job.kind} ${job.id}: ${o.status} ${JSON.stringify(text).slice(0, 120)}`);
+    }
+    if (o.status === "failed") {
+      const why = `${job.kind}: ${o.error?.message?.slice(0, 60)}`;
+      f.failedOther[why] = (f.failedOther[why] ?? 0) + 1;
+    }
+  }
+  // Every job in the store ended, those whose create answer a kill broke too.
+  for (const r of rows) if (!BG_TERMINAL.has(r.status)) fail(`background ${r.id}: ${r.status} in the store after the grace`);
+  f.storeRows = rows.length;
+  // The reaper failed only killed runners' jobs.
+  const reaped = [...stack.log().matchAll(/event=background id=(\S+) status=failed reason=runner_gone/g)].map((m) => m[1]);
+  for (const id of reaped) if (!killedJob.has(id)) fail(`the reaper failed background ${id}, not a job of a runner we killed`);
+  f.reaped = reaped.length;
+  return f;
+}
+
 // ---------------------------------------------------------------- main
 
 async function main() {
@@ -564,9 +796,11 @@ async function main() {
     sessions: `ttl = ${TTL};`,
     keys: `{ name = "soak"; key_sha256 = "${crypto.createHash("sha256").update(SOAK_KEY).digest("hex")}"; max_concurrent = 64; }`,
     models: (m) => [m("soak-slowstream", "slowstream-2", "timeout = 1;"), m("soak-drop1", "drop-1")].join(",\n  "),
+    top: `background: { runners = ${RUNNERS}; };`,
   });
+  await waitFor(findOurCgroup, "sandboxd's limits in the log", 10000).catch(() => {});
   const started = now();
-  console.error(`soak: N=${N} seed=${SEED} concurrency=${CONC} build=${BUILD} stack in ${stack.dir}`);
+  console.error(`soak: N=${N} seed=${SEED} concurrency=${CONC} runners=${RUNNERS} build=${BUILD} stack in ${stack.dir}`);
 
   // The run: CONC workers take the plan's operations in order.
   const stop = { done: false };
@@ -575,9 +809,9 @@ async function main() {
   const worker = async () => {
     while (next < ops.length) {
       // Stop issuing when the time budget runs short: the checks need time.
-      if (Date.now() > deadline - (TTL + REAP_EVERY + 60) * 1000) { late = true; return; }
+      if (Date.now() > deadline - (TTL + REAP_EVERY + 60 + BG_GRACE_S) * 1000) { late = true; return; }
       const op = ops[next++];
-      if (++issued % 250 === 0) console.error(`soak: ${issued}/${ops.length} operations, ${records.length} requests, ${kills.length} kills, ${now() / 1000 | 0} s`);
+      if (++issued % 250 === 0) console.error(`soak: ${issued}/${ops.length} operations, ${records.length} requests, ${kills.length}+${runnerKills.length} kills, ${bgJobs.length} background, ${now() / 1000 | 0} s`);
       await OPS[op.kind](op);
     }
   };
@@ -587,6 +821,11 @@ async function main() {
   const runMs = now() - started;
   if (late) fail(`time budget: only ${issued} of ${ops.length} operations issued in ${(runMs / 1000).toFixed(0)} s`);
   await stack.fakeHook("e2b", "faults", {});
+  // 5. The background jobs end within BG_GRACE_S of the load's end.
+  const loadEndWall = Date.now();
+  bgStop.at = now() + BG_GRACE_S * 1000;
+  await Promise.all(bgPollers);
+  const bg = await bgChecks(fail, loadEndWall);
   const endOfRun = await stack.fakeHook("e2b", "stats");
   await snapshotStore();
 
@@ -646,6 +885,7 @@ async function main() {
   const sweepStart = now();
   let rows = [], stats = endOfRun, locals = [];
   const settled = async () => {
+    findAbandoned();
     rows = await snapshotStore();
     stats = await stack.fakeHook("e2b", "stats");
     locals = localSandboxProcs();
@@ -664,14 +904,18 @@ async function main() {
   }
   // Every sandbox the fake made: deleted, or an orphan of a kill mid-create
   // (still live at the fake, or ended there by its life).
-  const fates = { deleted: 0, orphanLive: 0, orphanExpired: 0, leaked: 0 };
+  findAbandoned();
+  const fates = { deleted: 0, orphanLive: 0, orphanExpired: 0, orphanStopped: 0, leaked: 0 };
   const liveSet = new Set(stats.live), expiredSet = new Set(stats.expired);
   for (const [id, info] of Object.entries(stats.history)) {
     const sg = info.metadata?.sandgate_id;
     const row = seen.get(sg);
     const bounded = info.timeout <= REQUEST_TIMEOUT + 60;
     if (!liveSet.has(id) && !expiredSet.has(id)) fates.deleted++;
-    else if (orphanRow(row) && bounded) fates[liveSet.has(id) ? "orphanLive" : "orphanExpired"]++;
+    else if (orphanRow(row) && bounded) {
+      fates[liveSet.has(id) ? "orphanLive" : "orphanExpired"]++;
+      if (abandoned.has(sg)) fates.orphanStopped++;
+    }
     else {
       fates.leaked++;
       fail(`e2b sandbox ${id} (${sg}) ${liveSet.has(id) ? "still live" : "expired at the fake"}; last store row seen: ${JSON.stringify(row ?? null)}`);
@@ -694,13 +938,22 @@ async function main() {
   const log = stack.log();
   const deaths = [...log.matchAll(/sandgate: responder (\d+) died \((signal|exit) (\d+)\)/g)]
     .map((m) => ({ pid: Number(m[1]), how: m[2], code: Number(m[3]) }));
-  const killed = killedPids();
+  const killed = new Set(kills.map((k) => k.pid));
   for (const d of deaths) {
     if (!(d.how === "signal" && d.code === 9 && killed.has(d.pid))) fail(`responder ${d.pid} died on its own (${d.how} ${d.code})`);
   }
   const unlogged = kills.filter((k) => !deaths.some((d) => d.pid === k.pid));
   if (unlogged.length) fail(`${unlogged.length} of our kills never showed as a death in the log: ${unlogged.map((k) => k.pid).join(" ")}`);
   for (const m of log.matchAll(/sandgate: sandboxd (died|exited)[^\n]*/g)) fail(`sandboxd: ${m[0]}`);
+  // The same for the runners: every death one of our SIGKILLs.
+  const runnerDeaths = [...log.matchAll(/sandgate: runner (\d+) died \((signal|exit) (\d+)\)/g)]
+    .map((m) => ({ pid: Number(m[1]), how: m[2], code: Number(m[3]) }));
+  const runnerKilled = new Set(runnerKills.map((k) => k.pid));
+  for (const d of runnerDeaths) {
+    if (!(d.how === "signal" && d.code === 9 && runnerKilled.has(d.pid))) fail(`runner ${d.pid} died on its own (${d.how} ${d.code})`);
+  }
+  const runnerUnlogged = runnerKills.filter((k) => !runnerDeaths.some((d) => d.pid === k.pid));
+  if (runnerUnlogged.length) fail(`${runnerUnlogged.length} of our runner kills never showed as a death in the log: ${runnerUnlogged.map((k) => k.pid).join(" ")}`);
   const cut = (log.match(/perhaps the fastcgi process died/g) ?? []).length;
 
   // 4. The store is sound; no sanitizer spoke.
@@ -733,7 +986,8 @@ async function main() {
   const cmd = `${process.env.SOAK_SEED ? `SOAK_SEED=${SEED} ` : ""}${BUILD !== "build" ? `SOAK_BUILD=${BUILD} ` : ""}sh tests/soak/run.sh ${N}`;
   const order = ["chat", "chat-stream", "resp", "resp-stream", "followup", "ci-e2b", "ci-e2b-stream", "session",
     "sbx-create", "sbx-run", "sbx-delete", "local-code", "local-create", "local-run", "local-ci", "local-delete",
-    "upstream-fault", "upstream-timeout", "upstream-timeout-stream", "upstream-drop", "upstream-drop-stream"];
+    "upstream-fault", "upstream-timeout", "upstream-timeout-stream", "upstream-drop", "upstream-drop-stream",
+    "bg-create", "bg-get", "bg-cancel"];
   const classes = [...byClass.keys()].sort((a, b) => order.indexOf(a) - order.indexOf(b));
   const total = { n: 0, ok: 0, error: 0, errorEnd: 0, killed: 0, bad: 0, ms: [] };
   for (const c of byClass.values()) for (const k of Object.keys(total)) total[k] = k === "ms" ? total.ms.concat(c.ms) : total[k] + c[k];
@@ -743,7 +997,7 @@ async function main() {
   const out = [];
   out.push(`### Soak: ${N} requests (${records.length} sent in ${issued} operations), seed ${SEED}, ${failures.length ? "FAILED" : "passed"}`);
   out.push("");
-  out.push(`\`${cmd}\` — ${commit ? `commit ${commit}, ` : ""}${BUILD}, ${os.cpus().length} cores, concurrency ${CONC}, a responder SIGKILLed every ~${KILL_MS / 1000} s; ` +
+  out.push(`\`${cmd}\` — ${commit ? `commit ${commit}, ` : ""}${BUILD}, ${os.cpus().length} cores, concurrency ${CONC}, a responder (or, one time in ${Math.round(1 / RUNNER_KILL_SHARE)}, a background runner of ${RUNNERS}) SIGKILLed every ~${KILL_MS / 1000} s; ` +
     `${new Date().toISOString().slice(0, 10)}. Run ${(runMs / 1000).toFixed(1)} s, sweep wait ${(sweepMs / 1000).toFixed(1)} s, ` +
     `whole soak ${elapsed.toFixed(1)} s.`);
   out.push("");
@@ -762,7 +1016,8 @@ async function main() {
     ["e2b sandboxes created / deleted", `${Object.keys(stats.history).length} / ${fates.deleted}`],
     ["e2b sandboxes live at the end of the run, then swept by the reaper", `${liveAtEnd} → ${stats.live.length}`],
     ["sandboxes the reaper deleted (log, whole soak)", reaperLines.reduce((a, b) => a + b, 0)],
-    ["e2b orphans of a kill mid-create (row \"creating\", no handle: the reaper deletes them by their label 90 s after the create began, later than this soak looks)", `${fates.orphanLive} live, ${fates.orphanExpired} expired`],
+    ["e2b orphans of a kill or a cancel mid-create (row \"creating\", no handle: the reaper deletes a dead creator's by their label 90 s after the create began, later than this soak looks; a cancelled one's ends at its life)",
+      `${fates.orphanLive} live, ${fates.orphanExpired} expired; ${fates.orphanStopped} of them a create stopped by a cancel`],
     ["e2b sandboxes leaked", fates.leaked],
     ["local sandboxes made (answers of /v1/code and of local creates)",
       records.filter((r) => (r.cls === "local-code" && r.status === 200) || (r.cls === "local-create" && r.status === 201)).length],
@@ -770,6 +1025,23 @@ async function main() {
       `${new Set(locals.map((p) => p.sbx)).size} (${locals.length} processes) / ${afterStop}`],
     ["PRAGMA integrity_check", integrity],
     ["sanitizer reports", san.length],
+  ]));
+  out.push("");
+  const ms = (xs) => xs.length ? `${Math.round(quantile(xs, 0.5))} / ${Math.round(quantile(xs, 0.99))} / ${Math.max(...xs)} ms` : "-";
+  out.push(table(["background responses", "value"], [
+    ["created (answered queued) / jobs in the store", `${bg.created} / ${bg.storeRows}`],
+    ["ended: by status", Object.entries(bg.ended).sort().map(([k, n]) => `${k}×${n}`).join(" ") || "-"],
+    [`not ended ${BG_GRACE_S} s after the load (queued or in_progress)`, bg.unended],
+    ["runners SIGKILLed by us (busy / idle); runner deaths in the log (all signal 9, all ours)",
+      `${runnerKills.length} (${runnerKills.filter((k) => k.busy).length} / ${runnerKills.filter((k) => !k.busy).length}); ${runnerDeaths.length}`],
+    ["jobs of a killed runner: failed with its error / failed by the reaper (log)", `${bg.killedJobs} / ${bg.reaped}`],
+    ["kill → job failed, p50 / p99 / max", ms(bg.killToEnd)],
+    ["other failures (kind: message × n)", Object.entries(bg.failedOther).sort().map(([k, n]) => `${k} ×${n}`).join("; ") || "-"],
+    ["cancels: asked / answered cancelled / refused (already ended) / other", `${bg.cancels.asked} / ${bg.cancels.cancelled} / ${bg.cancels.refused} / ${bg.cancels.other}`],
+    ["created → started (queue wait), p50 / p99 / max", ms(bg.waitMs)],
+    ["created → ended, p50 / p99 / max", ms(bg.lifeMs)],
+    ["last job ended after the load's end", `${(bg.afterLoadMs / 1000).toFixed(1)} s`],
+    ["polls (GET /v1/responses/{id})", bg.polls],
   ]));
   if (failures.length) {
     out.push("");

@@ -290,6 +290,18 @@ cancel_running(void **state)
 	assert_int_equal(sg_store_bg_cancelled(fx->st, id, job.runner, &cancel),
 	    SG_STORE_OK);
 	assert_int_equal(cancel, 1);
+	/* Its runner ends it with the stream's last snapshot, which says
+	 * why the stream stopped: a cancelled response has no error. */
+	assert_int_equal(sg_store_bg_finish(fx->st, id, job.runner, "cancelled",
+	    "{\"id\":\"x\",\"status\":\"failed\",\"output\":[],\"error\":"
+	    "{\"code\":\"server_error\",\"message\":\"gone\"}}", NULL),
+	    SG_STORE_OK);
+	assert_int_equal(sg_bg_get(fx->st, id, &req, &c.out, &err), 1);
+	r = answered(&c, 200);
+	assert_string_equal(json_string_value(json_object_get(r, "status")),
+	    "cancelled");
+	assert_true(json_is_null(json_object_get(r, "error")));
+	json_decref(r);
 	sg_store_bg_clear(&job);
 }
 
