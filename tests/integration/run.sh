@@ -32,10 +32,12 @@ run() {
 pg_tests="sessions conversation sandboxes containers files
 code-output-files audit-files warm-pool metrics pool lifecycle migrate
 ledger limits usage-api usage-exact keys-api cli-keys requests-api console console-api
-conversations-api resume"
+conversations-api resume background"
 for p in $passes; do
 	case $p in
-	root) run SG_START=binpath SG_BUILD=build SG_USER="$user" ;;
+	# The 5-minute background run through nginx (background.test.mjs,
+	# SG_SLOW) once, in this pass.
+	root) run SG_START=binpath SG_BUILD=build SG_USER="$user" SG_SLOW=1 ;;
 	listen) run SG_START=listen SG_BUILD=build/asan SG_USER="$user" ;;
 	pg)
 		pgdir=$(mktemp -d "${TMPDIR:-/tmp}/sgpg-XXXXXX")
