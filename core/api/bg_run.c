@@ -90,12 +90,12 @@ job_request(const struct sg_cfg *cfg, const struct sg_store_bg *job,
 {
 	json_t *body = json_loads(job->body != NULL ? job->body : "", 0, NULL);
 
+	memset(req, 0, sizeof(*req));	/* req->body freed on every path */
 	if (!json_is_object(body)) {
 		json_decref(body);
 		return -1;
 	}
 	json_object_set_new(body, "stream", json_true());
-	memset(req, 0, sizeof(*req));
 	snprintf(uri, urisz, "%s/v1/responses", cfg->server.mount_prefix);
 	req->method = "POST";
 	req->uri = uri;
