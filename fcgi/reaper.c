@@ -16,6 +16,7 @@
 #include <curl/curl.h>
 
 #include "fcgi.h"
+#include "../core/api/bg_api.h"
 #include "../core/api/bg_run.h"
 #include "../core/api/gateway.h"
 #include "../core/state/ledger.h"
@@ -86,7 +87,8 @@ fail_orphan(void *arg, const struct sg_store_bg_hold *h)
 	    sg_proc_start((int)h->pid) == h->start)
 		return 0;
 	if (sg_store_bg_finish(env->store, h->id, h->runner, "failed", NULL,
-	    STOPPED_ERROR) == SG_STORE_OK)
+	    STOPPED_ERROR) == SG_STORE_OK &&
+	    sg_bg_end_stream(env->store, h->id) == 0)
 		fprintf(stderr, "event=background id=%s status=failed "
 		    "reason=runner_gone\n", h->id);
 	return 0;

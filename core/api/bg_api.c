@@ -326,3 +326,53 @@ sg_bg_cancel(struct sg_store *st, const char *id, const struct sg_req *req,
 	sg_store_bg_clear(&job);
 	return rc;
 }
+
+/* sg_store_ev_list's fn: whether the last event ends the stream. */
+static int
+ends_stream(void *arg, const struct sg_store_ev *e)
+{
+	json_t *ev = json_loads(e->event, 0, NULL);
+	const char *type = json_string_value(json_object_get(ev, "type"));
+
+	*(int *)arg = type != NULL && (strcmp(type, "response.completed") == 0 ||
+	    strcmp(type, "response.failed") == 0 ||
+	    strcmp(type, "response.incomplete") == 0);
+	json_decref(ev);
+	return 0;
+}
+
+int
+sg_bg_end_stream(struct sg_store *st, const char *id)
+{
+	struct sg_store_bg job;
+	struct sg_store_ev ev = { 0, NULL };
+	json_t *r = NULL, *e;
+	int64_t last = -1;
+	int ended = 0, rc = -1;
+
+	if (sg_store_bg_get(st, id, NULL, &job) != SG_STORE_OK)
+		return -1;
+	if (strcmp(job.status, "failed") != 0) {
+		rc = 0;
+		goto out;
+	}
+	if (sg_store_ev_last(st, id, NULL, &last) != SG_STORE_OK ||
+	    sg_store_ev_list(st, id, NULL, last - 1, 1, ends_stream, &ended) !=
+	    SG_STORE_OK || (!ended && (r = sg_bg_response(st, &job)) == NULL))
+		goto out;
+	rc = 0;
+	if (ended)
+		goto out;
+	e = json_pack("{s:s,s:I,s:o}", "type", "response.failed",
+	    "sequence_number", (json_int_t)(last + 1), "response", r);
+	ev.seq = last + 1;
+	ev.event = e != NULL ? json_dumps(e, JSON_COMPACT) : NULL;
+	json_decref(e);
+	if (ev.event == NULL || sg_store_ev_append(st, id, job.tenant, &ev, 1,
+	    NULL) != SG_STORE_OK)
+		rc = -1;
+	free((char *)ev.event);
+out:
+	sg_store_bg_clear(&job);
+	return rc;
+}

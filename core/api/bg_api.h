@@ -39,6 +39,12 @@ int	 sg_bg_get(struct sg_store *, const char *id, const struct sg_req *,
 int	 sg_bg_cancel(struct sg_store *, const char *id, const struct sg_req *,
 	    struct sg_out *, struct sg_error *);
 
+/* A job that ended failed with its kept stream not ended (it failed
+ * before its stream began, or its runner died): response.failed added,
+ * so a follower is told as a live client would be. 0, or -1 when the
+ * store failed. */
+int	 sg_bg_end_stream(struct sg_store *, const char *id);
+
 /* New reference: a job's response as a client sees it now: its snapshot
  * (the job's body's head when none yet) with its status and error, and
  * the output items its stream has finished so far. NULL when out of

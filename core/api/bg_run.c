@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "bg_api.h"
 #include "bg_out.h"
 #include "bg_run.h"
 #include "gw_int.h"
@@ -153,6 +154,8 @@ finish(struct sg_store *st, const struct sg_store_bg *job, struct sg_bgo *b,
 	    job->runner, status, sg_bgo_snapshot(b), error) == SG_STORE_ERROR;
 	    i++)
 		usleep(FLUSH_PAUSE_US);
+	if (strcmp(status, "failed") == 0)
+		sg_bg_end_stream(st, job->id);
 	fprintf(stderr, "event=background id=%s status=%s\n", job->id, status);
 	free(error);
 }
@@ -163,7 +166,9 @@ fail(struct sg_store *st, const struct sg_store_bg *job, const char *message)
 {
 	char *error = error_text("server_error", message);
 
-	sg_store_bg_finish(st, job->id, job->runner, "failed", NULL, error);
+	if (sg_store_bg_finish(st, job->id, job->runner, "failed", NULL,
+	    error) == SG_STORE_OK)
+		sg_bg_end_stream(st, job->id);
 	fprintf(stderr, "event=background id=%s status=failed\n", job->id);
 	free(error);
 }
