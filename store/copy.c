@@ -52,6 +52,9 @@ static const struct table {
 	    "sssssssnsnnns" },
 	{ "resp_events", "response_id, seq, tenant, event, created_ms",
 	    "snssn" },
+	{ "mcp_sessions", "id, tenant, version, client, created_ms, used_ms",
+	    "ssssnn" },
+	{ "mcp_cancels", "session, request, at_ms", "ssn" },
 };
 
 #define NTABLES	(sizeof(tables) / sizeof(tables[0]))

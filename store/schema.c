@@ -118,6 +118,26 @@
  * bg_queue serves the claim's pick and the counts, bg_tenant its count of
  * a tenant's running jobs, bg_ended the prune.
  */
+/*
+ * 13 -> 14, both dialects: the MCP server's transport sessions (their
+ * sandbox is a sticky session's, in sessions) and the requests their
+ * clients cancelled; mcp_idle serves the prune.
+ */
+#define STEP_MCP(INT, ROWID) \
+	"CREATE TABLE mcp_sessions (" ROWID \
+	"  id TEXT PRIMARY KEY," \
+	"  tenant TEXT NOT NULL," \
+	"  version TEXT NOT NULL," \
+	"  client TEXT," \
+	"  created_ms " INT " NOT NULL," \
+	"  used_ms " INT " NOT NULL);" \
+	"CREATE INDEX mcp_idle ON mcp_sessions(used_ms);" \
+	"CREATE TABLE mcp_cancels (" ROWID \
+	"  session TEXT NOT NULL," \
+	"  request TEXT NOT NULL," \
+	"  at_ms " INT " NOT NULL," \
+	"  PRIMARY KEY (session, request));"
+
 #define STEP_BACKGROUND(INT, ROWID) \
 	"CREATE TABLE bg (" ROWID \
 	"  id TEXT PRIMARY KEY," \
@@ -280,6 +300,8 @@ static const char *const sqlite_steps[] = {
 	STEP_CONVERSATIONS("INTEGER", ""),
 	/* 12 -> 13 */
 	STEP_BACKGROUND("INTEGER", ""),
+	/* 13 -> 14 */
+	STEP_MCP("INTEGER", ""),
 };
 
 
@@ -395,6 +417,8 @@ static const char *const pg_steps[] = {
 	STEP_CONVERSATIONS("BIGINT", "  rowid BIGSERIAL,"),
 	/* 12 -> 13 */
 	STEP_BACKGROUND("BIGINT", "  rowid BIGSERIAL,"),
+	/* 13 -> 14 */
+	STEP_MCP("BIGINT", "  rowid BIGSERIAL,"),
 };
 
 #define NSTEPS(a)	((int)(sizeof(a) / sizeof((a)[0])))

@@ -19,7 +19,7 @@ enum sg_store_rc {
 	SG_STORE_THEIRS = -5,	/* it exists, but another tenant's */
 };
 
-#define SG_STORE_SCHEMA_VERSION 13
+#define SG_STORE_SCHEMA_VERSION 14
 #define SG_STORE_BOX_MAX 63	/* bytes of a box name */
 
 struct sg_store;

@@ -14,7 +14,7 @@
 
 static const char *const top_keys[] = { "server", "store", "auth", "models",
 	"sandbox_tools", "interception", "sessions", "responses", "files",
-	"usage", "console", "background", NULL };
+	"usage", "console", "background", "mcp", NULL };
 
 /* Element i of the list at path: where a duplicate is reported. */
 static const config_setting_t *
@@ -56,12 +56,15 @@ set_defaults(struct sg_cfg *cfg)
 	cfg->usage.traces = 7 * 86400;
 	cfg->console.enabled = 1;
 	cfg->console.path = strdup("/console/");
+	cfg->mcp.enabled = 1;
+	cfg->mcp.path = strdup("/mcp");
 	cfg->background.runners = 2;
 	cfg->background.max_per_key = 4;
 	cfg->server.mount_prefix = strdup("");
 	cfg->store.path = strdup("/var/lib/sandgate/sandgate.db");
 	cfg->interception.tool_name = strdup("litellm_code_execution");
 	return cfg->server.mount_prefix && cfg->store.path && cfg->console.path &&
+	    cfg->mcp.path &&
 	    cfg->interception.tool_name ? 0 : -1;
 }
 
@@ -144,7 +147,7 @@ static int
 validate(struct sg_cfgld *ld, const config_t *lc)
 {
 	if (unique_names(ld, lc) == -1 || key_tools(ld, lc) == -1 ||
-	    interception_tool(ld, lc) == -1 ||
+	    interception_tool(ld, lc) == -1 || sg_cfgld_mcp_tool(ld, lc) == -1 ||
 	    sg_cfgld_admins_apart(ld, lc) == -1)
 		return -1;
 	if (ld->cfg->interception.tool_name[0] == '\0')
@@ -201,6 +204,7 @@ load_root(struct sg_cfgld *ld, const config_t *lc)
 		{ "usage", sg_cfgld_usage, 1 },
 		{ "console", sg_cfgld_console, 1 },
 		{ "background", sg_cfgld_background, 1 },
+		{ "mcp", sg_cfgld_mcp, 1 },
 	};
 	config_setting_t *s;
 	size_t i;
@@ -357,6 +361,8 @@ sg_cfg_free(struct sg_cfg *cfg)
 	free(cfg->interception.tool_name);
 	free(cfg->files.dir);
 	free(cfg->console.path);
+	free(cfg->mcp.path);
+	free(cfg->mcp.sandbox_tool);
 	free(cfg->path);
 	free(cfg);
 }

@@ -149,6 +149,11 @@ struct sg_cfg {
 		int	 max_per_key;	/* a key's jobs running at once; 0:
 					 * no cap */
 	} background;
+	struct {
+		int	 enabled;	/* served when there is a sandbox tool */
+		char	*path;		/* "/mcp": under mount_prefix */
+		char	*sandbox_tool;	/* default interception.sandbox_tool */
+	} mcp;
 	/* "file:line: ..." for unknown keys and unresolved secrets: warnings
 	 * at start, errors for `sandgate check-config`. */
 	char	**warnings;

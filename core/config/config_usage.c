@@ -2,7 +2,8 @@
  * The settings of what keys spend (design §3.6): the limits of a key and
  * their defaults (auth.limits), the admin keys, the prices of models and
  * sandbox tools, how long the ledger and the traces are kept, where the
- * operator's console is served, and how background responses run.
+ * operator's console is served, how background responses run, and the
+ * MCP server.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@ static const char *const tool_price_keys[] = { "per_session", "per_hour",
 static const char *const usage_keys[] = { "retention", "traces", NULL };
 static const char *const console_keys[] = { "enabled", "path", NULL };
 static const char *const background_keys[] = { "runners", "max_per_key",
+	NULL };
+static const char *const mcp_keys[] = { "enabled", "path", "sandbox_tool",
 	NULL };
 
 /* A number (integer or float) in [0, max]: *set when present. */
@@ -234,6 +237,72 @@ sg_cfgld_background(struct sg_cfgld *ld, const config_setting_t *g)
 	return sg_cfgld_int(ld, g, "runners", &ld->cfg->background.runners, 0,
 	    64) == -1 || sg_cfgld_int(ld, g, "max_per_key",
 	    &ld->cfg->background.max_per_key, 0, 100000) == -1 ? -1 : 0;
+}
+
+/*
+ * mcp.path: an absolute path of plain segments, no trailing "/", not
+ * under /v1/ nor the probes': matched exactly (the transport has one
+ * endpoint).
+ */
+static int
+mcp_path_ok(const char *p)
+{
+	size_t n = strlen(p);
+
+	if (n < 2 || p[0] != '/' || p[n - 1] == '/' || n > 64 ||
+	    strstr(p, "//") != NULL || strstr(p, "/.") != NULL ||
+	    strncmp(p, "/v1/", 4) == 0 || strcmp(p, "/v1") == 0 ||
+	    strcmp(p, "/healthz") == 0 || strcmp(p, "/metrics") == 0)
+		return 0;
+	return strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789/_.-") == n;
+}
+
+int
+sg_cfgld_mcp(struct sg_cfgld *ld, const config_setting_t *g)
+{
+	char *path = NULL;
+
+	sg_cfgld_check_keys(ld, g, mcp_keys, "mcp");
+	if (sg_cfgld_bool(ld, g, "enabled", &ld->cfg->mcp.enabled) == -1 ||
+	    sg_cfgld_str(ld, g, "path", &path, 0) == -1 ||
+	    sg_cfgld_str(ld, g, "sandbox_tool", &ld->cfg->mcp.sandbox_tool,
+	    0) == -1) {
+		free(path);
+		return -1;
+	}
+	if (path == NULL)
+		return 0;
+	if (!mcp_path_ok(path)) {
+		free(path);
+		return sg_cfgld_fail(ld, config_setting_get_member(g, "path"),
+		    "mcp.path must be a path such as \"/mcp\": starting with "
+		    "\"/\", not ending with one, of letters, digits and "
+		    "\"_.-\", and not under /v1/");
+	}
+	free(ld->cfg->mcp.path);
+	ld->cfg->mcp.path = path;
+	return 0;
+}
+
+int
+sg_cfgld_mcp_tool(struct sg_cfgld *ld, const config_t *lc)
+{
+	struct sg_cfg *cfg = ld->cfg;
+	const config_setting_t *s = config_lookup(lc, "mcp.sandbox_tool");
+
+	if (cfg->mcp.sandbox_tool != NULL) {
+		if (sg_cfg_tool(cfg, cfg->mcp.sandbox_tool) == NULL)
+			return sg_cfgld_fail(ld, s, "mcp.sandbox_tool %s is not "
+			    "in sandbox_tools", cfg->mcp.sandbox_tool);
+		return 0;
+	}
+	if (cfg->interception.sandbox_tool != NULL &&
+	    (cfg->mcp.sandbox_tool = strdup(cfg->interception.sandbox_tool)) ==
+	    NULL)
+		return sg_cfgld_fail(ld, config_root_setting(lc),
+		    "out of memory");
+	return 0;
 }
 
 /* An admin key is never a tenant: the same secret in both is a mistake

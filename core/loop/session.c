@@ -284,8 +284,8 @@ sg_bind_sandbox(struct sg_sbx_env *env, const struct sg_req *req,
 	if (b->sandbox[0] != '\0')
 		return b->sandbox;
 	if (b->kind == SG_SBX_SESSION) {
-		if (sg_sbx_session(env, req->tenant, b->session, b->sandbox,
-		    &lost, err) == -1) {
+		if (sg_sbx_session(env, req->tenant, NULL, b->session,
+		    b->sandbox, &lost, err) == -1) {
 			b->sandbox[0] = '\0';
 			return NULL;
 		}

@@ -169,7 +169,7 @@ dead_runner_dropped(struct sg_sbx_env *env, const char *id)
 }
 
 int
-sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
+sg_sbx_session(struct sg_sbx_env *env, const char *tenant, const char *tool,
     const char *session_id, char out[48], int *lost, struct sg_error *err)
 {
 	const struct sg_provider_ops *ops;
@@ -180,9 +180,10 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant,
 
 	*lost = 0;
 	snprintf(max, sizeof(max), "%d", env->cfg->sessions.max_per_key);
-	if (sg_sbx_may_use(env, NULL, "tools", err) == -1 ||
-	    (t = sg_sbx_tool(env, env->cfg->interception.sandbox_tool, &ops,
-	    err)) == NULL)
+	if (tool == NULL)
+		tool = env->cfg->interception.sandbox_tool;
+	if (sg_sbx_may_use(env, tool, "tools", err) == -1 ||
+	    (t = sg_sbx_tool(env, tool, &ops, err)) == NULL)
 		return -1;
 	for (;;) {
 		if (sg_rand_id(id, sizeof(id), "cntr_", 16) == -1)

@@ -48,14 +48,16 @@ int	 sg_sbx_may_use(const struct sg_sbx_env *, const char *tool,
 int	 sg_sbx_create(struct sg_sbx_env *, const char *tenant, const char *tool,
 	    int kind, struct sg_store_sbx *out, struct sg_error *);
 /*
- * The sandbox of the tenant's session (metadata.session_id), of
- * interception.sandbox_tool: the one it has, or a new one made now.
+ * The sandbox of the tenant's session (metadata.session_id; an MCP
+ * session's), of tool (NULL: interception.sandbox_tool): the one it has,
+ * or a new one made now.
  * Requests racing on a new session make one, the others wait for it (as
  * long as their request may); a creator that died is replaced. *lost set
  * when the session had a sandbox that is gone: its state is lost.
  */
 int	 sg_sbx_session(struct sg_sbx_env *, const char *tenant,
-	    const char *session_id, char id[48], int *lost, struct sg_error *);
+	    const char *tool, const char *session_id, char id[48], int *lost,
+	    struct sg_error *);
 /* Run code in the tenant's sandbox id, one run at a time across
  * responders. timeout_s 0: exec_timeout. keep: the sandbox lives on (its
  * life slides with use); else it only has to outlast this run. New

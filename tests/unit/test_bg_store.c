@@ -927,7 +927,8 @@ test_migrate_12(void **state)
 	assert_int_equal(sg_store_resp_put(fx->st, "resp_1", A, "up_1", "m",
 	    NULL), SG_STORE_OK);
 	assert_int_equal(tu_raw_sql_store(fx->st, "DROP TABLE resp_events; "
-	    "DROP TABLE bg"), 0);
+	    "DROP TABLE bg; DROP TABLE mcp_sessions; DROP TABLE mcp_cancels"),
+	    0);
 	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?
 	    "UPDATE sg_schema SET version = 12" : "PRAGMA user_version=12"), 0);
 	sg_store_close(fx->st);

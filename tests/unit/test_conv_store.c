@@ -241,7 +241,8 @@ test_migrate_11(void **state)
 	    NULL), SG_STORE_OK);
 	assert_int_equal(tu_raw_sql_store(fx->st, "DROP TABLE "
 	    "conversation_items; DROP TABLE conversations; DROP TABLE "
-	    "resp_events; DROP TABLE bg"), 0);
+	    "resp_events; DROP TABLE bg; DROP TABLE mcp_sessions; DROP TABLE "
+	    "mcp_cancels"), 0);
 	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?
 	    "UPDATE sg_schema SET version = 11" : "PRAGMA user_version=11"), 0);
 	sg_store_close(fx->st);

@@ -335,7 +335,8 @@ migrate_10_to_11_keeps_traces(void **state)
 	tu_trace_add(fx->st, "req_old", "key_a", "gpt-x", 200, T0);
 	assert_int_equal(tu_raw_sql_store(fx->st, "ALTER TABLE traces DROP "
 	    "COLUMN images; DROP TABLE conversation_items; DROP TABLE "
-	    "conversations; DROP TABLE resp_events; DROP TABLE bg"), 0);
+	    "conversations; DROP TABLE resp_events; DROP TABLE bg; DROP TABLE "
+	    "mcp_sessions; DROP TABLE mcp_cancels"), 0);
 	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?
 	    "UPDATE sg_schema SET version = 10" : "PRAGMA user_version=10"), 0);
 	sg_store_close(fx->st);

@@ -95,7 +95,8 @@ migrate_9_to_10_keeps_rows(void **state)
 	assert_int_equal(tu_raw_sql_store(fx->st, "DROP TABLE usage; DROP "
 	    "TABLE traces; DROP TABLE spend; DROP TABLE rates; ALTER TABLE keys DROP COLUMN settings; "
 	    "DROP TABLE conversation_items; DROP TABLE conversations; "
-	    "DROP TABLE resp_events; DROP TABLE bg"), 0);
+	    "DROP TABLE resp_events; DROP TABLE bg; DROP TABLE mcp_sessions; "
+	    "DROP TABLE mcp_cancels"), 0);
 	assert_int_equal(tu_raw_sql_store(fx->st, tu_store_url != NULL ?
 	    "UPDATE sg_schema SET version = 9" : "PRAGMA user_version=9"), 0);
 	sg_store_close(fx->st);
