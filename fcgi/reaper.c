@@ -19,6 +19,7 @@
 #include "../core/api/bg_api.h"
 #include "../core/api/bg_run.h"
 #include "../core/api/gateway.h"
+#include "../core/mcp/mcp.h"
 #include "../core/state/ledger.h"
 #include "../core/state/pool.h"
 #include "../core/state/sandbox.h"
@@ -74,6 +75,18 @@ prune_usage(struct sg_sbx_env *env)
 	    SG_STORE_OK || sg_store_ev_prune(env->store, wall - kept,
 	    PRUNE_BATCH, &n) != SG_STORE_OK)
 		sg_log("sandgate: reaper: usage: %s", sg_store_errmsg(env->store));
+}
+
+/* MCP sessions idle past sessions.ttl end, their sandboxes first. */
+static void
+end_mcp(struct sg_sbx_env *env)
+{
+	int n;
+
+	if (sg_mcp_prune(env, &n) == -1)
+		sg_log("sandgate: reaper: mcp: %s", sg_store_errmsg(env->store));
+	else if (n > 0)
+		fprintf(stderr, "event=mcp_sessions_ended count=%d\n", n);
 }
 
 /* sg_store_bg_held callback: a job whose runner (on this box) is dead
@@ -221,6 +234,7 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env,
 			next_drain = sg_now_ms() + DRAIN_MS;
 		}
 		if (sg_now_ms() >= next_sweep) {
+			end_mcp(env);
 			sweep(env, NULL);
 			prune_usage(env);
 			next_sweep = sg_now_ms() + REAP_EVERY * 1000;

@@ -246,6 +246,13 @@ read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
  * peer went quiet past read_timeout, or broke off) makes a dead request:
  * logged as 408, answered with nothing.
  */
+/* sg_req's param: the request's FastCGI parameters. */
+static const char *
+fcgi_param(void *envp, const char *name)
+{
+	return FCGX_GetParam(name, envp);
+}
+
 static void
 serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
     const sigset_t *mask)
@@ -264,6 +271,8 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 	req.authorization = FCGX_GetParam("HTTP_AUTHORIZATION", r->envp);
 	req.content_type = FCGX_GetParam("CONTENT_TYPE", r->envp);
 	req.if_none_match = FCGX_GetParam("HTTP_IF_NONE_MATCH", r->envp);
+	req.param = fcgi_param;
+	req.param_arg = r->envp;
 	if (req.method == NULL)
 		req.method = "GET";
 	if (req.uri == NULL)

@@ -21,6 +21,7 @@
 #include "../http/router.h"
 #include "../loop/loop.h"
 #include "../loop/rewrite.h"
+#include "../mcp/mcp.h"
 #include "../state/convo.h"
 #include "../state/ledger.h"
 #include "../state/metrics.h"
@@ -388,10 +389,13 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	int rc = 0;
 
 	/* A key past its limits is told at once, never queued. */
-	if (sg_meter_admit(gw->cfg, gw->store, route, req, out) == -1)
+	if ((route != SG_ROUTE_MCP || sg_mcp_runs(req)) &&
+	    sg_meter_admit(gw->cfg, gw->store, route, req, out) == -1)
 		return;
 	if (gw->admit != NULL && gw->admit(gw->admit_arg, req,
-	    route_heavy(route) || follows(route, req), out, &err) == -1) {
+	    (route_heavy(route) && route != SG_ROUTE_MCP) ||
+	    follows(route, req) || (route == SG_ROUTE_MCP && sg_mcp_runs(req)),
+	    out, &err) == -1) {
 		sg_http_error_head(out, req, &err, ADMIT_RETRY);
 		return;
 	}
@@ -476,6 +480,15 @@ dispatch(struct sg_gw *gw, enum sg_route route, const char *id,
 	case SG_ROUTE_CONSOLE:
 		sg_console_serve(gw->cfg, req, out);
 		break;
+	case SG_ROUTE_MCP: {
+		struct sg_sbx_env env = { gw->cfg, gw->store, &gw->prov,
+		    req->key };
+
+		watch(gw, req, out);
+		sg_mcp_serve(&env, req, out);
+		unwatch(gw);
+		break;
+	}
 	case SG_ROUTE_NONE:
 	case SG_ROUTE_NROUTES:
 		break;
@@ -496,6 +509,8 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 
 	if (route == SG_ROUTE_NONE && sg_console_match(gw->cfg, req->path))
 		route = SG_ROUTE_CONSOLE;
+	if (route == SG_ROUTE_NONE && sg_mcp_match(gw->cfg, req->path))
+		route = SG_ROUTE_MCP;
 	req->route = route;
 	if (route == SG_ROUTE_NONE) {
 		sg_error_set(&err, 404, "invalid_request_error", NULL, NULL,
@@ -504,11 +519,18 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		sg_http_error(out, req, &err);
 		return;
 	}
+	if (route == SG_ROUTE_MCP && !sg_mcp_origin_ok(req)) {
+		sg_error_set(&err, 403, "invalid_request_error", NULL, NULL,
+		    "Forbidden: this Origin may not use the MCP endpoint.");
+		sg_http_error(out, req, &err);
+		return;
+	}
 	if (sg_route_authed(route) != SG_AUTH_NONE) {
 		if ((sg_route_authed(route) == SG_AUTH_ADMIN ? sg_auth_admin :
 		    sg_auth_check)(gw->cfg, gw->store, req->authorization, &who,
 		    &err) == -1) {
-			sg_http_error(out, req, &err);
+			sg_http_error_head(out, req, &err, route == SG_ROUTE_MCP &&
+			    err.status == 401 ? sg_mcp_challenge(req) : NULL);
 			return;
 		}
 		snprintf(req->key_name, sizeof(req->key_name), "%s", who.name);

@@ -24,6 +24,8 @@ surface_of(enum sg_route r)
 		return "files";
 	if (r >= SG_ROUTE_CNTR_CREATE && r <= SG_ROUTE_CFILE_CONTENT)
 		return "containers";
+	if (r == SG_ROUTE_MCP)
+		return "mcp";
 	return NULL;
 }
 
@@ -34,7 +36,8 @@ spends(enum sg_route r)
 {
 	return r == SG_ROUTE_CHAT || r == SG_ROUTE_RESPONSES ||
 	    r == SG_ROUTE_SBX_CREATE || r == SG_ROUTE_SBX_RUN ||
-	    r == SG_ROUTE_CODE || r == SG_ROUTE_CNTR_CREATE;
+	    r == SG_ROUTE_CODE || r == SG_ROUTE_CNTR_CREATE ||
+	    r == SG_ROUTE_MCP;
 }
 
 int

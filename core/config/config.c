@@ -143,11 +143,32 @@ interception_tool(struct sg_cfgld *ld, const config_t *lc)
 	return 0;
 }
 
+/* The tool MCP sessions' sandboxes are of: the one named, else the
+ * intercepted code's. */
+static int
+mcp_tool(struct sg_cfgld *ld, const config_t *lc)
+{
+	struct sg_cfg *cfg = ld->cfg;
+
+	if (cfg->mcp.sandbox_tool != NULL) {
+		if (sg_cfg_tool(cfg, cfg->mcp.sandbox_tool) == NULL)
+			return sg_cfgld_fail(ld, config_lookup(lc,
+			    "mcp.sandbox_tool"), "mcp.sandbox_tool %s is not in "
+			    "sandbox_tools", cfg->mcp.sandbox_tool);
+		return 0;
+	}
+	if (cfg->interception.sandbox_tool != NULL &&
+	    (cfg->mcp.sandbox_tool = strdup(cfg->interception.sandbox_tool)) ==
+	    NULL)
+		return sg_cfgld_fail(ld, config_root_setting(lc), "out of memory");
+	return 0;
+}
+
 static int
 validate(struct sg_cfgld *ld, const config_t *lc)
 {
 	if (unique_names(ld, lc) == -1 || key_tools(ld, lc) == -1 ||
-	    interception_tool(ld, lc) == -1 || sg_cfgld_mcp_tool(ld, lc) == -1 ||
+	    interception_tool(ld, lc) == -1 || mcp_tool(ld, lc) == -1 ||
 	    sg_cfgld_admins_apart(ld, lc) == -1)
 		return -1;
 	if (ld->cfg->interception.tool_name[0] == '\0')

@@ -66,8 +66,7 @@ int	 sg_cfgld_tools(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_interception(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_background(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_mcp(struct sg_cfgld *, const config_setting_t *);
-/* mcp.sandbox_tool, once the tools and interception's are known. */
-int	 sg_cfgld_mcp_tool(struct sg_cfgld *, const config_t *);
+
 int	 sg_cfgld_sessions(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_responses(struct sg_cfgld *, const config_setting_t *);
 int	 sg_cfgld_files(struct sg_cfgld *, const config_setting_t *);

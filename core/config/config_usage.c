@@ -285,26 +285,6 @@ sg_cfgld_mcp(struct sg_cfgld *ld, const config_setting_t *g)
 	return 0;
 }
 
-int
-sg_cfgld_mcp_tool(struct sg_cfgld *ld, const config_t *lc)
-{
-	struct sg_cfg *cfg = ld->cfg;
-	const config_setting_t *s = config_lookup(lc, "mcp.sandbox_tool");
-
-	if (cfg->mcp.sandbox_tool != NULL) {
-		if (sg_cfg_tool(cfg, cfg->mcp.sandbox_tool) == NULL)
-			return sg_cfgld_fail(ld, s, "mcp.sandbox_tool %s is not "
-			    "in sandbox_tools", cfg->mcp.sandbox_tool);
-		return 0;
-	}
-	if (cfg->interception.sandbox_tool != NULL &&
-	    (cfg->mcp.sandbox_tool = strdup(cfg->interception.sandbox_tool)) ==
-	    NULL)
-		return sg_cfgld_fail(ld, config_root_setting(lc),
-		    "out of memory");
-	return 0;
-}
-
 /* An admin key is never a tenant: the same secret in both is a mistake
  * that would hand a tenant the admin API, or the admin a tenant's data. */
 int

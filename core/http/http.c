@@ -306,3 +306,8 @@ sg_http_page(const json_t *all, long limit, int desc, const char *after, int *mo
 	return data;
 }
 
+const char *
+sg_http_param(const struct sg_req *req, const char *name)
+{
+	return req->param != NULL ? req->param(req->param_arg, name) : NULL;
+}

@@ -43,6 +43,10 @@ struct sg_req {
 	const char	*authorization;	/* HTTP_AUTHORIZATION or NULL */
 	const char	*content_type;
 	const char	*if_none_match;	/* HTTP_IF_NONE_MATCH or NULL */
+	/* Any other CGI parameter ("HTTP_ORIGIN"...) of the request: the
+	 * server's; NULL (unit tests) reads as none. sg_http_param. */
+	const char	*(*param)(void *arg, const char *name);
+	void		*param_arg;
 	char		*body;		/* owned, NUL-terminated */
 	size_t		 body_len;
 	struct sg_in	*in;		/* instead of body, for the routes
@@ -91,6 +95,9 @@ int	 sg_http_query(const char *uri, const char *name, char *out,
  */
 int	 sg_http_query_each(const char *uri,
 	    int (*fn)(void *, const char *name, const char *value), void *arg);
+
+/* CGI parameter name of req ("HTTP_ORIGIN"), or NULL. */
+const char *sg_http_param(const struct sg_req *, const char *name);
 
 /* A list's limit (dflt when absent, 1..max), order (desc unless "asc")
  * and after (the cursor id, "" when absent) from the query, checked as

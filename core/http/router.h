@@ -66,6 +66,9 @@ enum sg_route {
 	/* The console's static files (console.path, set in the config): the
 	 * gateway routes there itself, sg_route_match never does. */
 	SG_ROUTE_CONSOLE,
+	/* The MCP server's endpoint (mcp.path, set in the config): the
+	 * gateway routes there itself too. */
+	SG_ROUTE_MCP,
 	SG_ROUTE_NROUTES
 };
 

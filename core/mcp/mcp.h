@@ -17,6 +17,18 @@
 /* Whether path (a route path, the mount prefix taken off) is the MCP
  * endpoint, and the server is on (mcp.enabled, a sandbox tool). */
 int	 sg_mcp_match(const struct sg_cfg *, const char *path);
+/* Before the key is checked: a browser's page may not drive the endpoint
+ * with a key it holds (DNS rebinding): an Origin, when sent, must be the
+ * request's own host. Clients that are not browsers send none. */
+int	 sg_mcp_origin_ok(const struct sg_req *);
+/* The head lines of a 401 to an MCP client (RFC 6750): a Bearer key, no
+ * OAuth server to find one at. */
+const char *sg_mcp_challenge(const struct sg_req *);
+/* Whether the POST may run code (tools/call): it then waits its turn and
+ * counts against the key's limits as a sandbox run does; the rest of the
+ * protocol answers at once. Read before the body is parsed: a false match
+ * only queues a light message. */
+int	 sg_mcp_runs(const struct sg_req *);
 /* Serve one HTTP request to the endpoint; req's key is known (the
  * gateway's auth). Never fails: errors are the transport's or JSON-RPC's
  * answers. env's prov is watched as for any sandbox route. */

@@ -50,6 +50,7 @@ struct sg_mcp {
 	int			 streaming;	/* the SSE head went out */
 	int			 cancelled;	/* the client cancelled it */
 	int64_t			 polled_ms;	/* the cancel last asked */
+	int64_t			 wrote_ms;	/* the stream last written */
 };
 
 /* mcp_http.c: a message to the client on the request's stream (begun
@@ -67,6 +68,9 @@ int	 sg_mcp_stopped(struct sg_mcp *);
  * err (the tool's error, for an isError result). */
 int	 sg_mcp_sandbox(struct sg_mcp *, char id[48], int *lost,
 	    struct sg_error *);
+/* mcp_http.c: whether the session has a sandbox (none is made): 1 with
+ * its id, 0 none, -1 the store failed. */
+int	 sg_mcp_sandbox_peek(struct sg_mcp *, char id[48]);
 /* mcp_http.c: end the session's sandbox (reset; DELETE). 0 or -1. */
 int	 sg_mcp_sandbox_end(struct sg_mcp *, struct sg_error *);
 

@@ -400,7 +400,7 @@ server.document-root = "${dir}/www"
 server.modules += ( "mod_fastcgi" )
 server.stream-response-body = 2
 server.max-request-size = 16384
-$HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|console(/|$)|healthz$|metrics$)" {
+$HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|console(/|$)|mcp$|healthz$|metrics$)" {
   fastcgi.server = ( "/" => (( ${backend} "check-local" => "disable" )) )
 }
 `);
