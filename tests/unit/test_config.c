@@ -18,118 +18,7 @@
 #include "../../lib/util.h"
 #include "testutil.h"
 
-#define HERE "# <-- HERE"
-
-struct fx {
-	char		 dir[64];
-	char		 path[128];	/* dir/sandgate.conf */
-	struct sg_cfg	*cfg;
-	char		 err[512];
-};
-
-static int
-setup(void **state)
-{
-	struct fx *fx = calloc(1, sizeof(*fx));
-
-	if (fx == NULL || tu_mkdtemp(fx->dir, sizeof(fx->dir)) == -1) {
-		free(fx);
-		return -1;
-	}
-	snprintf(fx->path, sizeof(fx->path), "%s/sandgate.conf", fx->dir);
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fx *fx = *state;
-
-	sg_cfg_free(fx->cfg);
-	tu_rmrf(fx->dir);
-	free(fx);
-	unsetenv("SG_TEST_SECRET");
-	unsetenv("SG_TEST_UNSET");
-	unsetenv("SANDGATE_CONFIG");
-	return 0;
-}
-
-/* Write text as the config and load it: the sg_cfg_load result. */
-static int
-load(struct fx *fx, const char *text)
-{
-	assert_int_equal(tu_write_file(fx->path, text, -1), 0);
-	sg_cfg_free(fx->cfg);
-	fx->cfg = NULL;
-	fx->err[0] = '\0';
-	return sg_cfg_load(fx->path, &fx->cfg, fx->err, sizeof(fx->err));
-}
-
-static void
-load_ok(struct fx *fx, const char *text)
-{
-	if (load(fx, text) != 0)
-		fail_msg("load failed: %s", fx->err);
-	assert_non_null(fx->cfg);
-}
-
-/* 1-based line of the first line of text holding marker. */
-static int
-line_of(const char *text, const char *marker)
-{
-	const char *m = strstr(text, marker), *p;
-	int line = 1;
-
-	assert_non_null(m);
-	for (p = text; p < m; p++)
-		if (*p == '\n')
-			line++;
-	return line;
-}
-
-/* Assert the load fails and err starts with "PATH:LINE:" of the marked
- * line, and mentions what (when not NULL). */
-static void
-load_fails_at(struct fx *fx, const char *text, const char *what)
-{
-	char want[256];
-
-	assert_int_equal(load(fx, text), -1);
-	assert_null(fx->cfg);
-	snprintf(want, sizeof(want), "%s:%d:", fx->path, line_of(text, HERE));
-	if (strncmp(fx->err, want, strlen(want)) != 0)
-		fail_msg("error \"%s\" does not start with \"%s\"", fx->err, want);
-	if (what != NULL)
-		assert_contains(fx->err, what);
-}
-
-/* Index of the warning that contains every one of a and b, or -1. */
-static int
-find_warning(const struct sg_cfg *cfg, const char *a, const char *b)
-{
-	size_t i;
-
-	for (i = 0; i < cfg->nwarnings; i++)
-		if (strstr(cfg->warnings[i], a) != NULL &&
-		    (b == NULL || strstr(cfg->warnings[i], b) != NULL))
-			return (int)i;
-	return -1;
-}
-
-/* Assert a warning "PATH:LINE: ... what" exists for the marked line. */
-static void
-assert_warning_at(const struct fx *fx, const char *text, const char *marker,
-    const char *what)
-{
-	char where[256];
-
-	snprintf(where, sizeof(where), "%s:%d: ", fx->path,
-	    line_of(text, marker));
-	if (find_warning(fx->cfg, where, what) == -1)
-		fail_msg("no warning \"%s...%s\" among %zu", where, what,
-		    fx->cfg->nwarnings);
-}
+#include "cfgtest.h"
 
 static char *
 sha_of(const char *s, char out[65])
@@ -1029,33 +918,6 @@ model_state(void **state)
 	    "retention");
 }
 
-/* The console's path is a prefix of the route path: it may not hide an
- * API route or step out of its folder. */
-static void
-console_path(void **state)
-{
-	struct fx *fx = *state;
-	static const char *const bad[] = { "console", "/console", "/",
-	    "/v1/console/", "/a//b/", "/a/../", "/a/./", "/metrics/",
-	    "/healthz/", "/a b/", "/a%2f/" };
-	char text[256];
-	size_t i;
-
-	load_ok(fx, "");
-	assert_int_equal(fx->cfg->console.enabled, 1);
-	assert_string_equal(fx->cfg->console.path, "/console/");
-	load_ok(fx, "console: { enabled = false; path = \"/ops/console/\"; };\n");
-	assert_int_equal(fx->cfg->console.enabled, 0);
-	assert_string_equal(fx->cfg->console.path, "/ops/console/");
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(text, sizeof(text), "console: {\n  path = \"%s\"; "
-		    HERE "\n};\n", bad[i]);
-		load_fails_at(fx, text, "console.path");
-	}
-	load_ok(fx, "console: { colour = 1; };\n");
-	assert_true(find_warning(fx->cfg, "console", "colour") >= 0);
-}
-
 /* ---- lookups ---- */
 
 static void
@@ -1291,14 +1153,11 @@ model_api(void **state)
 	    "  api = \"completions\"; " HERE "\n} );\n", "api");
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(good_server),
-		T(console_path),
 		T(good_auth),
 		T(good_models),
 		T(model_api),
