@@ -67,6 +67,10 @@ int	 sg_mcp_stopped(struct sg_mcp *);
  * err (the tool's error, for an isError result). */
 int	 sg_mcp_sandbox(struct sg_mcp *, char id[48], int *lost,
 	    struct sg_error *);
+/* mcp_http.c: the session's sandbox if it has one, none made: 1 with
+ * its id, 0 when it has none, -1 when the store failed (resources list
+ * and read a session's files without making a sandbox for them). */
+int	 sg_mcp_sandbox_peek(struct sg_mcp *, char id[48]);
 /* mcp_http.c: end the session's sandbox (reset; DELETE). 0 or -1. */
 int	 sg_mcp_sandbox_end(struct sg_mcp *, struct sg_error *);
 
