@@ -17,7 +17,7 @@ LIB_SRC   = $(wildcard lib/*.c) $(wildcard store/*.c) \
 	    $(wildcard core/http/*.c) $(wildcard core/config/*.c) \
 	    $(wildcard core/state/*.c) $(wildcard core/upstream/*.c) \
 	    $(wildcard core/render/*.c) $(wildcard core/loop/*.c) \
-	    $(wildcard core/api/*.c)
+	    $(wildcard core/api/*.c) $(wildcard core/mcp/*.c)
 FCGI_SRC  = $(wildcard fcgi/*.c)
 CLI_SRC   = $(wildcard cli/*.c)
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
