@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../core/mcp/mcp_tool.h"
 #include "../../store/store.h"
@@ -73,10 +74,73 @@ __wrap_sg_mcp_stopped(struct sg_mcp *m)
 	return 0;
 }
 
+/* The progress sent. */
+static struct {
+	int	 n;
+	double	 last;
+	char	 msg[4096];
+} prog;
+
 void
 __wrap_sg_mcp_progress(struct sg_mcp *m, double p, const char *msg)
 {
-	(void)m, (void)p, (void)msg;
+	(void)m;
+	assert_true(p > prog.last);
+	prog.n++;
+	prog.last = p;
+	snprintf(prog.msg, sizeof(prog.msg), "%s", msg);
+}
+
+/* A run, as the test wants it: its output grows as a provider's does. */
+static struct {
+	int	 calls, gone_first, stop_asked;
+} fake;
+
+int	__wrap_sg_sbx_run(struct sg_sbx_env *, const char *tenant,
+	    const char *id, const char *code, int timeout_s, int keep,
+	    json_t **result, struct sg_error *);
+
+int
+__wrap_sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
+    const char *code, int timeout_s, int keep, json_t **result,
+    struct sg_error *err)
+{
+	struct sg_prov *p = env->prov;
+	struct sg_exec res;
+	char big[3000];
+	size_t i;
+
+	assert_string_equal(tenant, "bbbb");
+	assert_string_equal(id, "cntr_test");
+	assert_string_equal(code, "print(1)");
+	assert_int_equal(timeout_s, 0);
+	assert_int_equal(keep, 1);
+	if (++fake.calls == 1 && fake.gone_first) {
+		sg_error_server(err, 502, "gone");
+		return SG_SBX_GONE;
+	}
+	assert_non_null(p->stop);
+	fake.stop_asked = p->stop(p->stop_arg);
+	sg_exec_init(&res, 1 << 20);
+	if (p->progress != NULL) {
+		sg_buf_add(&res.out, "one\n", 4);
+		p->progress(p->progress_arg, &res);
+		/* Within 500 ms of the last: held. */
+		sg_buf_add(&res.out, "two\n", 4);
+		p->progress(p->progress_arg, &res);
+		assert_int_equal(prog.n, 1);
+		usleep(550 * 1000);
+		/* 1500 two-byte characters and a "z": the newest 2 KiB
+		 * would begin inside one; whole ones are sent. */
+		for (i = 0; i < sizeof(big); i += 2)
+			memcpy(big + i, "\xc3\xa9", 2);
+		sg_buf_add(&res.err, big, sizeof(big));
+		sg_buf_add(&res.err, "z", 1);
+		p->progress(p->progress_arg, &res);
+	}
+	*result = sg_exec_json(&res);
+	sg_exec_free(&res);
+	return 0;
 }
 
 int
@@ -382,6 +446,74 @@ no_sandbox_no_files(void **state)
 	assert_int_equal(e.code, SG_MCP_INVALID_PARAMS);
 	json_decref(p);
 	assert_int_equal(box.asked, 0);
+}
+
+static int	route_stop_calls;
+
+static int
+route_stop(void *arg)
+{
+	(void)arg;
+	route_stop_calls++;
+	return 0;
+}
+
+/* A run: its output as progress while it runs (paced, at most 2 KiB,
+ * whole characters, rising), the route's stop hook still asked, and the
+ * hooks gone after. */
+static void
+run_progress(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_mcp_err e;
+	json_t *r, *token = json_integer(7);
+	const char *text;
+
+	memset(&fake, 0, sizeof(fake));
+	memset(&prog, 0, sizeof(prog));
+	route_stop_calls = 0;
+	fx->prov.stop = route_stop;
+	fx->m.progress = token;
+	assert_int_equal(call(fx, "{\"name\":\"run_code\",\"arguments\":"
+	    "{\"code\":\"print(1)\"}}", &r, &e), 0);
+	assert_int_equal(prog.n, 2);
+	assert_true(prog.last == 3009.0);
+	assert_int_equal(strlen(prog.msg), 2047);
+	assert_int_equal(strncmp(prog.msg, "\xc3\xa9", 2), 0);
+	assert_int_equal(prog.msg[2046], 'z');
+	assert_int_equal(route_stop_calls, 1);
+	assert_int_equal(fake.stop_asked, 0);
+	assert_ptr_equal(fx->prov.stop, route_stop);
+	assert_null(fx->prov.progress);
+	text = json_string_value(json_object_get(json_array_get(
+	    json_object_get(r, "content"), 0), "text"));
+	assert_non_null(strstr(text, "one\ntwo\n"));
+	assert_null(strstr(text, "sandgate: this session's sandbox was lost"));
+	json_decref(r);
+	json_decref(token);
+	fx->m.progress = NULL;
+}
+
+/* A sandbox gone during the run: the code runs again in the session's
+ * next one, and the result says the state was lost. */
+static void
+run_gone(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_mcp_err e;
+	json_t *r;
+
+	memset(&fake, 0, sizeof(fake));
+	fake.gone_first = 1;
+	assert_int_equal(call(fx, "{\"name\":\"run_code\",\"arguments\":"
+	    "{\"code\":\"print(1)\"}}", &r, &e), 0);
+	assert_int_equal(fake.calls, 2);
+	assert_int_equal(box.asked, 2);
+	assert_true(json_is_false(json_object_get(r, "isError")));
+	assert_int_equal(strncmp(json_string_value(json_object_get(
+	    json_array_get(json_object_get(r, "content"), 0), "text")),
+	    SG_MCP_LOST_NOTE, strlen(SG_MCP_LOST_NOTE)), 0);
+	json_decref(r);
 }
 
 /* Record a file of tenant, in state. */
@@ -703,6 +835,8 @@ main(void)
 		T(sandbox_refused),
 		T(no_sandbox_no_files),
 		T(upload_other_keys_file),
+		T(run_progress),
+		T(run_gone),
 		cmocka_unit_test(paths),
 		cmocka_unit_test(uris),
 		cmocka_unit_test(run_mapped),
