@@ -4,6 +4,7 @@
  * as a run that finds it gone does, and, when the caller may make one,
  * is made once more in the session's new sandbox (*lost then). Bytes go
  * through an anonymous file: the provider calls read and write fds.
+ * A failure becomes the tool's result here too (sg_mcp_failed).
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,6 +16,26 @@
 
 #include "mcp_tool.h"
 #include "../../lib/log.h"
+
+/*
+ * A failure as the tool's result, or, when the store failed, as
+ * -32603 (NULL with e): the store's detail is logged, never sent.
+ */
+json_t *
+sg_mcp_failed(struct sg_mcp *m, const char *name, const struct sg_error *err,
+    struct sg_mcp_err *e)
+{
+	if (err->status == 503 && err->code == NULL &&
+	    strncmp(err->message, "The store is unavailable", 24) == 0) {
+		sg_log("sandgate: mcp: %s: %s", name, err->message);
+		sg_mcp_err(e, SG_MCP_INTERNAL, "Internal error");
+		return NULL;
+	}
+	if (err->code != NULL && strcmp(err->code, "tool_not_allowed") == 0)
+		sg_log("sandgate: mcp: session %s: %s refused: %s", m->session,
+		    name, err->message);
+	return sg_mcp_text(1, NULL, "%s", err->message);
+}
 
 /* One provider call on an open sandbox: the provider's rc. */
 typedef int (*box_fn)(struct sg_mcp *, struct sg_mcp_box *, void *arg,

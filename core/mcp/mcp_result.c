@@ -44,6 +44,35 @@ sg_mcp_text(int is_error, json_t *sc, const char *fmt, ...)
 	return r;
 }
 
+int
+sg_mcp_arg_string(const json_t *args, const char *name, int required,
+    size_t max, const char **s, json_t **bad)
+{
+	const json_t *v = json_object_get(args, name);
+
+	*s = NULL;
+	*bad = NULL;
+	if (v == NULL && !required)
+		return 0;
+	if (v == NULL)
+		*bad = sg_mcp_text(1, NULL, "Invalid arguments: the argument "
+		    "'%s' is required.", name);
+	else if (!json_is_string(v))
+		*bad = sg_mcp_text(1, NULL, "Invalid arguments: '%s' must be a "
+		    "string.", name);
+	else if (strlen(json_string_value(v)) != json_string_length(v))
+		*bad = sg_mcp_text(1, NULL, "Invalid arguments: '%s' may not "
+		    "hold a NUL character.", name);
+	else if (json_string_length(v) > max)
+		*bad = sg_mcp_text(1, NULL, "'%s' is too large (%zu bytes; at "
+		    "most %zu).", name, json_string_length(v), max);
+	else {
+		*s = json_string_value(v);
+		return 0;
+	}
+	return -1;
+}
+
 json_t *
 sg_mcp_run_schema(void)
 {

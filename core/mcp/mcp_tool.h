@@ -36,6 +36,10 @@ json_t	*sg_mcp_text(int is_error, json_t *sc, const char *fmt, ...)
  * is its answer.
  */
 json_t	*sg_mcp_run_result(const json_t *run, const char *note);
+/* A string argument: 0 with *s (borrowed; NULL when absent
+ * and optional), or -1 with a new isError result in *bad. */
+int	 sg_mcp_arg_string(const json_t *args, const char *name, int required,
+	    size_t max, const char **s, json_t **bad);
 /* run_code's outputSchema (new). */
 json_t	*sg_mcp_run_schema(void);
 /*
@@ -78,6 +82,11 @@ struct sg_mcp_box {
 						 * gone one */
 };
 
+/* A failure (err) as the tool's isError result (new), or
+ * NULL with e (-32603) when the store failed: its detail is logged, not
+ * sent; a key refused the tool is logged. */
+json_t	*sg_mcp_failed(struct sg_mcp *, const char *tool,
+	    const struct sg_error *, struct sg_mcp_err *);
 /* The outcome of a file call: done, no such file, failed (err). */
 #define SG_MCP_FILE_OK		0
 #define SG_MCP_FILE_NONE	1
@@ -122,15 +131,5 @@ json_t	*sg_mcp_list_files(struct sg_mcp *, const json_t *args,
 	    struct sg_mcp_err *);
 json_t	*sg_mcp_upload_file(struct sg_mcp *, const json_t *args,
 	    struct sg_mcp_err *);
-
-/* mcp_tools.c: a failure (err) as the tool's isError result (new), or
- * NULL with e (-32603) when the store failed: its detail is logged, not
- * sent; a key refused the tool is logged. */
-json_t	*sg_mcp_failed(struct sg_mcp *, const char *tool,
-	    const struct sg_error *, struct sg_mcp_err *);
-/* mcp_tools.c: a string argument: 0 with *s (borrowed; NULL when absent
- * and optional), or -1 with a new isError result in *bad. */
-int	 sg_mcp_arg_string(const json_t *args, const char *name, int required,
-	    size_t max, const char **s, json_t **bad);
 
 #endif

@@ -115,55 +115,6 @@ sg_mcp_tools(const struct sg_cfg *cfg)
 	return tools;
 }
 
-int
-sg_mcp_arg_string(const json_t *args, const char *name, int required,
-    size_t max, const char **s, json_t **bad)
-{
-	const json_t *v = json_object_get(args, name);
-
-	*s = NULL;
-	*bad = NULL;
-	if (v == NULL && !required)
-		return 0;
-	if (v == NULL)
-		*bad = sg_mcp_text(1, NULL, "Invalid arguments: the argument "
-		    "'%s' is required.", name);
-	else if (!json_is_string(v))
-		*bad = sg_mcp_text(1, NULL, "Invalid arguments: '%s' must be a "
-		    "string.", name);
-	else if (strlen(json_string_value(v)) != json_string_length(v))
-		*bad = sg_mcp_text(1, NULL, "Invalid arguments: '%s' may not "
-		    "hold a NUL character.", name);
-	else if (json_string_length(v) > max)
-		*bad = sg_mcp_text(1, NULL, "'%s' is too large (%zu bytes; at "
-		    "most %zu).", name, json_string_length(v), max);
-	else {
-		*s = json_string_value(v);
-		return 0;
-	}
-	return -1;
-}
-
-/*
- * A failure as the tool's result, or, when the store failed, as
- * -32603 (NULL with e): the store's detail is logged, never sent.
- */
-json_t *
-sg_mcp_failed(struct sg_mcp *m, const char *name, const struct sg_error *err,
-    struct sg_mcp_err *e)
-{
-	if (err->status == 503 && err->code == NULL &&
-	    strncmp(err->message, "The store is unavailable", 24) == 0) {
-		sg_log("sandgate: mcp: %s: %s", name, err->message);
-		sg_mcp_err(e, SG_MCP_INTERNAL, "Internal error");
-		return NULL;
-	}
-	if (err->code != NULL && strcmp(err->code, "tool_not_allowed") == 0)
-		sg_log("sandgate: mcp: session %s: %s refused: %s", m->session,
-		    name, err->message);
-	return sg_mcp_text(1, NULL, "%s", err->message);
-}
-
 /* What a run passes on as it goes: new output as progress. */
 struct run {
 	struct sg_mcp	*m;
@@ -222,6 +173,8 @@ static json_t *
 run_code(struct sg_mcp *m, const json_t *args, struct sg_mcp_err *e)
 {
 	struct sg_prov *prov = m->env->prov;
+	void (*prev)(void *, const struct sg_exec *) = prov->progress;
+	void *prev_arg = prov->progress_arg;
 	struct run r = { m, 0, 0, 0, 0 };
 	struct sg_error err;
 	const char *code;
@@ -248,8 +201,8 @@ run_code(struct sg_mcp *m, const json_t *args, struct sg_mcp_err *e)
 			break;
 		lost_any = 1;
 	}
-	prov->progress = NULL;
-	prov->progress_arg = NULL;
+	prov->progress = prev;
+	prov->progress_arg = prev_arg;
 	if (rc == SG_SBX_GONE)
 		return sg_mcp_text(1, NULL, "The sandbox stopped answering, and "
 		    "so did the new one that replaced it: nothing was run.");
