@@ -81,6 +81,12 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libsandgate.a
 # every call of it to the test's __wrap_ one (ld --wrap), whatever else
 # the library holds. test_org_usage makes up the ledger's sums.
 $(B)/tests/test_org_usage: UNIT_WRAP = -Wl,--wrap=sg_store_use_sum
+# test_mcp_tools makes up the MCP session (its sandbox, progress, errors)
+# and the runs in its sandbox.
+$(B)/tests/test_mcp_tools: UNIT_WRAP = -Wl,--wrap=sg_mcp_sandbox \
+	-Wl,--wrap=sg_mcp_sandbox_peek -Wl,--wrap=sg_mcp_sandbox_end \
+	-Wl,--wrap=sg_mcp_stopped -Wl,--wrap=sg_mcp_progress \
+	-Wl,--wrap=sg_mcp_err -Wl,--wrap=sg_sbx_run
 
 units: $(UNITS)
 

@@ -123,6 +123,8 @@ on_body(char *buf, size_t size, size_t nmemb, void *arg)
 				c->stalled = 1;
 			return 0;
 		}
+		if (c->prov->progress != NULL)
+			c->prov->progress(c->prov->progress_arg, c->lines->res);
 		return n;
 	}
 	if (c->len + n > c->max) {
@@ -156,6 +158,9 @@ on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 		c->stopped = 1;
 		return 1;
 	}
+	/* Output held back by the caller's pace goes out while none comes. */
+	if (c->lines != NULL && c->prov->progress != NULL)
+		c->prov->progress(c->prov->progress_arg, c->lines->res);
 	return 0;
 }
 

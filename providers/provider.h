@@ -93,6 +93,11 @@ struct sg_prov {
 	/* Polled while waiting: non-zero means stop (client gone). */
 	int	(*stop)(void *arg);
 	void	*stop_arg;
+	/* Optional (NULL: nothing): shown a run's result as it grows, when
+	 * output came and while waiting for more, so a caller can pass the
+	 * output on as it comes; res is valid only during the call. */
+	void	(*progress)(void *arg, const struct sg_exec *res);
+	void	*progress_arg;
 };
 
 struct sg_provider_ops {

@@ -1,7 +1,8 @@
 /*
- * What the MCP server's files share (mcp_http.c: the transport and
- * sessions; mcp_rpc.c: JSON-RPC messages and methods; mcp_tools.c: the
- * tools; mcp_res.c: the resources), and no one else.
+ * What the MCP server's files share (mcp_http.c: the transport;
+ * mcp_sess.c: a session's stream and sandbox; mcp_rpc.c: the methods;
+ * mcp_tools.c, mcp_ftools.c, mcp_box.c, mcp_result.c: the tools;
+ * mcp_res.c: the resources), and no one else.
  */
 #ifndef SG_MCP_INT_H
 #define SG_MCP_INT_H
@@ -53,32 +54,37 @@ struct sg_mcp {
 	int64_t			 wrote_ms;	/* the stream last written */
 };
 
-/* mcp_http.c: a message to the client on the request's stream (begun
+/* mcp_sess.c: the request's answer becomes a stream (SSE head now). 0,
+ * or -1 when the client left. */
+int	 sg_mcp_begin(struct sg_mcp *);
+/* mcp_sess.c: a message to the client on the request's stream (begun
  * now if it was not: SSE); msg borrowed. 0, or -1 when the client left. */
 int	 sg_mcp_send(struct sg_mcp *, const json_t *msg);
-/* mcp_http.c: notifications/progress for the request, when its client
+/* mcp_sess.c: notifications/progress for the request, when its client
  * gave a progress token (else nothing): progress rises with each call;
  * message borrowed, may be NULL. */
 void	 sg_mcp_progress(struct sg_mcp *, double progress, const char *message);
-/* mcp_http.c: whether the client cancelled the request or left: polled
+/* mcp_sess.c: whether the client cancelled the request or left: polled
  * while a tool runs (the store asked at most once a second). */
 int	 sg_mcp_stopped(struct sg_mcp *);
-/* mcp_http.c: the session's sandbox, made now if it has none: 0 with
+/* mcp_sess.c: the session's sandbox, made now if it has none: 0 with
  * its id and *lost (it had one, which is gone: state lost), or -1 with
  * err (the tool's error, for an isError result). */
 int	 sg_mcp_sandbox(struct sg_mcp *, char id[48], int *lost,
 	    struct sg_error *);
-/* mcp_http.c: whether the session has a sandbox (none is made): 1 with
- * its id, 0 none, -1 the store failed. */
+/* mcp_sess.c: the session's sandbox if it has one, none made: 1 with
+ * its id, 0 when it has none, -1 when the store failed (resources list
+ * and read a session's files without making a sandbox for them). */
 int	 sg_mcp_sandbox_peek(struct sg_mcp *, char id[48]);
-/* mcp_http.c: end the session's sandbox (reset; DELETE). 0 or -1. */
+/* mcp_sess.c: end the session's sandbox (reset; DELETE). 0 or -1. */
 int	 sg_mcp_sandbox_end(struct sg_mcp *, struct sg_error *);
 
+/* mcp_sess.c: fill e; returns -1. */
+int	 sg_mcp_err(struct sg_mcp_err *, int code, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 /* mcp_rpc.c: the result (new) of one request, or -1 with e filled. */
 int	 sg_mcp_call(struct sg_mcp *, const char *method, const json_t *params,
 	    json_t **result, struct sg_mcp_err *e);
-int	 sg_mcp_err(struct sg_mcp_err *, int code, const char *fmt, ...)
-	    __attribute__((format(printf, 3, 4)));
 
 /* mcp_tools.c: the tools (new array, tools/list's), and one call:
  * 0 with *result (new CallToolResult: a tool's own failure is a result

@@ -2,23 +2,10 @@
  * The MCP server's methods (mcp_int.h): what a request in a session
  * asks, answered by its file (tools, resources) or here.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "mcp_int.h"
-
-int
-sg_mcp_err(struct sg_mcp_err *e, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	e->code = code;
-	va_start(ap, fmt);
-	vsnprintf(e->message, sizeof(e->message), fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 int
 sg_mcp_call(struct sg_mcp *m, const char *method, const json_t *params,
@@ -36,8 +23,7 @@ sg_mcp_call(struct sg_mcp *m, const char *method, const json_t *params,
 	else if (strcmp(method, "resources/read") == 0)
 		return sg_mcp_res_read(m, params, result, e);
 	else if (strcmp(method, "resources/templates/list") == 0)
-		*result = json_pack("{s:o}", "resourceTemplates",
-		    sg_mcp_res_templates());
+		*result = sg_mcp_res_templates();
 	else if (strcmp(method, "initialize") == 0)
 		return sg_mcp_err(e, SG_MCP_INVALID_REQUEST, "Invalid Request: "
 		    "this session is initialized already");

@@ -874,6 +874,48 @@ osb_get_statuses(void **state)
 	json_decref(nox);
 }
 
+/* A run's caller is shown its output as it grows (sg_prov.progress). */
+static size_t	progress_calls, progress_out;
+
+static void
+on_progress(void *arg, const struct sg_exec *res)
+{
+	assert_ptr_equal(arg, &progress_calls);
+	progress_calls++;
+	assert_true(res->out.len >= progress_out);
+	progress_out = res->out.len;
+}
+
+static void
+stream_progress(void **state)
+{
+	struct canned *c = *state;
+	struct sg_prov_error err = { 0 };
+	struct sg_exec res;
+	struct sg_lines lines = { .fn = sg_exec_e2b_line, .res = &res };
+	json_t *body = json_object();
+	char *errbody = NULL;
+	long status = 0;
+
+	answer(c, 200, "application/x-ndjson", "{'type':'stdout','text':'a\\n'}\n"
+	    "{'type':'stdout','text':'b\\n'}\n{'type':'end_of_execution'}\n",
+	    -1);
+	serve(c);
+	sg_exec_init(&res, 1000);
+	c->prov.progress = on_progress;
+	c->prov.progress_arg = &progress_calls;
+	assert_int_equal(sg_phttp_stream(&c->prov, "http://localhost/execute",
+	    NULL, body, 10, &lines, &status, &errbody, &err), SG_PROV_OK);
+	sg_lines_finish(&lines);
+	assert_int_equal(status, 200);
+	assert_true(progress_calls >= 1);
+	assert_int_equal(progress_out, 4);
+	sg_exec_free(&res);
+	json_decref(body);
+	free(errbody);
+	served(c);
+}
+
 /* The three providers fill both ops. */
 static void
 ops_filled(void **state)
@@ -915,6 +957,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(download_write_fails, fx_setup,
 		    fx_teardown),
 		cmocka_unit_test_setup_teardown(call_max, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(stream_progress, fx_setup,
+		    fx_teardown),
 		cmocka_unit_test_setup_teardown(envd_list_request, fx_setup,
 		    fx_teardown),
 		cmocka_unit_test_setup_teardown(envd_list_statuses, fx_setup,
