@@ -10,6 +10,7 @@
 #include "bg_api.h"
 #include "resp_stream.h"
 #include "../state/convo.h"
+#include "../upstream/bridge.h"
 #include "../render/answer.h"
 #include "../render/stream.h"
 #include "../../lib/util.h"
@@ -71,7 +72,8 @@ out:
 }
 
 /* What the request names of the key's state (its previous response, its
- * conversation, items by id) is there: a job would fail on it later,
+ * conversation, items by id) is there, and what it asks its upstream can
+ * do: a job would fail on it later,
  * where the client's request is answered OpenAI's error now. The loop's
  * own first step, on a copy, the store only read. */
 static int
@@ -80,10 +82,14 @@ names_found(const struct sg_cfg *cfg, struct sg_store *st,
     const struct sg_req *req, struct sg_error *err)
 {
 	struct sg_conv c;
-	json_t *work = json_deep_copy(body);
+	json_t *work;
 	int rc;
 
-	if (work == NULL)
+	/* What a Chat-only upstream cannot carry is refused as it would be
+	 * at once. */
+	if (m->api == SG_API_CHAT && sg_bridge_check(body, err) == -1)
+		return -1;
+	if ((work = json_deep_copy(body)) == NULL)
 		return sg_error_server(err, 500, "out of memory");
 	rc = sg_conv_begin(&c, st, m, req, work, cfg->interception.tool_name,
 	    cfg->server.max_body_bytes, err);

@@ -190,12 +190,6 @@ set_to(const json_t *v, int (*is_default)(const json_t *))
 }
 
 static int
-is_false(const json_t *v)
-{
-	return json_is_false(v);
-}
-
-static int
 is_zero(const json_t *v)
 {
 	return json_is_integer(v) && json_integer_value(v) == 0;
@@ -222,6 +216,8 @@ sg_bridge_check(const json_t *body, struct sg_error *err)
 	    "temperature", "top_p", "text", "stream", "stream_options",
 	    "store", "metadata", "previous_response_id", "include", "user",
 	    "reasoning", "service_tier", "prompt_cache_key",
+	    /* background: the gateway runs it (a runner's job), never the
+	     * upstream. */
 	    "safety_identifier", "truncation", "background", "top_logprobs",
 	    NULL };
 	const json_t *v, *reasoning = json_object_get(body, "reasoning");
@@ -234,8 +230,6 @@ sg_bridge_check(const json_t *body, struct sg_error *err)
 		if (known[i] == NULL && !json_is_null(v))
 			return unsupported(err, key, "");
 	}
-	if (set_to(json_object_get(body, "background"), is_false))
-		return unsupported(err, "background", "true");
 	if (set_to(json_object_get(body, "truncation"), is_disabled))
 		return unsupported(err, "truncation", "\"auto\"");
 	if (set_to(json_object_get(body, "top_logprobs"), is_zero))

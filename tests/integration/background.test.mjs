@@ -11,83 +11,21 @@
 // throughout. Every response ends in a terminal status, and every local
 // sandbox left is one the store tracks. The Agents SDK runs on it only
 // streamed (modelSettings.providerData.background): it has no polling of
-// its own. SG_SLOW=1 adds a 5-minute code run through nginx with its
-// default fastcgi_read_timeout (60 s).
+// its own. The 5-minute run through nginx is background-nginx.test.mjs.
 // The fake's ci-args runs the user text ({"code": …}) and answers
 // "args result: <its output>"; ci-cut runs code, then breaks its next turn
 // (tests/fakes/upstream.py).
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import OpenAI from "openai";
 import { Agent, Runner, OpenAIProvider, codeInterpreterTool, setTracingDisabled } from "@openai/agents";
-import { startStack, KEYS, UPSTREAM_KEY, waitFor, procTable, procOf, freePort, root, serviceUser, request } from "./harness.mjs";
+import { startStack, KEYS, UPSTREAM_KEY, waitFor, procOf, request } from "./harness.mjs";
 import { validate } from "./schema.mjs";
+import { CI, code, TERMINAL, sleep, T, base, sdk, until, assertMonotone, running, runners, liveSandboxes,
+  untracked } from "./bgutil.mjs";
 
 setTracingDisabled(true); // the Agents SDK would export traces to OpenAI
-
-const CI = { type: "code_interpreter", container: { type: "auto" } };
-const code = (c) => JSON.stringify({ code: c });
-const TERMINAL = ["completed", "failed", "incomplete", "cancelled"];
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const T = (s) => ({ timeout: s * 1000 });
-// The harness's request_timeout (30 s) would cut the long runs short;
-// slow03 answers after 0.3 s (the load test's jobs).
-const base = (bg) => ({ request_timeout: 900, top: `background = { ${bg} };`,
-  models: (model) => [model("ci-cut", "ci-cut"), model("slow03", "slow-0.3")].join(",\n") });
-const sdk = (stack, key) => new OpenAI({ apiKey: key, baseURL: stack.url("/v1"), maxRetries: 0, timeout: 30000 });
-
-// Poll retrieve until done(r) (default: a terminal status), at most ms:
-// the last response, and every status seen in order (each shape checked
-// against the spec, background true throughout).
-async function until(client, id, { done = (r) => TERMINAL.includes(r.status), ms = 60000, every = 200 } = {}) {
-  const seen = [];
-  const end = Date.now() + ms;
-  let r;
-  for (;;) {
-    r = await client.responses.retrieve(id);
-    validate("Response", r);
-    assert.equal(r.background, true, `${id}: background in every shape (${r.status})`);
-    if (seen.at(-1) !== r.status) seen.push(r.status);
-    if (done(r)) return { r, seen };
-    if (Date.now() > end) assert.fail(`${id}: still ${r.status} after ${ms} ms (seen ${seen.join(" → ")})`);
-    await sleep(every);
-  }
-}
-
-// The statuses seen, in order, follow queued → in_progress → the end.
-function assertMonotone(seen, end) {
-  const order = ["queued", "in_progress", end];
-  assert.equal(seen.at(-1), end, seen.join(" → "));
-  assert.deepEqual(seen, [...seen].sort((a, b) => order.indexOf(a) - order.indexOf(b)), `in order: ${seen.join(" → ")}`);
-  assert.ok(seen.every((s) => order.includes(s)), seen.join(" → "));
-}
-
-// A running code_interpreter_call in the output so far: the sandbox runs.
-const running = (r) => r.status === "in_progress" && r.output.some((o) => o.type === "code_interpreter_call");
-
-// The runners of stack's master (their pid and start): its children named
-// sg-runner, never another gateway's.
-function runners(stack) {
-  const { master } = stack.processes();
-  return procTable().filter((p) => p.ppid === master && p.comm === "sg-runner").map((p) => [p.pid, p.start]);
-}
-
-// The local sandboxes alive: a kernel socket in sandboxd's directory each.
-function liveSandboxes(stack) {
-  try {
-    return fs.readdirSync(`${stack.localDir()}/kernels`).filter((f) => f.endsWith(".sock")).map((f) => f.slice(0, -5));
-  } catch { return []; } // none yet
-}
-
-// Those the store does not track: a leak.
-function untracked(stack) {
-  const known = new Set(stack.sql("SELECT id FROM sandboxes").map((r) => r.id));
-  return liveSandboxes(stack).filter((id) => !known.has(id));
-}
 
 // What the upstream was asked with this text somewhere in its body, and
 // what it was asked for this model (since the last resetFake).
@@ -502,87 +440,5 @@ describe("one job per key at a time (max_per_key = 1), and a restart with jobs q
     // The new gateway runs new work.
     const fresh = await alice.responses.create({ model: "ci-primes", input: "after the restart", tools: [CI], background: true });
     assert.equal((await until(alice, fresh.id)).r.status, "completed");
-  });
-});
-
-// A 5-minute run through nginx whose fastcgi timeouts are left at their
-// defaults (60 s): the create and each poll are short requests.
-const NGINX = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"].find((p) => fs.existsSync(p));
-const SLOW = process.env.SG_SLOW !== "1" ? "SG_SLOW=1 runs it (5 minutes)" : !NGINX ? "nginx is not installed" : false;
-
-describe("through nginx with its default timeouts", { skip: SLOW }, () => {
-  let stack, dir, nginx;
-  before(async () => {
-    stack = await startStack({ ...base("runners = 2; max_per_key = 4;"), start: "listen", unixSocket: true,
-      interception: "exec_timeout = 600;" });
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgbgnginx-"));
-    fs.chmodSync(dir, 0o755);
-    const port = await freePort();
-    // The shipped sample, its socket and port ours, its timeouts removed.
-    let s = fs.readFileSync(path.join(root, "etc/nginx.conf.example"), "utf8");
-    s = s.replace(/unix:\/run\/sandgate\/fcgi\.sock;/, `unix:${stack.fcgiAddr.path};`)
-      .replace(/^(\s*)listen 127\.0\.0\.1:8080;/m, `$1listen 127.0.0.1:${port};`)
-      .replace(/^\s*fastcgi_(read|send)_timeout .*$/gm, "");
-    assert.doesNotMatch(s, /fastcgi_read_timeout/);
-    fs.copyFileSync("/etc/nginx/fastcgi_params", `${dir}/fastcgi_params`);
-    fs.writeFileSync(`${dir}/sandgate.conf`, s);
-    fs.mkdirSync(`${dir}/tmp`);
-    fs.writeFileSync(`${dir}/nginx.conf`, `
-${process.getuid() === 0 ? `user ${serviceUser};` : ""}
-worker_processes 1;
-events { worker_connections 128; }
-http {
-  access_log ${dir}/access.log;
-  client_body_temp_path ${dir}/tmp/body;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  proxy_temp_path ${dir}/tmp/proxy;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
-  include ${dir}/sandgate.conf;
-}
-`);
-    const log = fs.openSync(`${dir}/stderr.log`, "a");
-    nginx = spawn(NGINX, ["-p", `${dir}/`, "-c", `${dir}/nginx.conf`, "-e", `${dir}/error.log`,
-      "-g", `daemon off; pid ${dir}/nginx.pid;`], { stdio: ["ignore", log, log] });
-    nginx.base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${nginx.base}/healthz`, { signal: AbortSignal.timeout(2000) })).status === 200,
-      "nginx /healthz", 15000);
-  });
-  after(async () => {
-    if (nginx && nginx.exitCode === null && nginx.signalCode === null) {
-      const gone = new Promise((r) => nginx.once("exit", r));
-      nginx.kill("SIGTERM");
-      await gone;
-    }
-    await stack?.stop();
-    if (dir && !process.env.SG_KEEP) fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  test("a background response with a 5-minute code run completes and is read through nginx", T(540), async (t) => {
-    const client = new OpenAI({ apiKey: KEYS.alice, baseURL: `${nginx.base}/v1`, maxRetries: 0, timeout: 30000 });
-    // Meanwhile, the same kind of run asked in the foreground: nginx gives
-    // up on it after its 60 s, which is why background mode is needed.
-    const fg = (async () => {
-      const t1 = Date.now();
-      const r = await fetch(`${nginx.base}/v1/responses`, { method: "POST", signal: AbortSignal.timeout(200000),
-        headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: "ci-args", tools: [CI], input: code("import time\ntime.sleep(120)\nprint('foreground')") }) });
-      await r.arrayBuffer();
-      return { status: r.status, ms: Date.now() - t1 };
-    })();
-    const t0 = Date.now();
-    const r = await client.responses.create({ model: "ci-args", background: true, tools: [CI],
-      input: code("import time\ntime.sleep(300)\nprint('five minutes later')") });
-    assert.equal(r.status, "queued");
-    const { r: end, seen } = await until(client, r.id, { ms: 420000, every: 5000 });
-    t.diagnostic(`${end.status} after ${Date.now() - t0} ms (${seen.join(" → ")})`);
-    assert.equal(end.status, "completed", JSON.stringify(end.error));
-    assert.ok(Date.now() - t0 >= 300000);
-    assert.match(end.output_text, /five minutes later/);
-    const { status, ms } = await fg;
-    t.diagnostic(`the foreground run: ${status} after ${ms} ms`);
-    assert.equal(status, 504, "nginx's default fastcgi_read_timeout cut the foreground run");
-    assert.ok(ms >= 59000 && ms < 120000, `${ms} ms`);
-    assert.deepEqual(untracked(stack), []);
   });
 });

@@ -215,7 +215,6 @@ test("images go as Chat image parts; what Chat cannot carry is a 400 naming it, 
   await stack.resetFake();
   const refused = [
     [{ tools: [{ type: "web_search" }] }, "tools"],
-    [{ background: true }, "background"],
     [{ truncation: "auto" }, "truncation"],
     [{ reasoning: { summary: "auto" } }, "reasoning.summary"],
     [{ input: [{ role: "user", content: [{ type: "input_file", file_id: "file-x" }] }] }, "input"],
@@ -227,6 +226,25 @@ test("images go as Chat image parts; what Chat cannot carry is a 400 naming it, 
       JSON.stringify(more));
   }
   assert.equal((await stack.fakeRequests()).length, 0, "no upstream call");
+  // Refused when queued too, in the background: never a job that fails.
+  await assert.rejects(client.responses.create({ model: "chat-echo", input: "x", background: true,
+    truncation: "auto" }), (e) => e.status === 400 && e.error?.param === "truncation");
+});
+
+test("background mode on a Chat-only upstream: sandgate runs it, the upstream never sees background", async () => {
+  await stack.resetFake();
+  const r = await client.responses.create({ model: "chat-echo", input: "in the background", background: true });
+  assert.equal(r.status, "queued");
+  let got = r;
+  for (let i = 0; i < 100 && ["queued", "in_progress"].includes(got.status); i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    got = await client.responses.retrieve(r.id);
+  }
+  assert.equal(got.status, "completed", JSON.stringify(got.error));
+  assert.equal(got.background, true);
+  assert.match(got.output_text, /in the background/);
+  const [sent] = await upstreamCalls();
+  assert.equal(sent.background, undefined);
 });
 
 test("a Chat server's reasoning_content becomes a reasoning item, streamed as reasoning text", async () => {
