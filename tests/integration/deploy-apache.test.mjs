@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { startStack, KEYS, freePort, waitFor, root, serviceUser, sseEvents } from "./harness.mjs";
-import { assertUploads, assertMetricsOnlyForScraper, assertConsole, assertResumesUnbuffered, CONSOLE_AUTH } from "./front.mjs";
+import { assertUploads, assertMetricsOnlyForScraper, assertConsole, assertResumesUnbuffered, assertMcp, CONSOLE_AUTH } from "./front.mjs";
 
 const APACHE = "/usr/sbin/apache2";
 const MODULES = "/usr/lib/apache2/modules";
@@ -256,5 +256,9 @@ describe("Apache with the sample's prefixed variant, mount_prefix = \"/ai\"", { 
 
   test("a background stream dropped and resumed under /ai through Apache: the rest whole and live", async (t) => {
     await assertResumesUnbuffered(apache.base, t, "/ai");
+  });
+
+  test("MCP under /ai through Apache: a session, a run's progress before its result, GET 405 and DELETE", async (t) => {
+    await assertMcp(apache.base, t, "/ai");
   });
 });

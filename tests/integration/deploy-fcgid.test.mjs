@@ -35,7 +35,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertResumesUnbuffered, assertIntercepts, assertPrefixed,
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertResumesUnbuffered, assertMcp, assertIntercepts, assertPrefixed,
   assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 import { startFakes, gatewayConfig, freePort, waitFor, KEYS, root, serviceUser, procOf, procTable } from "./harness.mjs";
 
@@ -500,6 +500,10 @@ describe("Apache mod_fcgid spawning sandgate from the shipped .htaccess (etc/sha
 
   test("a background stream dropped and resumed through mod_fcgid: the rest whole and live", T(30), async (t) => {
     await assertResumesUnbuffered(W.front, t);
+  });
+
+  test("MCP through mod_fcgid: a session, a run's progress before its result, GET 405 and DELETE", T(30), async (t) => {
+    await assertMcp(W.front, t);
   });
 
   test("bodies: exactly max_body_bytes 200, one over sandgate's JSON 413, over FcgidMaxRequestLen mod_fcgid's 500", T(15), async (t) => {

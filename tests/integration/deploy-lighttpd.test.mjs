@@ -25,7 +25,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertResumesUnbuffered, assertIntercepts, assertPrefixed,
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertResumesUnbuffered, assertMcp, assertIntercepts, assertPrefixed,
   assertUploads, assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root, procTable } from "./harness.mjs";
 
@@ -193,6 +193,10 @@ for (const way of WAYS) {
 
     test(`a background stream dropped and resumed: the rest whole and live (${way.name})`, T, async (t) => {
       await assertResumesUnbuffered(front, t);
+    });
+
+    test(`MCP: a session, a run's progress before its result, GET 405 and DELETE from sandgate (${way.name})`, T, async (t) => {
+      await assertMcp(front, t);
     });
 
     test(`a body of exactly max_body_bytes passes, one over is sandgate's JSON 413 (${way.name})`, T, async (t) => {

@@ -15,7 +15,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
-import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertResumesUnbuffered, assertIntercepts, assertPrefixed,
+import { sub as subIn, call, client, bodyOf, EMPTY_BODY, assertStreamsUnbuffered, assertResumesUnbuffered, assertMcp, assertIntercepts, assertPrefixed,
   assertUploads, assertMetricsOnlyForScraper, assertConsole, CONSOLE_AUTH } from "./front.mjs";
 import { startStack, freePort, waitFor, KEYS, root, serviceUser } from "./harness.mjs";
 
@@ -138,6 +138,10 @@ test("a stream's first delta reaches the client long before the upstream finishe
 
 test("a background stream dropped and resumed through nginx: the rest whole and live", { skip: SKIP, ...T }, async (t) => {
   await assertResumesUnbuffered(front.base, t);
+});
+
+test("MCP through nginx: a session, a run's progress before its result, GET 405 and DELETE from sandgate", { skip: SKIP, ...T }, async (t) => {
+  await assertMcp(front.base, t);
 });
 
 

@@ -114,6 +114,51 @@ export async function assertResumesUnbuffered(base, t, prefix = "") {
   assert.ok(first !== null && first < end - 1000, `first at +${first - t0} ms, end at +${end - t0} ms: nothing buffered`);
 }
 
+// The MCP endpoint through base (+ prefix): a session made, a run whose
+// progress reaches the client long before its result (nothing buffered
+// on the way, the SSE stream's too), GET refused by sandgate (405, not
+// by the web server), DELETE reaching it and ending the session.
+export async function assertMcp(base, t, prefix = "") {
+  const url = `${base}${prefix}/mcp`;
+  const headers = { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json",
+    accept: "application/json, text/event-stream" };
+  const init = await fetch(url, { method: "POST", headers, signal: AbortSignal.timeout(30000),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "deploy", version: "1" } } }) });
+  assert.equal(init.status, 200, await init.clone().text());
+  assert.equal((await init.json()).result.serverInfo.name, "sandgate");
+  const session = { ...headers, "mcp-session-id": init.headers.get("mcp-session-id"), "mcp-protocol-version": "2025-11-25" };
+  const t0 = Date.now();
+  const r = await fetch(url, { method: "POST", headers: session, signal: AbortSignal.timeout(60000),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "run_code",
+      arguments: { code: "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(1)" },
+      _meta: { progressToken: "p1" } } }) });
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get("content-type"), /text\/event-stream/);
+  const dec = new TextDecoder();
+  let text = "", first = null;
+  for await (const chunk of r.body) {
+    text += dec.decode(chunk, { stream: true });
+    if (first === null && text.includes("notifications/progress")) first = Date.now();
+  }
+  const end = Date.now();
+  t.diagnostic(`mcp: first progress at +${first - t0} ms, result at +${end - t0} ms`);
+  const msgs = sseEvents(text).map((e) => JSON.parse(e.data));
+  assert.equal(msgs.at(-1).id, 1);
+  assert.match(msgs.at(-1).result.content[0].text, /tick 2/);
+  assert.ok(first !== null && first < end - 1000, `progress at +${first - t0} ms, result at +${end - t0} ms: nothing buffered`);
+  const get = await fetch(url, { headers: { ...session, accept: "text/event-stream" }, signal: AbortSignal.timeout(30000) });
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get("allow"), "POST, DELETE");
+  await get.arrayBuffer();
+  const del = await fetch(url, { method: "DELETE", headers: session, signal: AbortSignal.timeout(30000) });
+  assert.equal(del.status, 200);
+  const after = await fetch(url, { method: "POST", headers: session, signal: AbortSignal.timeout(30000),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" }) });
+  assert.equal(after.status, 404);
+  await after.arrayBuffer();
+}
+
 // The code interpreter on the fake's ci-primes model through base: one
 // code_interpreter_call, then the answer.
 export async function assertIntercepts(base) {
