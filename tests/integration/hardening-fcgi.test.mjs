@@ -292,7 +292,11 @@ test("a forged scoreboard never makes the root master signal another process", a
     await until(() => !alive() || stack.processes().responders.every((p) => !responders.includes(p)),
       "the reload to roll the responders (or the bystander to die)");
     assert.ok(alive(), "the bystander survived the reload");
-    const r = await call("POST", "/v1/chat/completions", { body: chat("still here") });
+    // The forged board (the queue's lock and counts, every slot) is
+    // worked out by the responders that meet it; on a loaded machine that
+    // has taken past the usual 15 s (twice in CI), so this one is given a
+    // minute: what is asserted is that it serves again, not how soon.
+    const r = await call("POST", "/v1/chat/completions", { body: chat("still here"), ms: 60000 });
     assert.equal(r.status, 200, "the gateway still serves");
     process.kill(master, "SIGTERM");
     await until(() => stack.processes().master !== master || !alive(), "the master to stop");
