@@ -96,21 +96,7 @@ describe("local sessions across a restart", () => {
   before(async () => { stack = await startStack({ sessions: "max_per_key = 8; ttl = 3600;" }); });
   after(() => stack?.stop());
 
-  // Stop the gateway (its sandboxd and every local sandbox with it) and
-  // start it again on the same store and port.
-  async function restart() {
-    const { master } = stack.processes();
-    stack.lighttpd.kill("SIGTERM");
-    if (stack.mode === "listen") process.kill(master, "SIGTERM");
-    await waitFor(() => !stack.processes().master, "the gateway to stop", 20000);
-    if (stack.lighttpd.exitCode === null && stack.lighttpd.signalCode === null)
-      await new Promise((r) => stack.lighttpd.once("exit", r));
-    const cgroups = stack.cgroups ?? [];
-    await stack.startGateway();
-    stack.cgroups = [...cgroups, ...(stack.cgroups ?? [])];
-    await waitFor(async () => (await fetch(stack.url("/healthz"))).status === 200, "the new gateway", 20000);
-    assert.notEqual(stack.processes().master, master);
-  }
+  const restart = () => stack.restart(20000);
 
   async function ask(code, session) {
     const r = await stack.call("POST", "/v1/responses", { model: "ci-turn", input: JSON.stringify({ code }),

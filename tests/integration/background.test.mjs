@@ -379,21 +379,7 @@ describe("one job per key at a time (max_per_key = 1), and a restart with jobs q
   });
   after(() => stack?.stop());
 
-  // Stop the gateway (lighttpd stops its bin-path backend; a --listen one
-  // is ours to stop) and start it again on the same store and port.
-  async function restart() {
-    const { master } = stack.processes();
-    stack.lighttpd.kill("SIGTERM");
-    if (stack.mode === "listen") process.kill(master, "SIGTERM");
-    await waitFor(() => !stack.processes().master, "the gateway to stop", 30000);
-    if (stack.lighttpd.exitCode === null && stack.lighttpd.signalCode === null)
-      await new Promise((r) => stack.lighttpd.once("exit", r));
-    const cgroups = stack.cgroups ?? [];
-    await stack.startGateway();
-    stack.cgroups = [...cgroups, ...(stack.cgroups ?? [])];
-    await waitFor(async () => (await fetch(stack.url("/healthz"))).status === 200, "the new gateway", 20000);
-    assert.notEqual(stack.processes().master, master);
-  }
+  const restart = () => stack.restart(30000);
 
   test("a key's second job waits while its first runs (another key's does not), and a queued job cancelled never runs", T(120), async () => {
     const long = await alice.responses.create({ model: "ci-args", background: true, tools: [CI],

@@ -429,6 +429,23 @@ $HTTP["url"] =~ "^${this.opts.mount_prefix ?? ""}/(v1/|console(/|$)|mcp$|healthz
     return `${this.storeDir}/local/m${this.processes().master}`;
   }
 
+  // Stop the gateway (lighttpd stops its bin-path backend; a --listen one
+  // is ours to stop; its sandboxd and every local sandbox go with it) and
+  // start it again on the same store and port.
+  async restart(stopMs = 30000) {
+    const { master } = this.processes();
+    this.lighttpd.kill("SIGTERM");
+    if (this.mode === "listen") process.kill(master, "SIGTERM");
+    await waitFor(() => !this.processes().master, "the gateway to stop", stopMs);
+    if (this.lighttpd.exitCode === null && this.lighttpd.signalCode === null)
+      await new Promise((r) => this.lighttpd.once("exit", r));
+    const cgroups = this.cgroups ?? [];
+    await this.startGateway();
+    this.cgroups = [...cgroups, ...(this.cgroups ?? [])];
+    await waitFor(async () => (await fetch(this.url("/healthz"))).status === 200, "the new gateway", 20000);
+    if (this.processes().master === master) throw new Error("the same master after a restart");
+  }
+
   // Rewrite the running config with edit and SIGHUP the master; resolves
   // once every responder runs the new one.
   async reload(edit) {
