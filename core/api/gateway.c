@@ -519,12 +519,8 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 		sg_http_error(out, req, &err);
 		return;
 	}
-	if (route == SG_ROUTE_MCP && !sg_mcp_origin_ok(req)) {
-		sg_error_set(&err, 403, "invalid_request_error", NULL, NULL,
-		    "Forbidden: this Origin may not use the MCP endpoint.");
-		sg_http_error(out, req, &err);
+	if (route == SG_ROUTE_MCP && sg_mcp_origin_refused(req, out))
 		return;
-	}
 	if (sg_route_authed(route) != SG_AUTH_NONE) {
 		if ((sg_route_authed(route) == SG_AUTH_ADMIN ? sg_auth_admin :
 		    sg_auth_check)(gw->cfg, gw->store, req->authorization, &who,

@@ -19,8 +19,9 @@
 int	 sg_mcp_match(const struct sg_cfg *, const char *path);
 /* Before the key is checked: a browser's page may not drive the endpoint
  * with a key it holds (DNS rebinding): an Origin, when sent, must be the
- * request's own host. Clients that are not browsers send none. */
-int	 sg_mcp_origin_ok(const struct sg_req *);
+ * request's own host (clients that are not browsers send none). 1 when
+ * refused (403 answered), else 0. */
+int	 sg_mcp_origin_refused(const struct sg_req *, struct sg_out *);
 /* The head lines of a 401 to an MCP client (RFC 6750): a Bearer key, no
  * OAuth server to find one at. */
 const char *sg_mcp_challenge(const struct sg_req *);

@@ -14,6 +14,8 @@
 #include "../../lib/util.h"
 
 #define ALLOW		"Allow: POST, DELETE\r\n"
+#define SSE_HEAD	"Cache-Control: no-cache, no-transform\r\n" \
+			"X-Accel-Buffering: no\r\n"
 
 int
 sg_mcp_match(const struct sg_cfg *cfg, const char *path)
@@ -22,8 +24,8 @@ sg_mcp_match(const struct sg_cfg *cfg, const char *path)
 	    strcmp(path, cfg->mcp.path) == 0;
 }
 
-int
-sg_mcp_origin_ok(const struct sg_req *req)
+static int
+origin_ok(const struct sg_req *req)
 {
 	const char *origin = sg_http_param(req, "HTTP_ORIGIN");
 	const char *host = sg_http_param(req, "HTTP_HOST");
@@ -73,6 +75,16 @@ refuse(struct sg_out *out, const struct sg_req *req, int status, int code,
 	json_decref(body);
 }
 
+int
+sg_mcp_origin_refused(const struct sg_req *req, struct sg_out *out)
+{
+	if (origin_ok(req))
+		return 0;
+	refuse(out, req, 403, SG_MCP_BAD_REQUEST, NULL, "Forbidden: this "
+	    "Origin may not use the MCP endpoint", NULL);
+	return 1;
+}
+
 /* A bodiless answer (202 to a notification, 200 to a DELETE). */
 static void
 empty(struct sg_out *out, const struct sg_req *req, int status)
@@ -113,7 +125,7 @@ answer(struct sg_mcp *m, json_t *result, const struct sg_mcp_err *e)
 			json_object_set(json_object_get(msg, "error"), "data",
 			    e->data);
 	}
-	if (m->streaming)
+	if (m->streaming || !m->json_ok)
 		sg_mcp_send(m, msg);
 	else
 		sg_http_json(m->out, m->req, 200, msg);
@@ -129,9 +141,9 @@ initialize(struct sg_mcp *m, const json_t *params)
 	    "protocolVersion"));
 	const json_t *info = json_object_get(params, "clientInfo");
 	const char *client = json_string_value(json_object_get(info, "name"));
-	char rnd[40], head[128];
+	char rnd[40], head[256], *text;
 	struct sg_mcp_err e = { SG_MCP_INTERNAL, "Internal error", NULL };
-	json_t *r;
+	json_t *r, *msg;
 
 	snprintf(m->version, sizeof(m->version), "%s", asked != NULL &&
 	    version_ok(asked) ? asked : SG_MCP_VERSION);
@@ -157,19 +169,22 @@ initialize(struct sg_mcp *m, const json_t *params)
 	    "write_file, read_file and list_files work in /mnt/data; "
 	    "upload_file puts a file uploaded to the Files API (file-...) "
 	    "there; reset starts over in a new sandbox.");
-	snprintf(head, sizeof(head), "Mcp-Session-Id: %s\r\n", m->session);
-	if (r != NULL && sg_http_begin(m->out, m->req, 200, "application/json",
-	    head) == 0) {
-		json_t *msg = json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id",
-		    m->id, "result", r);
-		char *text = msg != NULL ? json_dumps(msg, JSON_COMPACT) : NULL;
-
-		if (text != NULL)
-			m->out->write(m->out, text, strlen(text));
-		free(text);
-		json_decref(msg);
-	} else
-		json_decref(r);
+	snprintf(head, sizeof(head), "Mcp-Session-Id: %s\r\n%s", m->session,
+	    m->json_ok ? "" : SSE_HEAD);
+	msg = r != NULL ? json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id",
+	    m->id, "result", r) : NULL;
+	text = msg != NULL ? json_dumps(msg, JSON_COMPACT) : NULL;
+	/* The session's id goes in the head: its answer is written here. */
+	if (text != NULL && sg_http_begin(m->out, m->req, 200, m->json_ok ?
+	    "application/json" : "text/event-stream", head) == 0) {
+		if (!m->json_ok)
+			m->out->write(m->out, "event: message\ndata: ", 21);
+		m->out->write(m->out, text, strlen(text));
+		if (!m->json_ok)
+			m->out->write(m->out, "\n\n", 2);
+	}
+	free(text);
+	json_decref(msg);
 }
 
 /* A request in a session: answered on a stream when it may run long
@@ -194,8 +209,16 @@ request(struct sg_mcp *m, const char *method, const json_t *params)
 	if (strcmp(method, "tools/call") == 0 && m->sse_ok &&
 	    sg_mcp_begin(m) == -1)
 		return;
+	sg_mcp_keep(m);
 	if (sg_mcp_call(m, method, params, &result, &e) == -1 && e.code == 0)
 		sg_mcp_err(&e, SG_MCP_INTERNAL, "Internal error");
+	/* A session ended under a running call: what the call made is gone
+	 * with it. */
+	if (m->ended) {
+		json_decref(result);
+		result = NULL;
+		sg_mcp_err(&e, SG_MCP_NO_SESSION, "Session not found");
+	}
 	if (!m->cancelled)
 		answer(m, result, &e);
 	json_decref(result);
@@ -260,8 +283,10 @@ message(const struct sg_req *req, struct sg_out *out)
 		    "Invalid Request: the message is too complex", NULL);
 		return NULL;
 	}
-	msg = json_loadb(req->body != NULL ? req->body : "", req->body_len, 0,
-	    NULL);
+	/* Any value (a scalar is an invalid request, not a parse error);
+	 * a NUL in a string is the tool's to refuse, as bad arguments. */
+	msg = json_loadb(req->body != NULL ? req->body : "", req->body_len,
+	    JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	if (msg == NULL)
 		refuse(out, req, 400, SG_MCP_PARSE_ERROR, NULL,
 		    "Parse error: invalid JSON", NULL);
@@ -298,6 +323,7 @@ post_ok(struct sg_mcp *m)
 		return -1;
 	}
 	m->sse_ok = has_type(accept, "text/event-stream");
+	m->json_ok = has_type(accept, "application/json");
 	if (v != NULL && !version_ok(v)) {
 		snprintf(msg, sizeof(msg), "Bad Request: Unsupported protocol "
 		    "version: %.40s (supported: " SG_MCP_VERSION ", "

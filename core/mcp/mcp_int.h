@@ -48,8 +48,11 @@ struct sg_mcp {
 	const json_t		*progress;	/* _meta.progressToken, or NULL */
 	double			 progressed;	/* the last progress sent */
 	int			 sse_ok;	/* the client takes a stream */
+	int			 json_ok;	/* ... and JSON: else all is a
+					 * stream */
 	int			 streaming;	/* the SSE head went out */
 	int			 cancelled;	/* the client cancelled it */
+	int			 ended;		/* its session ended meanwhile */
 	int64_t			 polled_ms;	/* the cancel last asked */
 	int64_t			 wrote_ms;	/* the stream last written */
 };
@@ -64,8 +67,9 @@ int	 sg_mcp_send(struct sg_mcp *, const json_t *msg);
  * gave a progress token (else nothing): progress rises with each call;
  * message borrowed, may be NULL. */
 void	 sg_mcp_progress(struct sg_mcp *, double progress, const char *message);
-/* mcp_sess.c: whether the client cancelled the request or left: polled
- * while a tool runs (the store asked at most once a second). */
+/* mcp_sess.c: whether the client cancelled the request, left, or its
+ * session ended (DELETE, expiry): polled while a tool runs (the store
+ * asked at most once a second). */
 int	 sg_mcp_stopped(struct sg_mcp *);
 /* mcp_sess.c: the session's sandbox, made now if it has none: 0 with
  * its id and *lost (it had one, which is gone: state lost), or -1 with
@@ -76,6 +80,10 @@ int	 sg_mcp_sandbox(struct sg_mcp *, char id[48], int *lost,
  * its id, 0 when it has none, -1 when the store failed (resources list
  * and read a session's files without making a sandbox for them). */
 int	 sg_mcp_sandbox_peek(struct sg_mcp *, char id[48]);
+/* mcp_sess.c: a request in the session keeps its sandbox alive too, as
+ * a run would: a client that only lists and pings between runs does not
+ * lose its state to the idle sweep. */
+void	 sg_mcp_keep(struct sg_mcp *);
 /* mcp_sess.c: end the session's sandbox (reset; DELETE). 0 or -1. */
 int	 sg_mcp_sandbox_end(struct sg_mcp *, struct sg_error *);
 

@@ -14,8 +14,13 @@ sg_mcp_call(struct sg_mcp *m, const char *method, const json_t *params,
 	*result = NULL;
 	if (strcmp(method, "ping") == 0)
 		*result = json_object();
-	else if (strcmp(method, "tools/list") == 0)
+	else if (strcmp(method, "tools/list") == 0) {
+		/* One page: no cursor of ours to continue from. */
+		if (json_object_get(params, "cursor") != NULL)
+			return sg_mcp_err(e, SG_MCP_INVALID_PARAMS, "Invalid "
+			    "params: unknown cursor");
 		*result = json_pack("{s:o}", "tools", sg_mcp_tools(m->env->cfg));
+	}
 	else if (strcmp(method, "tools/call") == 0)
 		return sg_mcp_tool_call(m, params, result, e);
 	else if (strcmp(method, "resources/list") == 0)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mcp_int.h"
 #include "../../lib/util.h"
@@ -106,6 +107,19 @@ end_sandbox(struct sg_sbx_env *env, const char *tenant, const char *session,
 	return 0;
 }
 
+void
+sg_mcp_keep(struct sg_mcp *m)
+{
+	char key[SG_STORE_MCP_ID_MAX + 8], id[48];
+
+	if (sg_mcp_sandbox_peek(m, id) != 1)
+		return;
+	sess_key(m->session, key, sizeof(key));
+	sg_store_sess_touch(m->env->store, m->req->tenant, key);
+	sg_store_sbx_touch(m->env->store, id, (int64_t)time(NULL) +
+	    m->env->cfg->sessions.ttl + 60);
+}
+
 int
 sg_mcp_sandbox_end(struct sg_mcp *m, struct sg_error *err)
 {
@@ -196,9 +210,10 @@ int
 sg_mcp_stopped(struct sg_mcp *m)
 {
 	int64_t now = sg_now_ms();
+	char version[16];
 	int yes = 0;
 
-	if (m->cancelled || !m->out->alive(m->out))
+	if (m->cancelled || m->ended || !m->out->alive(m->out))
 		return 1;
 	if (m->streaming && now - m->wrote_ms >= KEEPALIVE_MS) {
 		m->wrote_ms = now;
@@ -212,6 +227,10 @@ sg_mcp_stopped(struct sg_mcp *m)
 	if (sg_store_mcp_cancelled(m->env->store, m->session, m->id_text,
 	    &yes) == SG_STORE_OK && yes)
 		m->cancelled = 1;
-	return m->cancelled;
+	else if (sg_store_mcp_touch(m->env->store, m->session, m->req->tenant,
+	    sg_wall_ms() - (int64_t)m->env->cfg->sessions.ttl * 1000,
+	    sg_wall_ms(), version) == SG_STORE_NOTFOUND)
+		m->ended = 1;
+	return m->cancelled || m->ended;
 }
 
