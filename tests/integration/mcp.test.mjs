@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Agent, run, MCPServerStreamableHttp, Usage, setTracingDisabled } from "@openai/agents";
-import { startStack, KEYS, reapNow } from "./harness.mjs";
+import { startStack, KEYS, reapNow, waitFor } from "./harness.mjs";
 import { mcpConfig, mcp, LATEST, sandboxIds } from "./mcp.mjs";
 
 const T = (s) => ({ timeout: s * 1000 });
@@ -111,6 +111,8 @@ describe("the official SDK client", () => {
     assert.equal(byName.run_code.annotations.destructiveHint, true);
     assert.deepEqual([...byName.run_code.outputSchema.required].sort(), ["error", "execution_count", "results", "stderr", "stdout"]);
     // The client's GET for a server stream was told 405; nothing was a 5xx.
+    // (The client sends that GET on its own, after notifications/initialized.)
+    await waitFor(() => c.http.some((h) => h.method === "GET"), "the client's GET", 5000);
     assert.ok(c.http.some((h) => h.method === "GET" && h.status === 405), JSON.stringify(c.http));
     assert.ok(c.http.every((h) => h.status < 500), JSON.stringify(c.http));
     assert.deepEqual(await sandboxIds(stack, DAVE), [], "initialize and tools/list make no sandbox");
