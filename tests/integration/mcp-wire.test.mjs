@@ -29,15 +29,17 @@ before(async () => {
 });
 after(async () => { await stack?.stop(); });
 
-// A transport-level answer: status, a JSON-RPC error with code and (unless
-// told) id null, never a 5xx.
-function assertRpcError(r, status, code, { id = null, message } = {}) {
+// A transport-level answer: status, a JSON-RPC error with code, never a
+// 5xx. Its id: id (null unless told); with echo, null or echo (a refusal
+// may echo the id of a request it could read: JSON-RPC asks for that).
+function assertRpcError(r, status, code, { id = null, echo, message } = {}) {
   assert.equal(r.status, status, `${r.status} ${r.text.slice(0, 400)}`);
   assert.ok(r.json, `a JSON body: ${r.text.slice(0, 200)}`);
-  assert.equal(r.json.jsonrpc, "2.0");
+  assert.equal(r.json.jsonrpc, "2.0", r.text.slice(0, 200));
   assert.equal(r.json.error?.code, code, r.text);
   assert.equal(typeof r.json.error.message, "string");
-  assert.deepEqual(r.json.id, id);
+  if (echo === undefined) assert.deepEqual(r.json.id, id);
+  else assert.ok(r.json.id === null || r.json.id === echo, `id ${JSON.stringify(r.json.id)}`);
   assert.ok(!("result" in r.json));
   if (message) assert.match(r.json.error.message, message);
 }
@@ -230,8 +232,8 @@ describe("versions and initialize", () => {
 
 describe("sessions", () => {
   test("no Mcp-Session-Id on anything but initialize is 400 (-32000): requests, notifications, DELETE", T(30), async () => {
-    assertRpcError(await mcp(stack, { jsonrpc: "2.0", id: 1, method: "tools/list" }), 400, -32000);
-    assertRpcError(await mcp(stack, { jsonrpc: "2.0", id: 1, method: "ping" }, { version: LATEST }), 400, -32000);
+    assertRpcError(await mcp(stack, { jsonrpc: "2.0", id: 1, method: "tools/list" }), 400, -32000, { echo: 1 });
+    assertRpcError(await mcp(stack, { jsonrpc: "2.0", id: 1, method: "ping" }, { version: LATEST }), 400, -32000, { echo: 1 });
     assertRpcError(await mcp(stack, { jsonrpc: "2.0", method: "notifications/initialized" }), 400, -32000);
     const del = await mcp(stack, undefined, { method: "DELETE" });
     assert.equal(del.status, 400, del.text);
@@ -240,7 +242,7 @@ describe("sessions", () => {
   test("unknown, malformed, deleted and another key's session ids: 404 (-32001), all the same answer", T(60), async () => {
     const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
     const unknown = await mcp(stack, ping, { session: "mcp_" + "0".repeat(32), version: LATEST });
-    assertRpcError(unknown, 404, -32001);
+    assertRpcError(unknown, 404, -32001, { echo: 1 });
     for (const session of ["nonsense", "mcp_" + "f".repeat(32), "mcp_" + "0".repeat(31) + "g", "x".repeat(200), "mcp_%00"]) {
       const r = await mcp(stack, ping, { session, version: LATEST });
       assert.equal(r.status, 404, `${session}: ${r.text}`);
@@ -331,13 +333,17 @@ describe("methods", () => {
     assertDispatchError(await rpc(stack, s, "tools/call", undefined, { id: 9 }), 9, -32602);
   });
 
-  test("initialize, tools/list, resources/list and protocol errors make no sandbox", T(30), async () => {
+  test("initialize, tools/list, resources/list and read (-32002 for a missing file), protocol errors: no sandbox made", T(30), async () => {
     const d = await openSession(stack, DAVE);
     await rpc(stack, d, "tools/list");
     const list = await rpc(stack, d, "resources/list");
     assert.equal(list.status, 200, list.text);
     assert.deepEqual(list.response.result.resources, []);
     await rpc(stack, d, "tools/call", { name: "nope", arguments: {} });
+    const miss = await rpc(stack, d, "resources/read", { uri: "sandbox:/mnt/data/nope.txt" }, { id: 11 });
+    assertDispatchError(miss, 11, -32002);
+    assert.deepEqual(miss.response.error.data, { uri: "sandbox:/mnt/data/nope.txt" });
+    assertDispatchError(await rpc(stack, d, "resources/read", { uri: "file:///etc/passwd" }, { id: 12 }), 12, -32602);
     assert.deepEqual(await sandboxIds(stack, DAVE), []);
     const del = await mcp(stack, undefined, { method: "DELETE", key: DAVE, session: d.session, version: d.version });
     assert.equal(del.status, 200, del.text);
@@ -390,15 +396,18 @@ describe("tools/call", () => {
     assert.equal(ok.response?.result?.structuredContent?.stdout, "fine\n", ok.text.slice(0, 300));
   });
 
-  test("oversized code and content (under max_body_bytes) are isError 'too large'; the session lives on", T(120), async () => {
+  test("oversized code (under max_body_bytes) is isError 'too large'; big content a file or 'too large'; the session lives on", T(120), async () => {
     const big = "#" + "x".repeat(2 << 20) + "\nprint('ran')";
     const r = await callTool(stack, s, "run_code", { code: big });
     assert.equal(r.status, 200, r.text.slice(0, 300));
     assert.equal(r.response?.result?.isError, true, r.text.slice(0, 300));
     assert.match(textOf(r.response.result), /too large/i);
+    // content has a cap of its own, or is a file as big as the body allows.
     const w = await callTool(stack, s, "write_file", { path: "big.txt", content: "y".repeat(2 << 20) });
-    assert.equal(w.response?.result?.isError, true, w.text.slice(0, 300));
-    assert.match(textOf(w.response.result), /too large/i);
+    assert.equal(w.status, 200, w.text.slice(0, 300));
+    const wr = w.response?.result;
+    if (wr?.isError) assert.match(textOf(wr), /too large/i);
+    else assert.equal(wr?.structuredContent?.size, 2 << 20, w.text.slice(0, 300));
     const ok = await callTool(stack, s, "run_code", { code: "print(1 + 1)" });
     assert.equal(ok.response?.result?.structuredContent?.stdout, "2\n", ok.text.slice(0, 300));
   });
