@@ -297,9 +297,9 @@ describe("the official SDK client", () => {
       // The server says -32002 (checked raw in mcp-wire); the SDK client
       // turns that into its ResourceNotFoundError (code -32602, data.uri).
       await assert.rejects(c.client.readResource({ uri: "sandbox:/mnt/data/nope.txt" }, { cacheMode: "bypass" }),
-        (e) => e.name === "ResourceNotFoundError" && e.data?.uri === "sandbox:/mnt/data/nope.txt", "a missing file: not found");
+        (e) => e.constructor.name === "ResourceNotFoundError" && e.data?.uri === "sandbox:/mnt/data/nope.txt", "a missing file: not found");
       await assert.rejects(c.client.readResource({ uri: "file:///etc/passwd" }, { cacheMode: "bypass" }),
-        (e) => e.code === -32602, "not a sandbox: URI: -32602");
+        (e) => e.code === -32602 && e.data?.uri === undefined, "not a sandbox: URI: -32602, not a miss");
       await assert.rejects(c.client.readResource({ uri: "sandbox:/mnt/data/../../etc/passwd" }, { cacheMode: "bypass" }),
         (e) => e.code === -32602 || e.code === -32002, "out of /mnt/data");
     } finally {
