@@ -29,20 +29,23 @@ const extraKeys = [["dave", DAVE], ["eve", EVE], ["frank", FRANK]].map(([n, k]) 
 
 setTracingDisabled(true);
 
+// A fetch for a client that records each exchange in http: { method, rpc
+// (the JSON-RPC method posted), status }.
+const recording = (http) => async (url, init = {}) => {
+  const r = await fetch(url, init);
+  let rpc = null;
+  try { rpc = JSON.parse(init.body).method ?? "(response)"; } catch { /* no body */ }
+  http.push({ method: init.method ?? "GET", rpc, status: r.status });
+  return r;
+};
+
 // An SDK client connected to stack as key, its tools listed (which turns
-// on the client's check of structuredContent against outputSchema), every
-// HTTP exchange recorded in http ({ method, rpc, status }).
+// on the client's check of structuredContent against outputSchema), its
+// HTTP exchanges in http.
 async function connect(stack, k = KEYS.alice) {
   const http = [];
-  const recording = async (url, init = {}) => {
-    const r = await fetch(url, init);
-    let rpc = null;
-    try { rpc = JSON.parse(init.body).method ?? "(response)"; } catch { /* no body */ }
-    http.push({ method: init.method ?? "GET", rpc, status: r.status });
-    return r;
-  };
   const transport = new StreamableHTTPClientTransport(new URL(stack.url("/mcp")),
-    { requestInit: { headers: { Authorization: `Bearer ${k}` } }, fetch: recording });
+    { requestInit: { headers: { Authorization: `Bearer ${k}` } }, fetch: recording(http) });
   const client = new Client({ name: "sandgate-test", version: "1.0.0" });
   await client.connect(transport, { timeout: 15000 });
   const { tools } = await client.listTools(undefined, { timeout: 15000 });
@@ -418,14 +421,7 @@ describe("the official SDK client", () => {
 
   test("the Agents SDK: probe 4xx then initialize; a scripted model calls run_code and read_file and is given their output; close() sends DELETE", T(180), async () => {
     const http = [];
-    const recording = async (url, init = {}) => {
-      const r = await fetch(url, init);
-      let rpc = null;
-      try { rpc = JSON.parse(init.body).method ?? "(response)"; } catch { /* no body */ }
-      http.push({ method: init.method ?? "GET", rpc, status: r.status });
-      return r;
-    };
-    const server = new MCPServerStreamableHttp({ url: stack.url("/mcp"), name: "sandgate", fetch: recording, timeout: 60000,
+    const server = new MCPServerStreamableHttp({ url: stack.url("/mcp"), name: "sandgate", fetch: recording(http), timeout: 60000,
       requestInit: { headers: { Authorization: `Bearer ${FRANK}` } } });
     const had = await sandboxIds(stack, FRANK);
     const requests = [];
