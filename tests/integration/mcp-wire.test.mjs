@@ -14,7 +14,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { startStack, KEYS } from "./harness.mjs";
-import { mcpConfig, mcp, initialize, openSession, rpc, callTool, textOf, openStream, sandboxIds, ACCEPT, LATEST } from "./mcp.mjs";
+import { mcpConfig, mcp, initialize, openSession, rpc, callTool, textOf, openStream, sandboxIds, LATEST } from "./mcp.mjs";
 
 const T = (s) => ({ timeout: s * 1000 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
