@@ -24,6 +24,7 @@
 
 #include "fcgi.h"
 #include "../core/api/gateway.h"
+#include "../core/mcp/mcp.h"
 #include "../core/state/ledger.h"
 #include "../core/state/metrics.h"
 #include "../lib/util.h"
@@ -292,9 +293,10 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 		status = 408;
 		sg_mx_request(req.route, status, sg_now_ms() - req.start_ms);
 	} else {
-		if (rc == -1)
+		if (rc == -1 && !sg_mcp_refused_early(env->cfg, &req,
+		    &out.base, &err))
 			sg_http_error(&out.base, &req, &err);
-		else
+		else if (rc != -1)
 			sg_gw_handle(gw, &req, &out.base);
 		/* Answered: the client may send its next request this
 		 * instant (the answer's last bytes are on their way), so this

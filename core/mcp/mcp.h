@@ -22,6 +22,11 @@ int	 sg_mcp_match(const struct sg_cfg *, const char *path);
  * request's own host (clients that are not browsers send none). 1 when
  * refused (403 answered), else 0. */
 int	 sg_mcp_origin_refused(const struct sg_req *, struct sg_out *);
+/* A request to the endpoint refused before it was routed (its body too
+ * large, or unreadable): err answered as a JSON-RPC error, 1; 0 when the
+ * request is not the endpoint's (the caller answers err its own way). */
+int	 sg_mcp_refused_early(const struct sg_cfg *, const struct sg_req *,
+	    struct sg_out *, const struct sg_error *);
 /* The head lines of a 401 to an MCP client (RFC 6750): a Bearer key, no
  * OAuth server to find one at. */
 const char *sg_mcp_challenge(const struct sg_req *);

@@ -85,6 +85,18 @@ sg_mcp_origin_refused(const struct sg_req *req, struct sg_out *out)
 	return 1;
 }
 
+int
+sg_mcp_refused_early(const struct sg_cfg *cfg, const struct sg_req *req,
+    struct sg_out *out, const struct sg_error *err)
+{
+	if (!sg_mcp_match(cfg, req->path))
+		return 0;
+	refuse(out, req, err->status, err->status == 413 ?
+	    SG_MCP_INVALID_REQUEST : SG_MCP_BAD_REQUEST, NULL, err->message,
+	    NULL);
+	return 1;
+}
+
 /* A bodiless answer (202 to a notification, 200 to a DELETE). */
 static void
 empty(struct sg_out *out, const struct sg_req *req, int status)
