@@ -86,24 +86,6 @@ look_end(struct look *l)
 		sg_sbx_unlock(l->env, l->id);
 }
 
-/* Whether a path under /mnt/data is one to leave alone: a hidden file or
- * directory (.ipynb_checkpoints, .cache...), a Python cache. */
-static int
-hidden(const char *rel)
-{
-	size_t n;
-
-	for (;;) {
-		n = strcspn(rel, "/");
-		if (n == 0 || rel[0] == '.' || (n == 11 &&
-		    strncmp(rel, "__pycache__", 11) == 0))
-			return 1;
-		if (rel[n] == '\0')
-			return 0;
-		rel += n + 1;
-	}
-}
-
 /* Whether a listed file may become a container file. */
 static int
 wanted(const json_t *e)
@@ -115,7 +97,7 @@ wanted(const json_t *e)
 	if (path == NULL || json_integer_value(json_object_get(e, "size")) < 0 ||
 	    strncmp(path, SG_SBX_DATA_DIR "/", dl + 1) != 0 ||
 	    strlen(path) >= sizeof(((struct sg_store_file *)0)->path) ||
-	    hidden(path + dl + 1))
+	    sg_sbx_hidden(path + dl + 1))
 		return 0;
 	base = strrchr(path, '/') + 1;
 	return sg_upload_name_ok(base);

@@ -27,24 +27,6 @@ failed(struct sg_mcp *m, const struct sg_error *err, struct sg_mcp_err *e)
 	return sg_mcp_err(e, SG_MCP_INTERNAL, "%s", err->message);
 }
 
-/* Whether a path under /mnt/data is one a listing leaves out: a hidden
- * file or directory (.ipynb_checkpoints...), a Python cache. */
-static int
-hidden(const char *rel)
-{
-	size_t n;
-
-	for (;;) {
-		n = strcspn(rel, "/");
-		if (n == 0 || rel[0] == '.' || (n == 11 &&
-		    strncmp(rel, "__pycache__", 11) == 0))
-			return 1;
-		if (rel[n] == '\0')
-			return 0;
-		rel += n + 1;
-	}
-}
-
 /* The offset a cursor holds: 0, or -1 when it is not one of ours. */
 static int
 cursor_offset(const json_t *params, size_t *off)
@@ -113,7 +95,7 @@ sg_mcp_res_list(struct sg_mcp *m, const json_t *params, json_t **result,
 		return failed(m, &err, e);
 	list = json_array();
 	json_array_foreach(files, i, f) {
-		if (hidden(json_string_value(json_object_get(f, "path")) +
+		if (sg_sbx_hidden(json_string_value(json_object_get(f, "path")) +
 		    strlen(SG_SBX_DATA_DIR) + 1))
 			continue;
 		if (seen++ < off)

@@ -89,6 +89,10 @@ int	 sg_sbx_prov_error(const struct sg_tool *, const struct sg_prov_error *,
 /* sbx_files.c: a file's path in the sandbox, SG_SBX_DATA_DIR/filename
  * (filename a plain name, checked at upload). */
 void	 sg_sbx_data_path(const char *filename, char *out, size_t sz);
+/* sbx_files.c: whether a path under the data dir (relative to it) is one
+ * listings and collections leave out: a hidden file or directory
+ * (.ipynb_checkpoints, .cache...), a Python cache. */
+int	 sg_sbx_hidden(const char *rel);
 /* Put file f (tenant's, ready) into sandbox id at its data path. 0, -1
  * with err, or SG_SBX_GONE. */
 int	 sg_sbx_put_file(struct sg_sbx_env *, const char *tenant, const char *id,

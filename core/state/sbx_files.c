@@ -63,3 +63,19 @@ sg_sbx_put_file(struct sg_sbx_env *env, const char *tenant, const char *id,
 	}
 	return rc == SG_PROV_OK ? 0 : sg_sbx_prov_error(t, &pe, id, err);
 }
+
+int
+sg_sbx_hidden(const char *rel)
+{
+	size_t n;
+
+	for (;;) {
+		n = strcspn(rel, "/");
+		if (n == 0 || rel[0] == '.' || (n == 11 &&
+		    strncmp(rel, "__pycache__", 11) == 0))
+			return 1;
+		if (rel[n] == '\0')
+			return 0;
+		rel += n + 1;
+	}
+}
