@@ -333,20 +333,6 @@ sg_bg_cancel(struct sg_store *st, const char *id, const struct sg_req *req,
 	return rc;
 }
 
-/* sg_store_ev_list's fn: whether the last event ends the stream. */
-static int
-ends_stream(void *arg, const struct sg_store_ev *e)
-{
-	json_t *ev = json_loads(e->event, 0, NULL);
-	const char *type = json_string_value(json_object_get(ev, "type"));
-
-	*(int *)arg = type != NULL && (strcmp(type, "response.completed") == 0 ||
-	    strcmp(type, "response.failed") == 0 ||
-	    strcmp(type, "response.incomplete") == 0);
-	json_decref(ev);
-	return 0;
-}
-
 int
 sg_bg_end_stream(struct sg_store *st, const char *id)
 {
@@ -362,9 +348,8 @@ sg_bg_end_stream(struct sg_store *st, const char *id)
 		rc = 0;
 		goto out;
 	}
-	if (sg_store_ev_last(st, id, NULL, &last) != SG_STORE_OK ||
-	    sg_store_ev_list(st, id, NULL, last - 1, 1, ends_stream, &ended) !=
-	    SG_STORE_OK || (!ended && (r = sg_bg_response(st, &job)) == NULL))
+	if (sg_rstream_last(st, id, NULL, &last, &ended) != SG_STORE_OK ||
+	    (!ended && (r = sg_bg_response(st, &job)) == NULL))
 		goto out;
 	rc = 0;
 	if (ended)

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "bg_out.h"
+#include "resp_stream.h"
 #include "../upstream/sse.h"
 #include "../../lib/util.h"
 #include "../../store/background.h"
@@ -99,9 +100,7 @@ note_response(struct sg_bgo *b, const json_t *ev)
 	b->snapshot = text;
 	b->snapshot_dirty = 1;
 	st = json_string_value(json_object_get(resp, "status"));
-	if (type != NULL && st != NULL && (strcmp(type, "response.completed")
-	    == 0 || strcmp(type, "response.failed") == 0 ||
-	    strcmp(type, "response.incomplete") == 0))
+	if (type != NULL && st != NULL && sg_rstream_ends(type))
 		snprintf(b->status, sizeof(b->status), "%s", st);
 }
 

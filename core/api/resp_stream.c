@@ -44,8 +44,8 @@ store_down(struct sg_store *st, struct sg_error *err)
 	return sg_error_store(err, sg_store_errmsg(st));
 }
 
-static int
-ends(const char *type)
+int
+sg_rstream_ends(const char *type)
 {
 	return strcmp(type, "response.completed") == 0 ||
 	    strcmp(type, "response.failed") == 0 ||
@@ -102,7 +102,7 @@ send_one(void *arg, const struct sg_store_ev *e)
 	f->wrote_ms = sg_now_ms();
 	if (strcmp(type, "error") == 0)
 		f->error_ms = f->wrote_ms;
-	if (ends(type))
+	if (sg_rstream_ends(type))
 		f->ended = 1;
 	return f->ended ? -1 : 0;
 }
@@ -139,8 +139,21 @@ note_end(void *arg, const struct sg_store_ev *e)
 	char type[TYPE_MAX];
 
 	type_of(e->event, type);
-	*(int *)arg = ends(type);
+	*(int *)arg = sg_rstream_ends(type);
 	return 0;
+}
+
+int
+sg_rstream_last(struct sg_store *st, const char *id, const char *tenant,
+    int64_t *last, int *ended)
+{
+	int rc;
+
+	*ended = 0;
+	if ((rc = sg_store_ev_last(st, id, tenant, last)) != SG_STORE_OK ||
+	    *last < 0)
+		return rc;
+	return sg_store_ev_list(st, id, tenant, *last - 1, 1, note_end, ended);
 }
 
 /*

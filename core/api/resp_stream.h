@@ -42,6 +42,15 @@ int	 sg_rstream_follow(struct sg_store *, const char *id,
 	    const struct sg_req *, int64_t after, int idle_s, struct sg_out *,
 	    struct sg_error *);
 
+/* Whether an event of this type ends a Responses stream
+ * (response.completed, .failed, .incomplete). */
+int	 sg_rstream_ends(const char *type);
+/* The last sequence number kept of id (-1: none) into *last, and whether
+ * that event ends the stream into *ended (tenant NULL: any tenant's). A
+ * store's rc. */
+int	 sg_rstream_last(struct sg_store *, const char *id, const char *tenant,
+	    int64_t *last, int *ended);
+
 /* OpenAI's 404 for a response id this key does not have. */
 int	 sg_rstream_not_found(struct sg_error *, const char *id);
 
