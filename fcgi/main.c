@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 #include "fcgi.h"
+#include "../lib/util.h"
 
 static void
 usage(void)
@@ -69,6 +71,21 @@ kernel_src(void)
 		}
 	}
 	return "/usr/local/share/sandgate/kernel";
+}
+
+/*
+ * What every responder would otherwise do on its first request, done
+ * once before the fork: OpenSSL loads its config and fetches SHA-256
+ * (~3 M instructions), Jansson seeds its hash function (a read of
+ * /dev/urandom). The children share these pages.
+ */
+static void
+warm_up(void)
+{
+	char hex[65];
+
+	sg_sha256_hex("", 0, hex);
+	json_decref(json_object());
 }
 
 int
@@ -141,5 +158,6 @@ main(int argc, char *argv[])
 		fprintf(stderr, "sandgate: %s\n", err);
 		return 1;
 	}
+	warm_up();
 	return sg_master_run(cfg, fd, listen_spec, kernel_src(), w);
 }

@@ -148,17 +148,24 @@ sg_gw_req_init(const struct sg_cfg *cfg, struct sg_req *req)
 }
 
 /* Parse and check the body of a model route. New reference or NULL with
- * err filled. */
+ * err filled; *dups tells a body that names a key twice (its last
+ * value counts here, so its bytes may not go upstream as they came: an
+ * upstream that took the first would see another model). */
 static json_t *
-model_body(const struct sg_req *req, struct sg_error *err)
+model_body(const struct sg_req *req, int *dups, struct sg_error *err)
 {
+	const char *text = req->body != NULL ? req->body : "";
 	json_error_t jerr;
 	json_t *body, *model;
 
 	if (sg_http_body_bounded(req, SG_JSON_MAX_VALUES, err) == -1)
 		return NULL;
-	body = json_loadb(req->body != NULL ? req->body : "", req->body_len,
-	    JSON_ALLOW_NUL, &jerr);
+	body = json_loadb(text, req->body_len, JSON_ALLOW_NUL |
+	    JSON_REJECT_DUPLICATES, &jerr);
+	*dups = body == NULL && json_error_code(&jerr) ==
+	    json_error_duplicate_key;
+	if (*dups)
+		body = json_loadb(text, req->body_len, JSON_ALLOW_NUL, &jerr);
 	if (body == NULL) {
 		sg_error_invalid(err, NULL, NULL, "We could not parse the JSON "
 		    "body of your request: %s (line %d, column %d).", jerr.text,
@@ -243,10 +250,10 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	const struct sg_cfg_model *m;
 	const char *name;
 	json_t *body;
-	char *text;
-	int rc;
+	char *text = NULL;
+	int rc, changed;
 
-	if ((body = model_body(req, err)) == NULL)
+	if ((body = model_body(req, &changed, err)) == NULL)
 		return -1;
 	name = json_string_value(json_object_get(body, "model"));
 	snprintf(req->model, sizeof(req->model), "%s", name);
@@ -286,14 +293,20 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 		json_decref(body);
 		return 0;
 	}
-	if (m->model != NULL)
+	if (m->model != NULL && strcmp(m->model, name) != 0) {
 		json_object_set_new(body, "model", json_string(m->model));
-	sg_meter_stream(surface, body, req);
-	text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	if (text == NULL)
+		changed = 1;
+	}
+	changed |= sg_meter_stream(surface, body, req);
+	/* A body nothing changed goes as the client sent it: a dump costs
+	 * as much as the parse. */
+	if (changed && (text = json_dumps(body, JSON_COMPACT)) == NULL) {
+		json_decref(body);
 		return sg_error_server(err, 500, "out of memory");
-	rc = sg_upstream_relay(gw->up, m, surface, text, strlen(text),
+	}
+	json_decref(body);
+	rc = sg_upstream_relay(gw->up, m, surface, text != NULL ? text :
+	    req->body, text != NULL ? strlen(text) : req->body_len,
 	    req->start_ms + (int64_t)gw->cfg->server.request_timeout * 1000,
 	    req, out, err);
 	free(text);

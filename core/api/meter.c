@@ -99,7 +99,7 @@ sg_meter_end(const struct sg_cfg *cfg, struct sg_store *store,
  * not ask is sent the stream it would have had (core/upstream strips the
  * usage out).
  */
-void
+int
 sg_meter_stream(enum sg_surface surface, json_t *body, struct sg_req *req)
 {
 	json_t *opts = json_object_get(body, "stream_options");
@@ -107,11 +107,12 @@ sg_meter_stream(enum sg_surface surface, json_t *body, struct sg_req *req)
 	if (!req->metered || surface != SG_SURFACE_CHAT ||
 	    !json_is_true(json_object_get(body, "stream")) ||
 	    json_is_true(json_object_get(opts, "include_usage")))
-		return;
+		return 0;
 	if (!json_is_object(opts)) {
 		opts = json_object();
 		json_object_set_new(body, "stream_options", opts);
 	}
 	json_object_set_new(opts, "include_usage", json_true());
 	req->strip_usage = 1;
+	return 1;
 }

@@ -27,8 +27,8 @@ void	 sg_meter_end(const struct sg_cfg *, struct sg_store *, enum sg_route,
 	    const struct sg_req *, struct sg_out *);
 
 /* A relayed Chat stream of a key whose tokens are held to a limit asks
- * its upstream for the usage (body changed; req->strip_usage set when the
- * client did not ask). */
-void	 sg_meter_stream(enum sg_surface, json_t *body, struct sg_req *);
+ * its upstream for the usage (req->strip_usage set when the client did
+ * not ask). 1 when body was changed, else 0. */
+int	 sg_meter_stream(enum sg_surface, json_t *body, struct sg_req *);
 
 #endif

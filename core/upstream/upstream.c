@@ -7,6 +7,7 @@
 
 #include "respids.h"
 #include "sse.h"
+#include "target.h"
 #include "upstream.h"
 #include "../state/ledger.h"
 #include "../state/metrics.h"
@@ -20,6 +21,7 @@
 struct sg_upstream {
 	CURL		*h;
 	struct sg_store	*store;		/* relayed response ids */
+	struct sg_targets targets;	/* where models' requests go */
 };
 
 /* One relay in progress. */
@@ -76,6 +78,7 @@ sg_upstream_free(struct sg_upstream *up)
 	if (up == NULL)
 		return;
 	curl_easy_cleanup(up->h);
+	sg_targets_clear(&up->targets);
 	free(up);
 }
 
@@ -396,34 +399,22 @@ static CURLcode
 post(struct sg_upstream *up, const struct sg_cfg_model *m, const char *body,
     size_t len, struct relay *r, char *detail)
 {
-	struct curl_slist *hdrs = NULL, *nh;
-	char url[1024], auth[1024];
+	const struct sg_target *t;
+	char url[1024];
 	int64_t left = r->deadline - sg_now_ms();
 	CURLcode rc;
-	size_t i;
 
 	snprintf(url, sizeof(url), "%s%s", m->api_base, r->surface ==
 	    SG_SURFACE_CHAT ? "/chat/completions" : "/responses");
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
-	    m->api_key != NULL ? m->api_key : "");
-	/* An empty Expect: curl would wait a second for 100-continue on
-	 * large bodies from servers that never send it. */
-	const char *lines[] = { "Content-Type: application/json",
-	    "Accept: application/json, text/event-stream", "Expect:",
-	    "User-Agent: sandgate/0.1", m->api_key != NULL ? auth : NULL };
-	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		if (lines[i] == NULL)
-			continue;
-		if ((nh = curl_slist_append(hdrs, lines[i])) == NULL) {
-			curl_slist_free_all(hdrs);
-			return CURLE_OUT_OF_MEMORY;
-		}
-		hdrs = nh;
-	}
-	/* Reset keeps the connection cache: keep-alive to the upstream. */
-	curl_easy_reset(up->h);
-	curl_easy_setopt(up->h, CURLOPT_URL, url);
-	curl_easy_setopt(up->h, CURLOPT_HTTPHEADER, hdrs);
+	if ((t = sg_targets_get(&up->targets, url, m->api_key)) == NULL)
+		return CURLE_OUT_OF_MEMORY;
+	/* No curl_easy_reset: every option is set here on every transfer,
+	 * and a reset costs more than the transfer's own setup. The handle
+	 * keeps its connection cache: keep-alive to the upstream. */
+	curl_easy_setopt(up->h, CURLOPT_CURLU, t->u);
+	if (t->u == NULL)
+		curl_easy_setopt(up->h, CURLOPT_URL, url);
+	curl_easy_setopt(up->h, CURLOPT_HTTPHEADER, t->hdrs);
 	curl_easy_setopt(up->h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(up->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	curl_easy_setopt(up->h, CURLOPT_NOSIGNAL, 1L);
@@ -444,7 +435,6 @@ post(struct sg_upstream *up, const struct sg_cfg_model *m, const char *body,
 	r->silence_ms = (int64_t)m->timeout * 1000;
 	r->next_alive = r->last_rx + ALIVE_EVERY_MS;
 	rc = curl_easy_perform(up->h);
-	curl_slist_free_all(hdrs);
 	count(up->h);
 	if (rc == CURLE_OK && !r->decided && decide(r) == -1)
 		rc = CURLE_WRITE_ERROR;

@@ -19,6 +19,33 @@ async function lastFake() {
   return reqs[reqs.length - 1];
 }
 
+// A body the gateway changes nothing in goes upstream byte for byte (no
+// parse-and-dump); one whose model is mapped is rewritten; one that names
+// a key twice is rewritten too, so the upstream sees the one model the
+// gateway checked (Jansson keeps the last; an upstream might take the first).
+async function rawChat(text) {
+  const r = await fetch(stack.url("/v1/chat/completions"), { method: "POST", body: text,
+    headers: { authorization: `Bearer ${KEYS.alice}`, "content-type": "application/json" }, signal: AbortSignal.timeout(15000) });
+  const answer = await r.text();
+  assert.equal(r.status, 200, answer);
+  return lastFake();
+}
+
+test("a body nothing changes reaches the upstream as sent, byte for byte", async () => {
+  const text = '{ "model" : "gpt-4.1-mini",\n  "messages": [ {"role":"user", "content":"h\\u00e9 \\/ 1.50"} ],\n  "temperature": 1.50, "x_extra": [1e2, -0.0] }';
+  const seen = await rawChat(text);
+  assert.equal(seen.raw_body, text);
+});
+
+test("a mapped model, or a key named twice, is rewritten: the upstream sees one model, the one checked", async () => {
+  const mapped = await rawChat('{ "model": "gpt-test", "messages": [{"role":"user","content":"x"}] }');
+  assert.equal(mapped.body.model, "echo");
+  assert.doesNotMatch(mapped.raw_body, /gpt-test/);
+  const twice = await rawChat('{"model":"gpt-test","messages":[{"role":"user","content":"x"}],"model":"gpt-4.1-mini"}');
+  assert.equal(twice.raw_body.match(/"model"/g).length, 1, twice.raw_body);
+  assert.equal(twice.body.model, "gpt-4.1-mini", "the last, as the gateway read it");
+});
+
 test("chat non-streaming: the upstream's JSON, model mapped, upstream key used", async () => {
   const { data, response } = await client.chat.completions.create({
     model: "gpt-test", messages: [{ role: "user", content: "héllo wörld ✓ 😀" }], temperature: 0.1,
