@@ -1,9 +1,13 @@
 #!/bin/sh
-# What a passthrough request costs in instructions, by process kind:
-# callgrind on a gateway (`workers = [2, 2]`) behind lighttpd, chat JSON at
-# c=1 for SECS seconds, for each build root given (this tree's and a base
-# built the same way). Deterministic where wrk's timings are not (the
-# machine is shared): the ledger's cost is read here.
+# What a request costs in instructions, by process kind: callgrind on a
+# gateway (`workers = [2, 2]`) behind lighttpd at c=1 for SECS seconds, for
+# each build root given (this tree's and a base built the same way).
+# Deterministic where wrk's timings are not (the machine is shared): the
+# ledger's cost is read here. What is asked (BENCH_ASK):
+#   chat     chat JSON passthrough, by wrk (the default)
+#   healthz  GET /healthz, by wrk
+#   loop     /v1/responses with code_interpreter, three code rounds in a
+#            session on the e2b fake (bench/loop_client.mjs ci-3 sticky)
 #   sh bench/instructions.sh SECS ROOT...   (each ROOT with build/sandgate-fcgi)
 set -eu
 secs=$1
@@ -15,13 +19,19 @@ for root in "$@"; do
 	mkdir -p "$out/www" "$out/store"
 	chown nobody "$out/store" 2>/dev/null || true
 	port=$((30000 + $$ % 1000)); up=$((port + 1)); gw=$((port + 2))
-	node "$here/fakes.mjs" "$up" $((port + 3)) & fpid=$!
+	e2b=$((port + 3))
+	node "$here/fakes.mjs" "$up" "$e2b" & fpid=$!
 	key=bench-key
 	cat > "$out/sandgate.conf" <<CONF
 server: { workers = [2, 2]; user = "nobody"; };
 store: { path = "$out/store/sandgate.db"; };
 auth: { keys = ( { name = "bench"; key_sha256 = "$(printf %s "$key" | sha256sum | cut -d' ' -f1)"; } ); };
-models = ( { name = "bench"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "echo"; } );
+models = ( { name = "bench"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "echo"; },
+  { name = "ci-3"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; state = "gateway"; } );
+sandbox_tools = ( { name = "e2b"; provider = "e2b"; api_key = "e2b_bench"; api_base = "http://127.0.0.1:$e2b";
+    sandbox_url = "http://127.0.0.1:$e2b"; } );
+interception: { sandbox_tool = "e2b"; };
+background: { runners = 0; };
 CONF
 	cat > "$out/lighttpd.conf" <<CONF
 server.port = $gw
@@ -40,8 +50,16 @@ CONF
 		sleep 0.2
 	done
 	printf '{"model":"bench","messages":[{"role":"user","content":"hi"}]}' > "$out/body"
-	BODY_FILE="$out/body" wrk -t1 -c1 -d"${secs}s" -s "$here/post.lua" \
-	    "http://127.0.0.1:$gw/v1/chat/completions" > "$out/wrk.out"
+	case ${BENCH_ASK:-chat} in
+	chat)	BODY_FILE="$out/body" wrk -t1 -c1 -d"${secs}s" -s "$here/post.lua" \
+		    "http://127.0.0.1:$gw/v1/chat/completions" > "$out/wrk.out" ;;
+	healthz) wrk -t1 -c1 -d"${secs}s" "http://127.0.0.1:$gw/healthz" > "$out/wrk.out" ;;
+	loop)	FAKE_UPSTREAM="http://127.0.0.1:$up" node "$here/loop_client.mjs" \
+		    "http://127.0.0.1:$gw/v1/responses" "$key" ci-3 1 "$secs" sticky |
+		    node -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+if (r.bad) console.error(`bench: ${r.bad} bad answers, first: ${r.firstBad}`);
+console.log(`${r.reqs} requests in`)' > "$out/wrk.out" ;;
+	esac
 	kill $lpid; wait $lpid 2>/dev/null || true
 	kill $fpid; wait $fpid 2>/dev/null || true
 	sleep 3
@@ -49,6 +67,7 @@ CONF
 import glob, re, sys
 out, root = sys.argv[1], sys.argv[2]
 n = int(re.search(r'(\d+) requests in', open(out + '/wrk.out').read()).group(1))
+min_calls = 100 if n > 1000 else 5
 steady, reaper = [], 0
 for f in glob.glob(out + '/cg.*'):
     txt = open(f).read()
@@ -64,7 +83,7 @@ for f in glob.glob(out + '/cg.*'):
     calls = ir = 0
     for c, i in re.findall(r'cfn=\(%s\)[^\n]*\ncalls=(\d+)[^\n]*\n\S+ (\d+)' % m.group(1), txt):
         calls += int(c); ir += int(i)
-    if calls > 100:  # a responder that served: its first request aside
+    if calls > min_calls:  # a responder that served: its first request aside
         steady.append(ir / calls)
 print("| %s | %d | %.0f | %.0f |" % (root, n, sum(steady) / len(steady), reaper / n))
 PY

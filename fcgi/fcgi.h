@@ -11,6 +11,7 @@
 
 #include "../core/config/config.h"
 #include "../core/state/stats.h"
+#include "../lib/shlock.h"
 
 /* Room for a reason that names a path or two (a store's path may be
  * long): a truncated line loses the part that says why. */
@@ -72,10 +73,8 @@ struct sg_board {
 	uint64_t	 requests[6];	/* by status class: 1xx..5xx, other */
 	uint64_t	 duration_ms;	/* summed over all requests */
 	uint64_t	 refused[2];	/* enum sg_refusal */
-	/* The queue (queue.c): its lock (the holder's pid, 0: free) and
-	 * how many wait for it; responders only, never the master. */
-	int		 qlock;
-	int		 qwaiters;
+	/* The queue's lock (queue.c): responders only, never the master. */
+	struct sg_shlock qlock;
 	uint64_t	 qticket;	/* the next arrival's place */
 	uint64_t	 waited;	/* requests that had to wait */
 	uint64_t	 waited_ms;	/* and how long, summed */
@@ -194,5 +193,13 @@ int	 sg_prepare_store(const struct sg_cfg *, char *err, size_t errsz);
  * the config's). */
 int	 sg_master_run(struct sg_cfg *, int listen_fd, const char *listen_spec,
 	    const char *kernel_src, const int workers[2]);
+
+/* The parameters of a request every route needs (params.c): borrowed
+ * from envp; NULL when not sent. */
+struct sg_params {
+	const char	*method, *uri, *authorization, *content_type;
+	const char	*content_length, *if_none_match;
+};
+void	 sg_params_read(char **envp, struct sg_params *);
 
 #endif

@@ -38,8 +38,6 @@
 #include "../lib/util.h"
 
 #define WAIT_TICK_MS	250
-#define LOCK_NAP_MS	5	/* a lock waiter looks again this often */
-#define LOCK_STALE_MS	1000	/* a holder seen this long has lost it */
 
 /*
  * A tenant (the hex SHA-256 of a key, or "anonymous") as one 64-bit word,
@@ -54,49 +52,17 @@ tenant_word(const char *tenant)
 	return h != 0 ? h : 1;
 }
 
-/*
- * The queue's lock: the holder's pid in a word of the board, taken with an
- * exchange. Every responder can write the board (one could be made to
- * scribble on it), so nothing a word holds may stall the others for good:
- * a holder that is gone loses the lock at once, and one a waiter sees
- * holding it past LOCK_STALE_MS loses it then (what it guards is a scan of
- * the slots: microseconds). Waiters sleep on the word; the holder wakes
- * one when any wait.
- */
+/* The queue's lock: see lib/shlock.h (garbage in it cannot keep it). */
 static void
 lock(struct sg_board *b)
 {
-	int free_word, seen, last = 0;
-	int64_t since = 0, now;
-	struct timespec ts = { 0, LOCK_NAP_MS * 1000000L };
-
-	for (;;) {
-		free_word = 0;
-		if (__atomic_compare_exchange_n(&b->qlock, &free_word, getpid(),
-		    0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return;
-		seen = free_word;
-		now = sg_now_ms();
-		if (seen != last) {
-			last = seen;
-			since = now;
-		} else if ((now - since >= LOCK_STALE_MS ||
-		    (now - since >= LOCK_NAP_MS && kill(seen, 0) == -1 &&
-		    errno == ESRCH)) && __atomic_compare_exchange_n(&b->qlock,
-		    &seen, getpid(), 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return;
-		__atomic_fetch_add(&b->qwaiters, 1, __ATOMIC_SEQ_CST);
-		syscall(SYS_futex, &b->qlock, FUTEX_WAIT, last, &ts, NULL, 0);
-		__atomic_fetch_sub(&b->qwaiters, 1, __ATOMIC_SEQ_CST);
-	}
+	sg_shlock_take(&b->qlock);
 }
 
 static void
 unlock(struct sg_board *b)
 {
-	__atomic_store_n(&b->qlock, 0, __ATOMIC_RELEASE);
-	if (__atomic_load_n(&b->qwaiters, __ATOMIC_SEQ_CST) != 0)
-		syscall(SYS_futex, &b->qlock, FUTEX_WAKE, 1, NULL, NULL, 0);
+	sg_shlock_give(&b->qlock);
 }
 
 static int

@@ -197,9 +197,8 @@ static int
 read_body(FCGX_Request *r, const struct sg_cfg *cfg, struct sg_req *req,
     struct sg_error *err)
 {
-	const char *cl = FCGX_GetParam("CONTENT_LENGTH", r->envp);
 	size_t cap = cfg->server.max_body_bytes, len = 0, size;
-	long long want = cl != NULL ? atoll(cl) : 0;
+	long long want = req->content_length > 0 ? req->content_length : 0;
 	int n;
 
 	if (want > (long long)cap) {
@@ -260,25 +259,23 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 {
 	struct fout out = { { fout_write, fout_flush, fout_alive, 0, 0 }, r, 0 };
 	struct fin in = { { fin_read }, r, env->cfg };
-	const char *cl = FCGX_GetParam("CONTENT_LENGTH", r->envp);
+	struct sg_params p;
 	struct sg_req req;
 	struct sg_error err;
 	int rc = 0, dead, status;
 	int64_t ms;
 
 	memset(&req, 0, sizeof(req));
-	req.method = FCGX_GetParam("REQUEST_METHOD", r->envp);
-	req.uri = FCGX_GetParam("REQUEST_URI", r->envp);
-	req.authorization = FCGX_GetParam("HTTP_AUTHORIZATION", r->envp);
-	req.content_type = FCGX_GetParam("CONTENT_TYPE", r->envp);
-	req.if_none_match = FCGX_GetParam("HTTP_IF_NONE_MATCH", r->envp);
+	sg_params_read(r->envp, &p);
+	req.method = p.method != NULL ? p.method : "GET";
+	req.uri = p.uri != NULL ? p.uri : "/";
+	req.authorization = p.authorization;
+	req.content_type = p.content_type;
+	req.if_none_match = p.if_none_match;
 	req.param = fcgi_param;
 	req.param_arg = r->envp;
-	if (req.method == NULL)
-		req.method = "GET";
-	if (req.uri == NULL)
-		req.uri = "/";
-	req.content_length = cl != NULL && *cl != '\0' ? atoll(cl) : -1;
+	req.content_length = p.content_length != NULL &&
+	    *p.content_length != '\0' ? atoll(p.content_length) : -1;
 	sg_gw_req_init(env->cfg, &req);
 	/* An upload is read by its handler as it goes; a stop still waits
 	 * for it (the mask stays) and each read has its deadline. */

@@ -24,8 +24,8 @@
 void
 sg_gw_healthz(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 {
+	static const char ok[] = "{\"status\":\"ok\"}";
 	struct sg_error err;
-	json_t *body;
 
 	if (req->start_ms - gw->store_ok_ms >= STORE_CHECK_MS) {
 		if (sg_store_ping(gw->store) != 0) {
@@ -38,9 +38,9 @@ sg_gw_healthz(struct sg_gw *gw, const struct sg_req *req, struct sg_out *out)
 		}
 		gw->store_ok_ms = req->start_ms;
 	}
-	body = json_pack("{s:s}", "status", "ok");
-	sg_http_json(out, req, 200, body);
-	json_decref(body);
+	/* Written as it is: a probe asked many times a second. */
+	if (sg_http_begin(out, req, 200, "application/json", NULL) == 0)
+		sg_http_write(out, ok, sizeof(ok) - 1);
 }
 
 struct sbx_counts {

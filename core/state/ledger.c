@@ -1,11 +1,12 @@
 /*
  * The ledger's rows in shared memory: one live row per responder slot,
  * and a ring of finished rows the reaper drains (see ledger.h). One
- * process-shared robust mutex guards the ring and the slots' states: a
- * holder that dies leaves it to the next taker, never locked.
+ * lock guards the ring and the slots' states (lib/shlock.h: a holder
+ * that dies, or garbage written over it, leaves it to the next taker).
+ * Every responder can write the page: nothing read from it may send a
+ * loop past the ring or a scan past the slots.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include "ledger.h"
 #include "../config/config.h"
 #include "../http/http.h"
+#include "../../lib/shlock.h"
 #include "../../lib/util.h"
 
 /* Finished rows the reaper has not written yet: 2048 rows are about a
@@ -33,14 +35,14 @@ struct live {
 };
 
 struct page {
-	pthread_mutex_t	 lock;
+	struct sg_shlock lock;
 	uint64_t	 head, tail;	/* ring[head % RING] is the oldest */
 	struct sg_store_use ring[RING];
-	int		 nslots;
 	struct live	 slots[];
 };
 
 static struct page *page;		/* NULL until mapped */
+static int nslots;			/* page->slots[]: ours, not the page's */
 
 /* src into the array dst (zeroed), cut to fit: a request's copies,
  * without printf's cost. */
@@ -56,43 +58,35 @@ static struct live *cur = &own;		/* the row this process counts */
 static void (*watcher)(int64_t);	/* told of tokens as counted */
 
 int
-sg_use_map(int nslots)
+sg_use_map(int n)
 {
-	pthread_mutexattr_t a;
-	size_t sz = sizeof(struct page) + (size_t)nslots * sizeof(struct live);
+	size_t sz = sizeof(struct page) + (size_t)n * sizeof(struct live);
 	void *p;
 
 	if ((p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED |
 	    MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
 		return -1;
 	page = p;
-	page->nslots = nslots;
-	if (pthread_mutexattr_init(&a) != 0 ||
-	    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) != 0 ||
-	    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) != 0 ||
-	    pthread_mutex_init(&page->lock, &a) != 0) {
-		munmap(p, sz);
-		page = NULL;
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutexattr_destroy(&a);
+	nslots = n;
 	return 0;
 }
 
+/*
+ * Under the lock, a ring whose ends say more than it holds (written over)
+ * is emptied: what it held is lost, the loops over it stay bounded.
+ */
 static void
 lock(void)
 {
-	/* A holder that died mid-copy left at most a row half written
-	 * past the tail, which the tail does not count yet. */
-	if (pthread_mutex_lock(&page->lock) == EOWNERDEAD)
-		pthread_mutex_consistent(&page->lock);
+	sg_shlock_take(&page->lock);
+	if (page->tail - page->head > RING)
+		page->head = page->tail;
 }
 
 static void
 unlock(void)
 {
-	pthread_mutex_unlock(&page->lock);
+	sg_shlock_give(&page->lock);
 }
 
 /* Queue a finished row, under the lock: 0, or -1 when the ring is full. */
@@ -131,7 +125,7 @@ finish_orphan(struct live *s)
 void
 sg_use_slot(int slot)
 {
-	if (page == NULL || slot < 0 || slot >= page->nslots)
+	if (page == NULL || slot < 0 || slot >= nslots)
 		return;
 	cur = &page->slots[slot];
 	lock();
@@ -425,7 +419,7 @@ sg_use_drain(const struct sg_cfg *cfg, struct sg_store *store, int *n)
 	if (page == NULL)
 		return 0;
 	lock();
-	for (s = 0; s < page->nslots; s++)
+	for (s = 0; s < nslots; s++)
 		finish_orphan(&page->slots[s]);
 	unlock();
 	for (;;) {
@@ -457,13 +451,14 @@ sg_use_pending(const char *tenant, int64_t since_ms, int64_t *cost,
     int64_t *sandbox_ms)
 {
 	const struct sg_store_use *u;
-	uint64_t i;
+	uint64_t i, end;
 
 	*cost = *sandbox_ms = 0;
 	if (page == NULL)
 		return;
 	lock();
-	for (i = page->head; i != page->tail; i++) {
+	end = page->tail;
+	for (i = page->head; i != end && end - i <= RING; i++) {
 		u = &page->ring[i % RING];
 		if (u->started_ms >= since_ms && strcmp(u->tenant, tenant) == 0) {
 			*cost += u->cost_input + u->cost_output + u->cost_sandbox;

@@ -4,13 +4,13 @@
  * process-shared mutex; the request under way is this process's.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "ledger.h"
 #include "limits.h"
+#include "../../lib/shlock.h"
 #include "../../lib/util.h"
 #include "../../store/store.h"
 
@@ -27,8 +27,10 @@ struct ent {
 	int64_t	 cost, sandbox_ms;	/* the period's, as last read + since */
 };
 
+/* Every responder can write the table: its lock is one garbage cannot
+ * keep (lib/shlock.h), and a key's entry is found by its text. */
 struct table {
-	pthread_mutex_t	 lock;
+	struct sg_shlock lock;
 	struct ent	 ents[KEYS];
 };
 
@@ -46,23 +48,12 @@ static struct {
 int
 sg_lim_map(void)
 {
-	pthread_mutexattr_t a;
 	void *p;
 
 	if ((p = mmap(NULL, sizeof(*tab), PROT_READ | PROT_WRITE, MAP_SHARED |
 	    MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
 		return -1;
 	tab = p;
-	if (pthread_mutexattr_init(&a) != 0 ||
-	    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) != 0 ||
-	    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) != 0 ||
-	    pthread_mutex_init(&tab->lock, &a) != 0) {
-		munmap(p, sizeof(*tab));
-		tab = NULL;
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutexattr_destroy(&a);
 	return 0;
 }
 
@@ -71,28 +62,20 @@ static struct table *
 table(void)
 {
 	static struct table own;
-	static int init;
 
-	if (tab != NULL)
-		return tab;
-	if (!init) {
-		pthread_mutex_init(&own.lock, NULL);
-		init = 1;
-	}
-	return &own;
+	return tab != NULL ? tab : &own;
 }
 
 static void
 lock(void)
 {
-	if (pthread_mutex_lock(&table()->lock) == EOWNERDEAD)
-		pthread_mutex_consistent(&table()->lock);
+	sg_shlock_take(&table()->lock);
 }
 
 static void
 unlock(void)
 {
-	pthread_mutex_unlock(&table()->lock);
+	sg_shlock_give(&table()->lock);
 }
 
 /* tenant's entry, made when new (taking an idle one's place), under the

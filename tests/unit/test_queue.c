@@ -356,7 +356,7 @@ deaths_free_what_they_held(void **state)
 /*
  * Garbage over the lock (a responder can write the board): a word naming
  * no process is taken over at once; one naming a live process that never
- * lets go (a forged holder) after LOCK_STALE_MS.
+ * lets go (a forged holder) after SG_SHLOCK_STALE_MS.
  */
 static void
 a_forged_lock_does_not_stall(void **state)
@@ -366,20 +366,20 @@ a_forged_lock_does_not_stall(void **state)
 	pid_t sleeper;
 	int64_t t0;
 
-	fx->board->qlock = 0x7ffffff0;	/* no such pid */
+	fx->board->qlock.word = 0x7ffffff0;	/* no such pid */
 	t0 = sg_now_ms();
 	assert_int_equal(admit(fx, 0, "a", -1, -1, &err), 0);
-	assert_true(sg_now_ms() - t0 < LOCK_STALE_MS);
-	assert_int_equal(fx->board->qlock, 0);
+	assert_true(sg_now_ms() - t0 < SG_SHLOCK_STALE_MS);
+	assert_int_equal(fx->board->qlock.word, 0);
 	if ((sleeper = fork()) == 0) {
 		pause();
 		_exit(0);
 	}
-	fx->board->qlock = sleeper;
+	fx->board->qlock.word = sleeper;
 	t0 = sg_now_ms();
 	assert_int_equal(admit(fx, 1, "b", -1, -1, &err), 0);
-	assert_true(sg_now_ms() - t0 >= LOCK_STALE_MS);
-	assert_true(sg_now_ms() - t0 < 3 * LOCK_STALE_MS);
+	assert_true(sg_now_ms() - t0 >= SG_SHLOCK_STALE_MS);
+	assert_true(sg_now_ms() - t0 < 3 * SG_SHLOCK_STALE_MS);
 	assert_int_equal(reap(sleeper), 128 + SIGTERM);
 }
 
