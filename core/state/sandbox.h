@@ -71,7 +71,6 @@ int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
  * sg_sbx_delete then, on its own time (after: the request's list, from
  * sg_req; NULL: now, in the request's). A failure leaves the row for the
  * reaper, as any failed delete does. */
-struct sg_after;
 void	 sg_sbx_delete_after(struct sg_sbx_env *, struct sg_after *after,
 	    const char *tenant, const char *id);
 /* Hold sandbox id for secs, as a run does: one holder at a time across

@@ -18,7 +18,7 @@ struct later {
 	const struct sg_cfg	*cfg;
 	struct sg_store		*store;
 	struct sg_prov		*prov;
-	char			 tenant[65];
+	char			 tenant[65];	/* as sg_req's */
 	char			 id[48];
 };
 
