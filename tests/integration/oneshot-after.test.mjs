@@ -3,8 +3,9 @@
 // sandbox is not kept (container_reuse = "none"), JSON or streamed, answer
 // before the provider's delete ends, and the sandbox is deleted after. It
 // stays tracked until the delete is confirmed: one that fails leaves it
-// listed, and the reaper deletes it once its responder is gone. A
-// background job's goes once its end is stored. On the e2b fake, whose
+// listed, and the reaper deletes it once its responder is gone; a reload
+// mid-delete lets the responder finish it. A background job's goes once
+// its end is stored. On the e2b fake, whose
 // delete is made slow (delete_delay) or failing (delete_status).
 import { test, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
@@ -89,6 +90,21 @@ test("one-shot /v1/code whose delete fails: answered, still tracked, reaped once
   assert.match(await reapNow(stack), /^deleted [01], failed 0$/m);
   await clean();
   assert.equal((await stats()).deletes, 1);
+});
+
+test("a reload while the delete runs: the responder finishes it, then goes", async () => {
+  await stack.fakeHook("e2b", "faults", { delete_delay: DELAY, count: 1 });
+  const r = await stack.call("POST", "/v1/code", { tool: "e2b", code: "print(6*7)" });
+  assert.equal(r.status, 200, r.text);
+  const [row] = rows();
+  await waitFor(async () => (await stats()).attempts.delete === 1, "the delete under way");
+  // SIGTERM to every responder, its own among them, mid-delete.
+  await stack.reload((c) => c + "\n# reloaded\n");
+  await waitFor(() => procOf(row.owner_pid) === null, "its responder gone", 20000);
+  await clean();
+  // Its own delete ended (no "by=sweep"). (The new reaper, sweeping as
+  // it starts, may try it too: a row being deleted is due to it.)
+  assert.match(stack.log(), new RegExp(`^event=sandbox_delete id=${row.id} tool=e2b$`, "m"));
 });
 
 for (const stream of [false, true]) {
