@@ -87,6 +87,8 @@ $(B)/tests/test_mcp_tools: UNIT_WRAP = -Wl,--wrap=sg_mcp_sandbox \
 	-Wl,--wrap=sg_mcp_sandbox_peek -Wl,--wrap=sg_mcp_sandbox_end \
 	-Wl,--wrap=sg_mcp_stopped -Wl,--wrap=sg_mcp_progress \
 	-Wl,--wrap=sg_mcp_err -Wl,--wrap=sg_sbx_run
+# test_after stands in for the delete a request leaves for after its answer.
+$(B)/tests/test_after: UNIT_WRAP = -Wl,--wrap=sg_sbx_delete
 
 units: $(UNITS)
 

@@ -24,6 +24,7 @@
 
 #include "fcgi.h"
 #include "../core/api/gateway.h"
+#include "../core/http/after.h"
 #include "../core/mcp/mcp.h"
 #include "../core/state/ledger.h"
 #include "../core/state/metrics.h"
@@ -255,7 +256,7 @@ fcgi_param(void *envp, const char *name)
 
 static void
 serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
-    const sigset_t *mask)
+    const sigset_t *mask, struct sg_after *after)
 {
 	struct fout out = { { fout_write, fout_flush, fout_alive, 0, 0 }, r, 0 };
 	struct fin in = { { fin_read }, r, env->cfg };
@@ -276,6 +277,7 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 	req.param_arg = r->envp;
 	req.content_length = p.content_length != NULL &&
 	    *p.content_length != '\0' ? atoll(p.content_length) : -1;
+	req.after = after;
 	sg_gw_req_init(env->cfg, &req);
 	/* An upload is read by its handler as it goes; a stop still waits
 	 * for it (the mask stays) and each read has its deadline. */
@@ -334,13 +336,17 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
  * until the request is in, so it never drops one half read; the deadline
  * bounds how long that is. libfcgi closes a connection that fails before
  * a request is in (FCGX_Accept_r then returns < 0: it has no listen
- * socket to accept another on).
+ * socket to accept another on). What the request left for after its
+ * answer (its sandbox's delete) runs once the web server has it all,
+ * the slot still busy; a stop waits for that too (each job is bounded),
+ * so nothing the request made is left untracked.
  */
 static void
 one_request(const struct sg_env *env, int slot, struct sg_gw *gw,
     FCGX_Request *r)
 {
 	int secs = env->cfg->server.read_timeout;
+	struct sg_after after = SG_AFTER_INIT;
 	sigset_t stop, mask;
 
 	sigemptyset(&stop);
@@ -353,12 +359,17 @@ one_request(const struct sg_env *env, int slot, struct sg_gw *gw,
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		return;
 	}
-	serve(env, slot, gw, r, &mask);
+	serve(env, slot, gw, r, &mask, &after);
 	/* Finishing flushes and, closing, reads what the peer still sends
 	 * until it closes too (libfcgi's OS_Close): under a deadline too. */
 	deadline(r->ipcFd, secs);
 	FCGX_Finish_r(r);
 	deadline(-1, 0);
+	if (sg_after_pending(&after) > 0) {
+		sigprocmask(SIG_BLOCK, &stop, NULL);
+		sg_after_run(&after);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
+	}
 }
 
 /* Close a kept connection the web server left idle too long. */

@@ -12,6 +12,7 @@
 #include "bg_out.h"
 #include "bg_run.h"
 #include "gw_int.h"
+#include "../http/after.h"
 #include "../../lib/util.h"
 #include "../../store/background.h"
 
@@ -180,6 +181,7 @@ run_job(struct sg_gw *gw, const struct sg_store_bg *job,
 	struct hurried h = { { h_write, h_flush, h_alive, 0, 0 }, NULL, hurry,
 	    (int64_t)gw->cfg->server.grace * 1000, 0, 0 };
 	char uri[1200];
+	struct sg_after after = SG_AFTER_INIT;
 	struct sg_req req;
 	struct sg_auth who;
 	struct sg_error err;
@@ -200,6 +202,7 @@ run_job(struct sg_gw *gw, const struct sg_store_bg *job,
 	snprintf(req.key_name, sizeof(req.key_name), "%s", who.name);
 	memcpy(req.tenant, who.tenant, sizeof(req.tenant));
 	req.key = who.key;
+	req.after = &after;
 	if ((b = sg_bgo_new(gw->store, job->id, job->tenant, job->runner)) ==
 	    NULL)
 		fail(gw->store, job, "The gateway ran out of memory.");
@@ -208,6 +211,9 @@ run_job(struct sg_gw *gw, const struct sg_store_bg *job,
 		sg_gw_job(gw, &req, &h.out);
 		finish(gw->store, job, b, &h);
 		sg_bgo_free(b);
+		/* Its sandbox goes once its end is stored, as a responder's
+		 * goes once its answer is sent. */
+		sg_after_run(&after);
 	}
 	req.key = NULL;
 	sg_auth_clear(&who);

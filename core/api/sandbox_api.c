@@ -187,7 +187,6 @@ oneshot(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
     struct sg_error *err)
 {
 	struct sg_store_sbx row;
-	struct sg_error derr;
 	const char *code, *tool;
 	json_t *result = NULL;
 	int timeout;
@@ -198,9 +197,9 @@ oneshot(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 	    err) == -1)
 		return NULL;
 	sg_sbx_run(env, req->tenant, row.id, code, timeout, 0, &result, err);
-	/* A delete that fails leaves the row for the reaper; the run's
-	 * answer still goes out. A gone sandbox is already deleted. */
-	sg_sbx_delete(env, req->tenant, row.id, &derr);
+	/* Deleted once the answer is out: the client does not wait for it.
+	 * A delete that fails leaves the row for the reaper. */
+	sg_sbx_delete_after(env, req->after, req->tenant, row.id);
 	sg_store_sbx_clear(&row);
 	return result;
 }

@@ -13,6 +13,7 @@
 
 #include "error.h"
 
+struct sg_after;
 struct sg_cfg_key;
 
 struct sg_out {
@@ -58,6 +59,9 @@ struct sg_req {
 	 * first events and wall_ms, its created_at); else the answer makes
 	 * its own. */
 	char		 resp_id[64];
+	/* Work left for after the answer (after.h), its caller's: NULL
+	 * when the caller runs none (it is done at once). */
+	struct sg_after	*after;
 	int64_t		 start_ms;	/* sg_now_ms: for timing */
 	int64_t		 wall_ms;	/* when it came, unix ms */
 	/* Filled as the request is handled, for the log line. */

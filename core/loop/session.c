@@ -383,8 +383,7 @@ void
 sg_bind_end(struct sg_sbx_env *env, const struct sg_req *req,
     struct sg_bind *b)
 {
-	struct sg_error ignored;
-
+	/* Once the answer (a stream's last event too) is out. */
 	if (b->kind == SG_SBX_EPHEMERAL && b->sandbox[0] != '\0')
-		sg_sbx_delete(env, req->tenant, b->sandbox, &ignored);
+		sg_sbx_delete_after(env, req->after, req->tenant, b->sandbox);
 }

@@ -56,7 +56,8 @@ int	 sg_bind_run(struct sg_sbx_env *, const struct sg_req *,
  * cited from when this one runs no code. */
 void	 sg_bind_peek(struct sg_sbx_env *, const struct sg_req *,
 	    const struct sg_bind *, char id[48]);
-/* The request is over: its own sandbox is deleted, a kept one stays. */
+/* The request is over: its own sandbox is deleted (once the answer is
+ * out, when the request has an after list), a kept one stays. */
 void	 sg_bind_end(struct sg_sbx_env *, const struct sg_req *,
 	    struct sg_bind *);
 

@@ -67,6 +67,12 @@ int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
 int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
+/* sbx_after.c: a request's own sandbox deleted once its answer is out:
+ * sg_sbx_delete then, on its own time (after: the request's list, from
+ * sg_req; NULL: now, in the request's). A failure leaves the row for the
+ * reaper, as any failed delete does. */
+void	 sg_sbx_delete_after(struct sg_sbx_env *, struct sg_after *after,
+	    const char *tenant, const char *id);
 /* Hold sandbox id for secs, as a run does: one holder at a time across
  * responders (a dead holder's claim dropped). 0, or -1 with err when the
  * request's time ran out waiting. */

@@ -119,6 +119,21 @@ export async function waitFor(fn, what, ms = 15000) {
   throw new Error(`timed out waiting for ${what}${last ? ": " + last.message : ""}`);
 }
 
+// An assertion that comes true a moment after the answer (a request's own
+// sandbox is deleted once its answer is out): fn retried until it passes,
+// for at most ms; its last failure is thrown.
+export async function eventually(fn, ms = 10000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (Date.now() >= until) throw e;
+    }
+    await sleep(50);
+  }
+}
+
 function ids(user) {
   const uid = Number(execFileSync("id", ["-u", user]).toString().trim());
   const gid = Number(execFileSync("id", ["-g", user]).toString().trim());

@@ -3,7 +3,7 @@
 import { test, describe, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI, { toFile } from "openai";
-import { startStack, KEYS, sseEvents } from "./harness.mjs";
+import { startStack, KEYS, sseEvents, eventually } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 const CI = [{ type: "code_interpreter", container: { type: "auto" } }];
@@ -32,16 +32,19 @@ for (const tool of ["e2b", "local"]) {
     }
     // What is left: a Responses answer's container, kept for its
     // conversation's follow-ups (container_reuse's default), and nothing
-    // else; a Chat request's or a failed one's own sandbox is deleted.
+    // else; a Chat request's or a failed one's own sandbox is deleted
+    // (just after its answer).
     async function noSandboxLeft(r) {
       const kept = [...new Set((r?.output ?? []).filter((o) => o.type === "code_interpreter_call").map((o) => o.container_id))];
-      const l = await stack.call("GET", "/v1/sandboxes");
-      assert.deepEqual(l.json.data.map((s) => s.id), kept, "no sandbox row left but the conversation's");
-      if (tool === "e2b") {
-        const s = await stack.fakeHook("e2b", "stats");
-        assert.equal(s.live.length, kept.length);
-        assert.equal(s.creates, s.deletes + kept.length);
-      }
+      await eventually(async () => {
+        const l = await stack.call("GET", "/v1/sandboxes");
+        assert.deepEqual(l.json.data.map((s) => s.id), kept, "no sandbox row left but the conversation's");
+        if (tool === "e2b") {
+          const s = await stack.fakeHook("e2b", "stats");
+          assert.equal(s.live.length, kept.length);
+          assert.equal(s.creates, s.deletes + kept.length);
+        }
+      });
     }
 
     test("Responses: the product of the first six primes, through the SDK", async () => {

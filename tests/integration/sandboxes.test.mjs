@@ -3,7 +3,7 @@
 // no sandbox left behind.
 import { test, describe, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
-import { startStack, KEYS, E2B_KEY, OSB_KEY, procTable } from "./harness.mjs";
+import { startStack, KEYS, E2B_KEY, OSB_KEY, procTable, eventually } from "./harness.mjs";
 import { validate } from "./schema.mjs";
 
 let stack;
@@ -21,16 +21,19 @@ function assertError(r, status, message) {
   if (message) assert.match(r.json.error.message, message);
 }
 
-// Nothing left: the provider has no sandbox, the store has no row.
+// Nothing left: the provider has no sandbox, the store has no row (a
+// one-shot's sandbox goes just after its answer).
 async function assertClean(fake) {
-  const s = await stack.fakeHook(fake, "stats");
-  assert.deepEqual(s.live, [], `${fake} still has sandboxes`);
-  // The OpenSandbox fake counts attempts as creates, successes as created.
-  assert.equal(s.created ?? s.creates, s.deletes, `${fake}: creates == deletes`);
-  for (const key of [KEYS.alice, KEYS.bob]) {
-    const l = await call("GET", "/v1/sandboxes", undefined, key);
-    assert.deepEqual(l.json.data, [], "the store has no row left");
-  }
+  await eventually(async () => {
+    const s = await stack.fakeHook(fake, "stats");
+    assert.deepEqual(s.live, [], `${fake} still has sandboxes`);
+    // The OpenSandbox fake counts attempts as creates, successes as created.
+    assert.equal(s.created ?? s.creates, s.deletes, `${fake}: creates == deletes`);
+    for (const key of [KEYS.alice, KEYS.bob]) {
+      const l = await call("GET", "/v1/sandboxes", undefined, key);
+      assert.deepEqual(l.json.data, [], "the store has no row left");
+    }
+  });
 }
 
 const pngCode = {

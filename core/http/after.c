@@ -1,0 +1,65 @@
+/*
+ * The after-the-answer list (after.h): jobs with their own copy of their
+ * argument, so what a request added outlives the request's stack.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "after.h"
+
+struct sg_after_job {
+	sg_after_fn	 fn;
+	void		*arg;		/* owned */
+};
+
+void
+sg_after_add(struct sg_after *a, sg_after_fn fn, const void *arg,
+    size_t argsz)
+{
+	struct sg_after_job *grown;
+	void *copy;
+
+	if (a == NULL) {
+		fn(arg);
+		return;
+	}
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 4;
+
+		if ((grown = realloc(a->jobs, cap * sizeof(*grown))) == NULL) {
+			fn(arg);
+			return;
+		}
+		a->jobs = grown;
+		a->cap = cap;
+	}
+	if ((copy = malloc(argsz > 0 ? argsz : 1)) == NULL) {
+		fn(arg);
+		return;
+	}
+	memcpy(copy, arg, argsz);
+	a->jobs[a->n].fn = fn;
+	a->jobs[a->n].arg = copy;
+	a->n++;
+}
+
+size_t
+sg_after_pending(const struct sg_after *a)
+{
+	return a != NULL ? a->n : 0;
+}
+
+void
+sg_after_run(struct sg_after *a)
+{
+	size_t i;
+
+	/* By index: a job that adds one may move the array. */
+	for (i = 0; i < a->n; i++)
+		a->jobs[i].fn(a->jobs[i].arg);
+	for (i = 0; i < a->n; i++)
+		free(a->jobs[i].arg);
+	free(a->jobs);
+	a->jobs = NULL;
+	a->n = a->cap = 0;
+}
