@@ -165,8 +165,9 @@ font_list(struct sg_sbxd_files *fs, const char *rundir, int rundir_fd)
  * kernel's start); compiled here once instead, by the interpreter the
  * kernels run. The modules' .pyc are checked against their source by
  * hash (a .pyc that does not match is not used); the script, kernel.py,
- * is run from its .pyc (kernel.pyc), which Python never checks: both come
- * from the source read just before.
+ * is run from its .pyc (kernel.pyc), which Python does not check: it is
+ * made from the file read just before. A file that does not compile is
+ * handed in as source only (and kernel.py then run as it is).
  */
 static const char compile_py[] =
     "import py_compile as c, sys\n"
