@@ -29,9 +29,11 @@ struct sg_sbxd_file {
 struct sg_sbxd_files {
 	struct sg_sbxd_file f[16];
 	size_t	 n;
+	const char *script;	/* what python runs: kernel.py, or its .pyc */
 };
 /* Reads the kernel's files (kernel.py, sg_cells.py, sg_ipython.py,
- * sg_mpl.py) from src, builds matplotlib's font list
+ * sg_mpl.py) from src, compiles them (their .pyc are kept too), builds
+ * matplotlib's font list
  * in rundir/mpl (rundir is sandboxd's runtime directory, open as
  * rundir_fd; see sbxd_files.c for why there) and keeps it too. 0, or -1
  * with why. */

@@ -25,8 +25,8 @@
 #include "sbxd.h"
 
 #define KEEP_CAPS ((1u << CAP_SETUID) | (1u << CAP_SETGID) | (1u << CAP_KILL))
-#define MAX_FDS	  16
-#define MAX_ARGS  160
+#define MAX_FDS	  24
+#define MAX_ARGS  256
 
 /* A sandbox with internet access resolves through slirp4netns. */
 static const char resolv_conf[] = "nameserver 10.0.2.3\n";
@@ -172,8 +172,8 @@ fixed_args(struct argv *a)
 static int
 bwrap_args(const struct sg_sbxd_spec *s, struct argv *a)
 {
-	int fds[MAX_FDS], nfd = 0, i, seccomp, data[12], ndata = 0;
-	const char *dest[12];
+	int fds[MAX_FDS], nfd = 0, i, seccomp, data[MAX_FDS], ndata = 0;
+	const char *dest[MAX_FDS];
 	long long disk = (long long)s->disk_mb << 20;
 
 	fds[nfd++] = s->lfd;
@@ -230,7 +230,7 @@ bwrap_args(const struct sg_sbxd_spec *s, struct argv *a)
 	 * mounts on top of it stay writable. */
 	arg(a, "--remount-ro"); arg(a, "/");
 	arg(a, "--chdir"); arg(a, "/mnt/data");
-	arg(a, SG_SBXD_PYTHON); arg(a, "-I"); arg(a, "/sandgate/kernel.py");
+	arg(a, SG_SBXD_PYTHON); arg(a, "-I"); arg(a, s->files->script);
 	return 0;
 }
 

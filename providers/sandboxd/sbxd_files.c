@@ -65,6 +65,68 @@ add(struct sg_sbxd_files *fs, int dirfd, const char *name, const char *dest)
 }
 
 /*
+ * Run python as the gateway's user with argv (after "python3 -I") and
+ * env, its output to /dev/null, and wait for it. It dies with sandboxd,
+ * so it never writes in rundir after sandboxd is gone.
+ */
+static void
+python(char *const *args, char *const *envp)
+{
+	const char *argv[8] = { SG_SBXD_PYTHON, "-I" };
+	pid_t pid, parent = getpid();
+	int i;
+
+	for (i = 0; args[i] != NULL && i < 5; i++)
+		argv[2 + i] = args[i];
+	if ((pid = fork()) == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execve(SG_SBXD_PYTHON, (char *const *)argv, envp);
+		_exit(1);
+	}
+	while (pid > 0 && waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+		;
+}
+
+/* Keep the files of rundir/sub whose names start with prefix, each at
+ * dest(name) in the sandbox. */
+static void
+collect(struct sg_sbxd_files *fs, int rundir_fd, const char *sub,
+    const char *prefix, void (*dest)(const char *, char *, size_t))
+{
+	struct dirent *de;
+	char to[300];
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(rundir_fd, sub, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.' &&
+		    strncmp(de->d_name, prefix, strlen(prefix)) == 0) {
+			dest(de->d_name, to, sizeof(to));
+			add(fs, dirfd(d), de->d_name, to);
+		}
+	closedir(d);
+}
+
+static void
+font_dest(const char *name, char *to, size_t sz)
+{
+	snprintf(to, sz, "/sandgate/mpl/%s", name);
+}
+
+/*
  * matplotlib builds its font list on first use, about a second that every
  * new sandbox would pay on its first plot. Build it once and keep the
  * file; each kernel copies it into its config.
@@ -74,56 +136,80 @@ add(struct sg_sbxd_files *fs, int dirfd, const char *name, const char *dest)
  * removed by one user whatever sandboxd was started as; and a sandboxd
  * killed during that second leaves it where the next start finds and
  * removes it (a fixed name in a directory of ours), so nothing piles up
- * in /tmp. The builder dies with sandboxd, so it never writes there after
- * that removal.
+ * in /tmp.
  */
 static void
 font_list(struct sg_sbxd_files *fs, const char *rundir, int rundir_fd)
 {
-	struct dirent *de;
 	char *env = NULL;
-	pid_t pid, parent = getpid();
-	DIR *d;
-	int fd;
 
 	sg_sbxd_rmtree(rundir_fd, "mpl", 4);
 	if (access("/usr/lib/python3/dist-packages/matplotlib", R_OK) != 0 ||
 	    asprintf(&env, "MPLCONFIGDIR=%s/mpl", rundir) == -1)
 		return;
-	if (mkdirat(rundir_fd, "mpl", 0700) == -1) {
-		free(env);
-		return;
-	}
-	if ((pid = fork()) == 0) {
+	if (mkdirat(rundir_fd, "mpl", 0700) == 0) {
+		char *const args[] = { "-c", "import matplotlib.font_manager",
+		    NULL };
 		char *const envp[] = { env, "HOME=/nonexistent", NULL };
-		int devnull = open("/dev/null", O_RDWR);
 
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execle(SG_SBXD_PYTHON, SG_SBXD_PYTHON, "-I", "-c",
-		    "import matplotlib.font_manager", (char *)NULL, envp);
-		_exit(1);
+		python(args, envp);
+		collect(fs, rundir_fd, "mpl", "fontlist", font_dest);
 	}
 	free(env);
-	while (pid > 0 && waitpid(pid, NULL, 0) == -1 && errno == EINTR)
-		;
-	if ((fd = openat(rundir_fd, "mpl", O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC)) != -1 && (d = fdopendir(fd)) != NULL) {
-		while ((de = readdir(d)) != NULL) {
-			char dest[300];
-
-			if (strncmp(de->d_name, "fontlist", 8) != 0)
-				continue;
-			snprintf(dest, sizeof(dest), "/sandgate/mpl/%s", de->d_name);
-			add(fs, dirfd(d), de->d_name, dest);
-		}
-		closedir(d);
-	} else if (fd != -1)
-		close(fd);
 	sg_sbxd_rmtree(rundir_fd, "mpl", 4);
+}
+
+/*
+ * The kernel's bytecode. Its /sandgate is read-only, so Python would
+ * compile the kernel's files at every start (about a fifth of a plain
+ * kernel's start); compiled here once instead, by the interpreter the
+ * kernels run. The modules' .pyc are checked against their source by
+ * hash (a .pyc that does not match is not used); the script, kernel.py,
+ * is run from its .pyc (kernel.pyc), which Python does not check: it is
+ * made from the file read just before. A file that does not compile is
+ * handed in as source only (and kernel.py then run as it is).
+ */
+static const char compile_py[] =
+    "import py_compile as c, sys\n"
+    "s, o, m = sys.argv[1], sys.argv[2], c.PycInvalidationMode.CHECKED_HASH\n"
+    "for n in ('kernel', 'sg_cells', 'sg_ipython', 'sg_mpl'):\n"
+    "    t = 'kernel.pyc' if n == 'kernel' else "
+    "'%s.%s.pyc' % (n, sys.implementation.cache_tag)\n"
+    "    c.compile('%s/%s.py' % (s, n), '%s/%s' % (o, t), "
+    "'/sandgate/%s.py' % n, True, invalidation_mode=m)\n";
+
+static void
+pyc_dest(const char *name, char *to, size_t sz)
+{
+	if (strcmp(name, "kernel.pyc") == 0)
+		snprintf(to, sz, "/sandgate/kernel.pyc");
+	else
+		snprintf(to, sz, "/sandgate/__pycache__/%s", name);
+}
+
+static void
+bytecode(struct sg_sbxd_files *fs, const char *src, const char *rundir,
+    int rundir_fd)
+{
+	char *out = NULL;
+	size_t i;
+
+	sg_sbxd_rmtree(rundir_fd, "pyc", 2);
+	if (asprintf(&out, "%s/pyc", rundir) == -1)
+		return;
+	if (mkdirat(rundir_fd, "pyc", 0700) == 0) {
+		char *const args[] = { "-c", (char *)compile_py, (char *)src,
+		    out, NULL };
+		char *const envp[] = { NULL };
+
+		python(args, envp);
+		collect(fs, rundir_fd, "pyc", "", pyc_dest);
+	}
+	free(out);
+	sg_sbxd_rmtree(rundir_fd, "pyc", 2);
+	for (i = 0; i < fs->n; i++)
+		if (strcmp(fs->f[i].dest, "/sandgate/kernel.pyc") == 0)
+			fs->script = "/sandgate/kernel.pyc";
 }
 
 int
@@ -154,6 +240,8 @@ sg_sbxd_files_load(struct sg_sbxd_files *fs, const char *src,
 		return -1;
 	}
 	close(dfd);
+	fs->script = "/sandgate/kernel.py";
+	bytecode(fs, src, rundir, rundir_fd);
 	font_list(fs, rundir, rundir_fd);
 	return 0;
 }

@@ -145,6 +145,44 @@ test("ipython: the shapes themselves (so a fake gone wrong fails too)", async ()
   }
 });
 
+// A cold start loads less: the kernel's files come compiled, and what
+// IPython uses only later (tracebacks, top-level await, shell commands) is
+// imported when first used. A fresh sandbox's first run, and each of those
+// after it, must still answer as before.
+test("ipython: a fresh sandbox runs compiled, loads the rest when used, and answers the same", async () => {
+  const id = await create("localipy");
+  try {
+    const first = await run(id, "print(1)");
+    assert.deepEqual([first.stdout, first.error, first.results, first.execution_count], ["1\n", null, [], 1]);
+    const loaded = await run(id, "import sys\n" +
+      "sorted(n for n in ('asyncio', 'stack_data', 'pydoc', 'pexpect', 'hashlib') if n in sys.modules)");
+    assert.equal(loaded.results[0].text, "[]", "not loaded before a cell asks");
+    // The server runs kernel.pyc; the modules' .pyc match their source.
+    const pyc = await run(id, "import importlib.util, os, sys\n" +
+      "print(open('/proc/%d/cmdline' % os.getppid()).read().split('\\0')[2])\n" +
+      "for m in ('sg_cells', 'sg_ipython', 'sg_mpl'):\n" +
+      "    with open('/sandgate/__pycache__/%s.%s.pyc' % (m, sys.implementation.cache_tag), 'rb') as f:\n" +
+      "        head = f.read(16)\n" +
+      "    src = open('/sandgate/%s.py' % m, 'rb').read()\n" +
+      "    print(m, head[4:8] == b'\\3\\0\\0\\0', head[8:] == importlib.util.source_hash(src))");
+    assert.equal(pyc.stdout, "/sandgate/kernel.pyc\nsg_cells True True\nsg_ipython True True\nsg_mpl True True\n");
+    const e = await run(id, "def f():\n    return 1 / 0\nf()");
+    assert.equal(e.error.name, "ZeroDivisionError");
+    assert.match(e.error.traceback, /^-{75}ZeroDivisionError {2,}Traceback \(most recent call last\)Cell In ?\[\d+\], line 3\n/);
+    assert.match(e.error.traceback, /----> 2     return 1 \/ 0\nZeroDivisionError: division by zero$/);
+    const a = await run(id, "import asyncio\nawait asyncio.sleep(0)\nasync def g():\n    return 5\nawait g()");
+    assert.deepEqual([a.error, a.results[0].text], [null, "5"]);
+    const sh = await run(id, "!echo hi\nx = !echo there\nx");
+    assert.deepEqual([sh.stdout, sh.results[0].text], ["hi\r\n", "['there']"]);
+    const df = await run(id, "import pandas as pd\npd.DataFrame({'a': [1, 2]})");
+    assert.equal(df.results[0].text, "   a\n0  1\n1  2");
+    assert.deepEqual(df.results[0].data, { a: [1, 2] });
+    assert.equal((await run(id, "import sys\nprint(type(sys.modules['asyncio']).__name__)")).stdout, "module\n");
+  } finally {
+    await remove(id);
+  }
+});
+
 test("ipython: exit() ends the run as usual, then the context restarts, as on e2b", async () => {
   const ids = [await create("e2b"), await create("localipy")];
   try {

@@ -565,6 +565,85 @@ rmtree_stays_inside(void **state)
 	close(dfd);
 }
 
+/* Load src's kernel files (kernel.py's text given) into fs; rundir is
+ * fx->dir/run. */
+static void
+load_kernel(struct fx *fx, const char *kernel_py, struct sg_sbxd_files *fs)
+{
+	char src[300], run[300], why[512];
+	int rfd;
+
+	if (access(SG_SBXD_PYTHON, X_OK) != 0)
+		skip();
+	mkdirs(fx->dir, "src");
+	mkdirs(fx->dir, "run");
+	put_file(fx->dir, "src/kernel.py", kernel_py);
+	put_file(fx->dir, "src/sg_cells.py", "x = 1\n");
+	put_file(fx->dir, "src/sg_ipython.py", "y = 2\n");
+	put_file(fx->dir, "src/sg_mpl.py", "z = 3\n");
+	snprintf(src, sizeof(src), "%s/src", fx->dir);
+	snprintf(run, sizeof(run), "%s/run", fx->dir);
+	assert_true((rfd = open(run, O_RDONLY | O_DIRECTORY)) >= 0);
+	assert_int_equal(sg_sbxd_files_load(fs, src, run, rfd, why,
+	    sizeof(why)), 0);
+	/* Nothing is left in the runtime directory. */
+	assert_int_equal(faccessat(rfd, "pyc", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	close(rfd);
+}
+
+static const struct sg_sbxd_file *
+file_at(const struct sg_sbxd_files *fs, const char *prefix)
+{
+	size_t i;
+
+	for (i = 0; i < fs->n; i++)
+		if (strncmp(fs->f[i].dest, prefix, strlen(prefix)) == 0)
+			return &fs->f[i];
+	return NULL;
+}
+
+/* The kernel's files come with their bytecode: kernel.pyc is what python
+ * runs; each module's .pyc sits in /sandgate/__pycache__, checked against
+ * its source by hash (flags 3), so one that does not match is not used. */
+static void
+kernel_files_come_compiled(void **state)
+{
+	struct sg_sbxd_files fs;
+	const struct sg_sbxd_file *f;
+	const char *mods[] = { "sg_cells.", "sg_ipython.", "sg_mpl.", NULL };
+	char prefix[64];
+	int i;
+
+	load_kernel(*state, "print('kernel')\n", &fs);
+	assert_string_equal(fs.script, "/sandgate/kernel.pyc");
+	assert_non_null(file_at(&fs, "/sandgate/kernel.py"));
+	assert_non_null(f = file_at(&fs, "/sandgate/kernel.pyc"));
+	assert_true(f->len > 16);
+	for (i = 0; mods[i] != NULL; i++) {
+		snprintf(prefix, sizeof(prefix), "/sandgate/__pycache__/%s",
+		    mods[i]);
+		assert_non_null(f = file_at(&fs, prefix));
+		assert_non_null(strstr(f->dest, ".pyc"));
+		assert_true(f->len > 16);
+		assert_memory_equal(f->data + 4, "\3\0\0\0", 4);
+	}
+	sg_sbxd_files_free(&fs);
+}
+
+/* A kernel that does not compile is handed in as source: python then
+ * says why, as it did before there was bytecode. */
+static void
+kernel_without_bytecode_runs_its_source(void **state)
+{
+	struct sg_sbxd_files fs;
+
+	load_kernel(*state, "def (:\n", &fs);
+	assert_string_equal(fs.script, "/sandgate/kernel.py");
+	assert_null(file_at(&fs, "/sandgate/kernel.pyc"));
+	assert_non_null(file_at(&fs, "/sandgate/kernel.py"));
+	sg_sbxd_files_free(&fs);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -584,6 +663,8 @@ main(void)
 		T(rundir_is_ours_and_cleaned),
 		T(rundir_leaves_live_instances_alone),
 		T(rmtree_stays_inside),
+		T(kernel_files_come_compiled),
+		T(kernel_without_bytecode_runs_its_source),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -157,6 +157,45 @@ class ShowOnSave:
             sys.meta_path.insert(0, cls())
 
 
+# Modules IPython's shell imports as it loads but uses only later, by
+# attribute (a traceback: stack_data, pydoc; a cell with a top-level await:
+# asyncio; a shell command, !cmd: pexpect; IPython's cell names, replaced
+# here: hashlib): about a fifth of IPython's import time.
+DEFERRED = ("asyncio", "stack_data", "pydoc", "hashlib", "pexpect")
+
+
+class Deferred:
+    """A module's name in IPython's modules while it loads, imported the
+    usual way the first time IPython uses it. It is in sys.modules only
+    while IPython loads, so a cell's own import is the usual one, and the
+    module the cell gets is the one IPython then uses."""
+
+    __spec__ = None     # what `import` looks at in sys.modules: not a load
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+        if sys.modules.get(self._name) is self:
+            del sys.modules[self._name]   # asked for while IPython loads
+        return getattr(importlib.import_module(self._name), attr)
+
+
+def defer_modules():
+    """Put a Deferred in sys.modules for each of DEFERRED not yet loaded;
+    the function that takes them out again."""
+    placed = [Deferred(n) for n in DEFERRED if n not in sys.modules]
+    for d in placed:
+        sys.modules[d._name] = d
+
+    def take_out():
+        for d in placed:
+            if sys.modules.get(d._name) is d:
+                del sys.modules[d._name]
+    return take_out
+
+
 def load_ipython():
     """Import IPython's shell without running IPython/__init__.py, whose
     terminal half (prompt_toolkit, jedi) is most of IPython's import time:
@@ -189,6 +228,7 @@ def load_ipython():
     # may still import it (the block is lifted below).
     jedi = sys.modules.get("jedi", False)
     sys.modules["jedi"] = None
+    take_out = defer_modules()
     try:
         from IPython.core import release
         import importlib
@@ -201,6 +241,7 @@ def load_ipython():
             del sys.modules[name]
         raise
     finally:
+        take_out()
         if jedi is False:
             del sys.modules["jedi"]
         else:
