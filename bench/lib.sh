@@ -26,6 +26,15 @@ bench_cleanup() {
 	rm -rf "$dir"
 }
 
+# The e2b fake (tests/fakes/e2b.py) on a port of its own: its URL in $e2b,
+# its pid in $upid (bench_cleanup stops it).
+bench_e2b() {
+	python3 "$root/tests/fakes/e2b.py" --port 0 --port-file "$dir/e2b.port" --api-key e2b_bench --quiet \
+	    >/dev/null 2>&1 & upid=$!
+	for i in $(seq 50); do [ -s "$dir/e2b.port" ] && break; sleep 0.1; done
+	e2b="http://127.0.0.1:$(cat "$dir/e2b.port")"
+}
+
 bench_gateway() {
 	cat > "$dir/lighttpd.conf" <<CONF
 server.port = $1

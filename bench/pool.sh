@@ -13,10 +13,7 @@ n=${1:-30}
 pace=${2:-700}
 bench_setup
 gw=$((23000 + $$ % 9000))
-python3 "$root/tests/fakes/e2b.py" --port 0 --port-file "$dir/e2b.port" --api-key e2b_bench --quiet \
-    >/dev/null 2>&1 & upid=$!
-for i in $(seq 50); do [ -s "$dir/e2b.port" ] && break; sleep 0.1; done
-e2b="http://127.0.0.1:$(cat "$dir/e2b.port")"
+bench_e2b
 cat > "$dir/sandgate.conf" <<CONF
 server: { workers = [2, 4]; user = "nobody"; };
 store: { path = "$dir/store/sandgate.db"; };
