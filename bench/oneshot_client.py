@@ -8,26 +8,20 @@ import json
 import sys
 import time
 
-from sgclient import Gateway, pct
+from sgclient import Gateway, LiveSandbox, p50_p95, pct
 
 port, n, tool, pace = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 call = Gateway(port).call
 
-live = call("POST", "/v1/sandboxes", {"tool": tool})["id"]
-call("POST", "/v1/sandboxes/%s/code" % live, {"code": "print(0)"})
+live = LiveSandbox(call, tool, pace)
 warm, oneshot = [], []
 for _ in range(n):
-    time.sleep(pace / 1000)
-    t0 = time.perf_counter()
-    call("POST", "/v1/sandboxes/%s/code" % live, {"code": "print(2)"})
-    warm.append((time.perf_counter() - t0) * 1000)
+    warm.append(live.run_ms())
     time.sleep(pace / 1000)
     t0 = time.perf_counter()
     out = call("POST", "/v1/code", {"tool": tool, "code": "print(1)"})
     oneshot.append((time.perf_counter() - t0) * 1000)
     assert out["stdout"] == "1\n", out
-call("DELETE", "/v1/sandboxes/%s" % live)
-print(json.dumps({"tool": tool, "runs": n,
-                  "oneshot": {"p50": pct(oneshot, 50), "p95": pct(oneshot, 95)},
-                  "warm": {"p50": pct(warm, 50), "p95": pct(warm, 95)},
+live.close()
+print(json.dumps({"tool": tool, "runs": n, "oneshot": p50_p95(oneshot), "warm": p50_p95(warm),
                   "ratio": pct(oneshot, 50) / pct(warm, 50)}))

@@ -9,23 +9,17 @@ import json
 import sys
 import time
 
-from sgclient import Gateway, pct
+from sgclient import Gateway, LiveSandbox, p50_p95
 
 port, n, tool, pace = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 call = Gateway(port).call
 
 
-# The warm run's sandbox: a session's, live throughout. Every timed run
-# comes after the same pause (an idle machine wakes up slower than a busy
-# one: a run right after another would flatter the baseline).
-live = call("POST", "/v1/sandboxes", {"tool": tool})["id"]
-call("POST", "/v1/sandboxes/%s/code" % live, {"code": "print(0)"})
+# The warm run's sandbox: a session's, live throughout.
+live = LiveSandbox(call, tool, pace)
 create, first, total, warm = [], [], [], []
 for _ in range(n):
-    time.sleep(pace / 1000)
-    t0 = time.perf_counter()
-    call("POST", "/v1/sandboxes/%s/code" % live, {"code": "print(2)"})
-    warm.append((time.perf_counter() - t0) * 1000)
+    warm.append(live.run_ms())
     time.sleep(pace / 1000)
     t0 = time.perf_counter()
     sid = call("POST", "/v1/sandboxes", {"tool": tool})["id"]
@@ -37,9 +31,6 @@ for _ in range(n):
     first.append((t2 - t1) * 1000)
     total.append((t2 - t0) * 1000)
     call("DELETE", "/v1/sandboxes/%s" % sid)
-call("DELETE", "/v1/sandboxes/%s" % live)
-print(json.dumps({"tool": tool, "runs": n,
-                  "create": {"p50": pct(create, 50), "p95": pct(create, 95)},
-                  "first": {"p50": pct(first, 50), "p95": pct(first, 95)},
-                  "total": {"p50": pct(total, 50), "p95": pct(total, 95)},
-                  "warm": {"p50": pct(warm, 50), "p95": pct(warm, 95)}}))
+live.close()
+print(json.dumps({"tool": tool, "runs": n, "create": p50_p95(create), "first": p50_p95(first),
+                  "total": p50_p95(total), "warm": p50_p95(warm)}))

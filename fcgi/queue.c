@@ -26,8 +26,6 @@
 
 #include <linux/futex.h>
 
-#include <errno.h>
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>

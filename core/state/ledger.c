@@ -6,7 +6,6 @@
  * Every responder can write the page: nothing read from it may send a
  * loop past the ring or a scan past the slots.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

@@ -1,9 +1,8 @@
 /*
  * A key's limits (limits.h): one shared table of the keys seen, their
- * minute window (one box) and what their period cost, under one robust
- * process-shared mutex; the request under way is this process's.
+ * minute window (one box) and what their period cost, under one lock
+ * (lib/shlock.h); the request under way is this process's.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
