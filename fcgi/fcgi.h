@@ -78,7 +78,15 @@ struct sg_board {
 	uint64_t	 qticket;	/* the next arrival's place */
 	uint64_t	 waited;	/* requests that had to wait */
 	uint64_t	 waited_ms;	/* and how long, summed */
+	/* The master looks at the pool again within SG_GROW_WAIT_MS on its
+	 * own: a responder going busy need not wake it. */
+	int		 watching;
 };
+
+/* None free, but every busy responder busy for less than this: the pool
+ * waits for one to finish before growing (a quick request is over sooner
+ * than a fork, and more processes than cores only add switches). */
+#define SG_GROW_WAIT_MS	10
 
 enum sg_refusal {
 	SG_REFUSED_KEY = 0,	/* the key's max_concurrent, past the wait */
@@ -193,6 +201,16 @@ int	 sg_prepare_store(const struct sg_cfg *, char *err, size_t errsz);
  * the config's). */
 int	 sg_master_run(struct sg_cfg *, int listen_fd, const char *listen_spec,
 	    const char *kernel_src, const int workers[2]);
+
+/* conn.c: SIGALRM cuts the connection under a deadline. */
+void	 sg_conn_init(void);
+/* conn.c: from now on fd has secs to deliver what is read next; 0
+ * disarms. */
+void	 sg_conn_deadline(int fd, int secs);
+/* conn.c: close r's connection at once when nothing is left to read on
+ * it and it is not kept; 1 when closed (libfcgi then closes nothing). */
+struct FCGX_Request;
+int	 sg_conn_close_quiet(struct FCGX_Request *);
 
 /* The parameters of a request every route needs (params.c): borrowed
  * from envp; NULL when not sent. */

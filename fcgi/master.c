@@ -56,6 +56,7 @@ struct master {
 	struct kid	 kids[SG_SLOTS];
 	int		 used;		/* slots ever given a responder */
 	int		 want_reserve;	/* the pool is full: watch the backlog */
+	int64_t		 recheck_at;	/* 0, or when growth waits until */
 	int		 listen_fd;
 	int		 wake[2];
 	int64_t		 spawn_after;
@@ -324,8 +325,12 @@ balance_responders(struct master *m, int64_t now)
 	const struct sg_cfg *cfg = m->cfg;
 	int i, live = 0, spare = 0, reserves = 0, rspare = 0, oldest = -1;
 	int most = cfg->server.workers_max;
-	int64_t oldest_since = now;
+	int64_t oldest_since = now, held_since = now;
 
+	/* Cleared before the scan: a responder that goes busy after it
+	 * either is seen by it or sees this and wakes the master. */
+	__atomic_store_n(&m->board->watching, 0, __ATOMIC_SEQ_CST);
+	m->recheck_at = 0;
 	for (i = 0; i < m->used; i++) {
 		const struct sg_slot *s = &m->board->slots[i];
 		int st = slot_state(s);
@@ -339,6 +344,9 @@ balance_responders(struct master *m, int64_t now)
 		}
 		live++;
 		spare += spare_state(st);
+		if ((st == SG_SLOT_BUSY || st == SG_SLOT_KEPT) &&
+		    s->since_ms < held_since)
+			held_since = s->since_ms;
 		if (st == SG_SLOT_IDLE && s->since_ms < oldest_since) {
 			oldest_since = s->since_ms;
 			oldest = i;
@@ -349,6 +357,14 @@ balance_responders(struct master *m, int64_t now)
 		return;
 	if (sg_board_heavy(m->board) >= most)
 		most = SG_POOL_MAX(most);
+	if (spare == 0 && live >= cfg->server.workers_min && live < most &&
+	    held_since > now - SG_GROW_WAIT_MS) {
+		/* All busy, none for long: one is likely free before a fork
+		 * would be. Look again when the longest busy has waited. */
+		m->recheck_at = held_since + SG_GROW_WAIT_MS;
+		__atomic_store_n(&m->board->watching, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
 	while (live < cfg->server.workers_min || (spare == 0 && live < most)) {
 		spawn(m, 0);
 		live++;
@@ -365,6 +381,18 @@ balance_responders(struct master *m, int64_t now)
 		    slot_state(&m->board->slots[i]) == SG_SLOT_IDLE)
 			retire(&m->kids[i]);
 	m->want_reserve = spare == 0 && rspare == 0 && reserves < SG_RESERVE;
+}
+
+/* How long the master may sleep: a tick, or until growth is due. */
+static int
+wait_ms(const struct master *m)
+{
+	int64_t left;
+
+	if (m->recheck_at == 0)
+		return TICK_MS;
+	left = m->recheck_at - sg_now_ms();
+	return left < 1 ? 1 : left > TICK_MS ? TICK_MS : (int)left;
 }
 
 static void
@@ -553,7 +581,7 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		pfd[0] = (struct pollfd){ .fd = self_pipe[0], .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = m.wake[0], .events = POLLIN };
 		pfd[2] = (struct pollfd){ .fd = m.listen_fd, .events = POLLIN };
-		poll(pfd, m.want_reserve ? 3 : 2, TICK_MS);
+		poll(pfd, m.want_reserve ? 3 : 2, wait_ms(&m));
 		drain(self_pipe[0]);
 		drain(m.wake[0]);
 		if (m.want_reserve && (pfd[2].revents & POLLIN))

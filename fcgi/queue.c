@@ -138,10 +138,11 @@ next_turn(const struct sg_board *b, int used, const uint64_t *keys, int nrun)
 /*
  * Under the lock: give free places to waiting requests, in turn. A slot
  * the master cleared meanwhile (its responder died) is not WAITING any
- * more, and the exchange then gives it nothing.
+ * more, and the exchange then gives it nothing. self, the caller's slot,
+ * is awake: it needs no futex wake.
  */
 static void
-dispatch(struct sg_board *b, int max)
+dispatch(struct sg_board *b, int max, const struct sg_slot *self)
 {
 	uint64_t keys[SG_SLOTS];
 	int used = sg_board_used(b), nrun, next, want;
@@ -153,7 +154,8 @@ dispatch(struct sg_board *b, int max)
 			return;
 		want = SG_Q_WAITING;
 		if (__atomic_compare_exchange_n(&b->slots[next].q, &want,
-		    SG_Q_RUNNING, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		    SG_Q_RUNNING, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+		    &b->slots[next] != self)	/* self is not asleep */
 			wake(&b->slots[next]);
 	}
 }
@@ -234,7 +236,7 @@ wait_turn(struct sg_board *b, struct sg_slot *s, int max,
 		 * cleared the slot), or it went to a capped key's waiter. */
 		if (qstate(s) == SG_Q_WAITING && place_free(b, max)) {
 			lock(b);
-			dispatch(b, max);
+			dispatch(b, max, s);
 			unlock(b);
 		}
 	}
@@ -270,7 +272,7 @@ sg_queue_admit(void *arg, const struct sg_req *req, int heavy,
 	lock(b);
 	__atomic_store_n(&s->ticket, b->qticket++, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->q, SG_Q_WAITING, __ATOMIC_SEQ_CST);
-	dispatch(b, max);
+	dispatch(b, max, s);
 	unlock(b);
 	if (qstate(s) == SG_Q_RUNNING)
 		return 0;
@@ -306,6 +308,6 @@ sg_queue_release(struct sg_board *b, int slot, int workers_max)
 		return;
 	lock(b);
 	__atomic_store_n(&s->q, SG_Q_NONE, __ATOMIC_SEQ_CST);
-	dispatch(b, workers_max);
+	dispatch(b, workers_max, s);
 	unlock(b);
 }

@@ -36,7 +36,6 @@
 #define TRIM_FREE	(1 << 20)	/* free heap that is worth a malloc_trim */
 
 static volatile sig_atomic_t stopping;
-static volatile sig_atomic_t deadline_fd = -1;
 
 /* sg_out over a libfcgi request. */
 struct fout {
@@ -106,36 +105,6 @@ on_stop(int sig)
 	stopping = 1;
 }
 
-/*
- * SIGALRM: the connection being read missed its deadline. Cutting its
- * read side makes libfcgi's next read fail wherever the signal lands: in
- * read(), which also returns EINTR, or between two reads, where EINTR
- * alone would be lost and the next read would block for good.
- */
-static void
-on_alarm(int sig)
-{
-	int saved = errno;
-
-	(void)sig;
-	if (deadline_fd >= 0)
-		shutdown(deadline_fd, SHUT_RD);
-	errno = saved;
-}
-
-/* From now on, fd has secs to deliver what is read next; 0 disarms. */
-static void
-deadline(int fd, int secs)
-{
-	struct itimerval it = { { 0, 0 }, { secs, 0 } };
-
-	if (secs > 0)
-		deadline_fd = fd;
-	setitimer(ITIMER_REAL, &it, NULL);
-	if (secs == 0)
-		deadline_fd = -1;
-}
-
 static void
 set_state(const struct sg_env *env, int slot, int state)
 {
@@ -146,7 +115,8 @@ set_state(const struct sg_env *env, int slot, int state)
 	 * sg_board_short are sequentially consistent: of two responders
 	 * going busy at once, at least one sees the other busy. */
 	if ((state == SG_SLOT_BUSY || state == SG_SLOT_KEPT) &&
-	    sg_board_short(env->board, 2))
+	    sg_board_short(env->board, 2) &&
+	    !__atomic_load_n(&env->board->watching, __ATOMIC_SEQ_CST))
 		(void)!write(env->wake_fd, "b", 1);
 }
 
@@ -155,7 +125,7 @@ set_state(const struct sg_env *env, int slot, int state)
 static int
 get_chunk(FCGX_Request *r, const struct sg_cfg *cfg, char *buf, size_t len)
 {
-	deadline(r->ipcFd, cfg->server.read_timeout);
+	sg_conn_deadline(r->ipcFd, cfg->server.read_timeout);
 	return FCGX_GetStr(buf, len > READ_CHUNK ? READ_CHUNK : (int)len, r->in);
 }
 
@@ -185,7 +155,7 @@ drain(FCGX_Request *r, const struct sg_cfg *cfg, long long max, int secs)
 	int n;
 
 	while (drained < max) {
-		deadline(r->ipcFd, secs > 0 ? secs : cfg->server.read_timeout);
+		sg_conn_deadline(r->ipcFd, secs > 0 ? secs : cfg->server.read_timeout);
 		if ((n = FCGX_GetStr(scratch, sizeof(scratch), r->in)) <= 0)
 			break;
 		drained += n;
@@ -254,7 +224,7 @@ fcgi_param(void *envp, const char *name)
 	return FCGX_GetParam(name, envp);
 }
 
-static void
+static int
 serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
     const sigset_t *mask, struct sg_after *after)
 {
@@ -285,7 +255,7 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 		req.in = &in.base;
 	else {
 		rc = read_body(r, env->cfg, &req, &err);
-		deadline(-1, 0);
+		sg_conn_deadline(-1, 0);
 		sigprocmask(SIG_SETMASK, mask, NULL);
 	}
 	if ((dead = FCGX_GetError(r->in) != 0)) {
@@ -309,7 +279,7 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 			 * answer goes out first. */
 			FCGX_FFlush(r->out);
 			drain(r, env->cfg, UPLOAD_DRAIN_MAX, 1);
-			deadline(-1, 0);
+			sg_conn_deadline(-1, 0);
 			sigprocmask(SIG_SETMASK, mask, NULL);
 		}
 		/* Counted before the answer ends: a client's next request
@@ -329,6 +299,9 @@ serve(const struct sg_env *env, int slot, struct sg_gw *gw, FCGX_Request *r,
 	sg_log_request(&req, status, ms);
 	sg_board_count(env->board, dead ? status : out.base.status, ms);
 	free(req.body);
+	/* Its body read to the end (its empty stdin record too) and its
+	 * answer out whole: nothing more is due from either side. */
+	return !dead && rc == 0 && req.in == NULL && !out.gone;
 }
 
 /*
@@ -353,18 +326,23 @@ one_request(const struct sg_env *env, int slot, struct sg_gw *gw,
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
 	sigprocmask(SIG_BLOCK, &stop, &mask);
-	deadline(r->ipcFd, secs);
+	sg_conn_deadline(r->ipcFd, secs);
 	if (FCGX_Accept_r(r) < 0) {
-		deadline(-1, 0);
+		sg_conn_deadline(-1, 0);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		return;
 	}
-	serve(env, slot, gw, r, &mask, &after);
-	/* Finishing flushes and, closing, reads what the peer still sends
-	 * until it closes too (libfcgi's OS_Close): under a deadline too. */
-	deadline(r->ipcFd, secs);
-	FCGX_Finish_r(r);
-	deadline(-1, 0);
+	if (serve(env, slot, gw, r, &mask, &after) &&
+	    sg_conn_close_quiet(r))
+		FCGX_Finish_r(r);	/* frees; the connection is closed */
+	else {
+		/* Finishing flushes and, closing, reads what the peer still
+		 * sends until it closes too (libfcgi's OS_Close): under a
+		 * deadline too. */
+		sg_conn_deadline(r->ipcFd, secs);
+		FCGX_Finish_r(r);
+		sg_conn_deadline(-1, 0);
+	}
 	if (sg_after_pending(&after) > 0) {
 		sigprocmask(SIG_BLOCK, &stop, NULL);
 		sg_after_run(&after);
@@ -376,9 +354,9 @@ one_request(const struct sg_env *env, int slot, struct sg_gw *gw,
 static void
 drop_kept(const struct sg_env *env, FCGX_Request *r)
 {
-	deadline(r->ipcFd, env->cfg->server.read_timeout);
+	sg_conn_deadline(r->ipcFd, env->cfg->server.read_timeout);
 	FCGX_Free(r, 1);
-	deadline(-1, 0);
+	sg_conn_deadline(-1, 0);
 }
 
 /*
@@ -530,17 +508,13 @@ void
 sg_responder_run(const struct sg_env *env, int slot)
 {
 	struct sg_seat seat = { env->board, slot, env->cfg, env->reserve };
-	struct sigaction sa;
 	FCGX_Request r;
 	struct sg_gw *gw;
 	char err[SG_ERR_MAX];
 	struct mem mem = { 0, 0 };
 
 	sg_child_signals(on_stop);
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_alarm;	/* no SA_RESTART: reads must fail */
-	sigaction(SIGALRM, &sa, NULL);
+	sg_conn_init();
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if (sg_drop_privileges(env->cfg) == -1)
 		_exit(3);

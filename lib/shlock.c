@@ -21,7 +21,7 @@ sg_shlock_take(struct sg_shlock *l)
 
 	for (;;) {
 		free_word = 0;
-		if (__atomic_compare_exchange_n(&l->word, &free_word, getpid(),
+		if (__atomic_compare_exchange_n(&l->word, &free_word, sg_pid(),
 		    0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			return;
 		seen = free_word;
@@ -32,7 +32,7 @@ sg_shlock_take(struct sg_shlock *l)
 		} else if ((now - since >= SG_SHLOCK_STALE_MS ||
 		    (now - since >= NAP_MS && (seen <= 0 || (kill(seen, 0) ==
 		    -1 && errno == ESRCH)))) && __atomic_compare_exchange_n(
-		    &l->word, &seen, getpid(), 0, __ATOMIC_ACQUIRE,
+		    &l->word, &seen, sg_pid(), 0, __ATOMIC_ACQUIRE,
 		    __ATOMIC_RELAXED))
 			return;
 		__atomic_fetch_add(&l->waiters, 1, __ATOMIC_SEQ_CST);

@@ -1,6 +1,7 @@
 #include <sys/random.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,29 @@ sg_fnv1a(const char *s)
 	return h;
 }
 
+static pid_t cached_pid;
+
+static void
+forget_pid(void)
+{
+	cached_pid = 0;
+}
+
+pid_t
+sg_pid(void)
+{
+	static int hooked;
+
+	if (cached_pid == 0) {
+		if (!hooked && pthread_atfork(NULL, NULL, forget_pid) == 0)
+			hooked = 1;
+		if (!hooked)
+			return getpid();
+		cached_pid = getpid();
+	}
+	return cached_pid;
+}
+
 /* Ours does not change: read once per process (a fork is another). */
 int64_t
 sg_self_start(void)
@@ -253,8 +277,8 @@ sg_self_start(void)
 	static pid_t pid;
 	static int64_t start;
 
-	if (pid != getpid()) {
-		pid = getpid();
+	if (pid != sg_pid()) {
+		pid = sg_pid();
 		start = sg_proc_start((int)pid);
 	}
 	return start;

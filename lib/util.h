@@ -5,6 +5,8 @@
 #ifndef SG_UTIL_H
 #define SG_UTIL_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -72,5 +74,8 @@ int	 sg_hexval(int c);
 uint64_t sg_fnv1a(const char *);
 /* sg_proc_start of this process, read once per process. */
 int64_t	 sg_self_start(void);
+/* This process's pid, asked of the kernel once per process (glibc does
+ * not cache it; a fork's child asks again). */
+pid_t	 sg_pid(void);
 
 #endif

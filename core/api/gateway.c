@@ -126,22 +126,39 @@ sg_gw_streams(const struct sg_req *req)
 	    "multipart/form-data", 19) == 0;
 }
 
+/*
+ * A request's id: the time first, so ids that sort by time keep the
+ * ledger's and the traces' id indexes appending (random ones would touch
+ * a page of their own each: callgrind and the WAL's size said so); then
+ * 48 random bits drawn once per process and a count of its requests, so
+ * ids stay unique without a getrandom() each. 32 hex digits. An id
+ * names a request; it grants nothing (every route that reads one by id
+ * checks the caller's key).
+ */
+static void
+req_id(char *out, size_t outsz, int64_t wall_ms)
+{
+	static pid_t drawn_in;
+	static char proc[16];
+	static uint32_t seq;
+
+	if (drawn_in != sg_pid()) {
+		if (sg_rand_id(proc, sizeof(proc), "", 6) == -1) {
+			snprintf(out, outsz, "req_unknown");
+			return;
+		}
+		drawn_in = sg_pid();
+	}
+	snprintf(out, outsz, "req_%012llx%s%08x",
+	    (unsigned long long)wall_ms & 0xffffffffffffULL, proc, ++seq);
+}
+
 void
 sg_gw_req_init(const struct sg_cfg *cfg, struct sg_req *req)
 {
-	char rnd[24];
-
 	req->start_ms = sg_now_ms();
 	req->wall_ms = sg_wall_ms();
-	/* The time first, then 80 random bits: ids that sort by time keep
-	 * the ledger's and the traces' id indexes appending, where random
-	 * ones would touch a page of their own each (callgrind and the
-	 * WAL's size said so). Still 32 hex digits. */
-	if (sg_rand_id(rnd, sizeof(rnd), "", 10) == -1)
-		snprintf(req->id, sizeof(req->id), "req_unknown");
-	else
-		snprintf(req->id, sizeof(req->id), "req_%012llx%s",
-		    (unsigned long long)req->wall_ms & 0xffffffffffffULL, rnd);
+	req_id(req->id, sizeof(req->id), req->wall_ms);
 	if (sg_route_path(cfg->server.mount_prefix, req->uri, req->path,
 	    sizeof(req->path)) == -1)
 		req->path[0] = '\0';

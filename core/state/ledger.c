@@ -103,7 +103,7 @@ push(const struct sg_store_use *row)
 static int
 orphaned(const struct live *s)
 {
-	return s->state == LIVE_BUSY && s->pid > 0 && (s->pid != getpid() ||
+	return s->state == LIVE_BUSY && s->pid > 0 && (s->pid != sg_pid() ||
 	    s->start != sg_self_start()) && sg_proc_start(s->pid) != s->start;
 }
 
@@ -129,7 +129,7 @@ sg_use_slot(int slot)
 	cur = &page->slots[slot];
 	lock();
 	finish_orphan(cur);
-	cur->pid = getpid();
+	cur->pid = sg_pid();
 	cur->start = sg_self_start();
 	unlock();
 }
@@ -172,7 +172,7 @@ sg_use_begin(const struct sg_req *req, const char *surface)
 	cur->mono = req->start_ms;
 	/* A responder's slot knows its process (sg_use_slot). */
 	if (cur == &own) {
-		cur->pid = getpid();
+		cur->pid = sg_pid();
 		cur->start = sg_self_start();
 	}
 	__atomic_store_n(&cur->state, LIVE_BUSY, __ATOMIC_RELEASE);
