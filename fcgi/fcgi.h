@@ -86,7 +86,7 @@ struct sg_board {
 /* None free, but every busy responder busy for less than this: the pool
  * waits for one to finish before growing (a quick request is over sooner
  * than a fork, and more processes than cores only add switches). */
-#define SG_GROW_WAIT_MS	10
+#define SG_GROW_WAIT_MS	25
 
 enum sg_refusal {
 	SG_REFUSED_KEY = 0,	/* the key's max_concurrent, past the wait */
