@@ -10,6 +10,7 @@
 #                 last one before the ledger and limits)
 #   BENCH_NO_WRITE=1  print only, leave RESULTS.md alone
 #   BENCH_PG_SYNC PostgreSQL's synchronous_commit in the store part (on)
+#   BENCH_STREAMS streams held open at once in the memory part (1000)
 # BENCH_PARTS=hold keeps the stack up for BENCH_HOLD seconds (default 600),
 # its ports and directory on stderr: for profiling by hand.
 set -eu
@@ -233,6 +234,7 @@ mem_line() { # label pids...
 	END { printf "| %s | %d | %.0f kB | %.0f kB | %.0f kB | %.1f MiB |\n", label, n, pss / n, maxp, uss / n, pss / 1024 }'
 }
 part_memory() {
+	nstreams=${BENCH_STREAMS:-1000}
 	master=$(pgrep -f "^$root/build/sandgate-fcgi --config $dir" -o)
 	echo "### Memory"
 	echo
@@ -244,22 +246,23 @@ part_memory() {
 	mem_line "responders after the load above" $(responders "$master")
 	# Fresh responders: restart, let it settle, before any load.
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
-	gateway_conf "[4, 256]" 0
+	gateway_conf "[4, $nstreams]" 0
 	bench_gateway "$gw"
 	sleep 1
 	master=$(pgrep -f "^$root/build/sandgate-fcgi --config $dir" -o)
 	mem_line "responders idle (fresh)" $(responders "$master")
-	node "$here/streams_client.mjs" "http://127.0.0.1:$gw/v1/chat/completions" "$key" 200 > "$dir/streams.json" &
+	node "$here/streams_client.mjs" "http://127.0.0.1:$gw/v1/chat/completions" "$key" "$nstreams" > "$dir/streams.json" &
 	scl=$!
-	for i in $(seq 100); do [ -s "$dir/streams.json" ] && break; sleep 0.1; done
-	mem_line "200 streams held open" $(responders "$master")
+	for i in $(seq 600); do [ -s "$dir/streams.json" ] && break; sleep 0.1; done
+	mem_line "$nstreams streams held open" $(responders "$master")
 	echo
 	wait $scl
 	node -e '
 const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").pop());
-console.log(`200 concurrent streaming clients (\`bench/streams_client.mjs\`, the fake upstream sending one delta`);
-console.log(`every 200 ms for 15 s; \`workers = [4, 256]\`): all ${r.open} open with a first delta after ${r.firstAllMs} ms;`);
-console.log(`${r.done} finished whole, ${r.bad} failed.`);' "$dir/streams.json"
+const n = process.argv[2];
+console.log(`${n} concurrent streaming clients (\`bench/streams_client.mjs\`, the fake upstream sending one delta`);
+console.log(`every 200 ms for 15 s; \`workers = [4, ${n}]\`): ${r.open} open with a first delta after ${r.firstAllMs} ms;`);
+console.log(`${r.done} finished whole, ${r.bad} failed.`);' "$dir/streams.json" "$nstreams"
 	echo
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
 	gateway_conf "[4, 64]" 0

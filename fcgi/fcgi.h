@@ -24,7 +24,7 @@
  * turn, so that the queue sees every key that waits, not only the first
  * ones in the listen backlog. */
 #define SG_POOL_MAX(wmax)	((wmax) + ((wmax) < 64 ? 64 : (wmax)))
-#define SG_SLOTS	(2 * (SG_POOL_MAX(256) + SG_RESERVE))	/* plus room
+#define SG_SLOTS	(2 * (SG_POOL_MAX(SG_CFG_WORKERS_MAX) + SG_RESERVE))	/* plus room
 				 * for a retiring generation */
 
 enum sg_slot_state {

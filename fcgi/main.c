@@ -33,7 +33,7 @@ parse_workers(const char *s, int w[2])
 	hi = lo;
 	if (*end == ':')
 		hi = strtol(end + 1, &end, 10);
-	if (*end != '\0' || lo < 1 || hi < lo || hi > 256)
+	if (*end != '\0' || lo < 1 || hi < lo || hi > SG_CFG_WORKERS_MAX)
 		return -1;
 	w[0] = (int)lo;
 	w[1] = (int)hi;
@@ -133,7 +133,7 @@ main(int argc, char *argv[])
 		fprintf(stderr, "sandgate: warning: %s\n", cfg->warnings[i]);
 	if (workers != NULL && parse_workers(workers, w) == -1) {
 		fprintf(stderr, "sandgate: --workers %s: expected MIN[:MAX] "
-		    "with 1 <= MIN <= MAX <= 256\n", workers);
+		    "with 1 <= MIN <= MAX <= %d\n", workers, SG_CFG_WORKERS_MAX);
 		return 1;
 	}
 	if (listen_spec != NULL) {

@@ -68,6 +68,9 @@ struct sg_cfg_key {
 	struct sg_cfg_limits limits;	/* its own; see sg_cfg_limits_of */
 };
 
+/* workers MAX at most: a responder holds a stream, so this many streams
+ * at once (about 0.5 MiB of PSS each). */
+#define SG_CFG_WORKERS_MAX	1024
 
 struct sg_cfg {
 	char	*path;

@@ -51,9 +51,11 @@ load_workers(struct sg_cfgld *ld, const config_setting_t *g)
 		    config_setting_get_int(w);
 	else
 		return sg_cfgld_fail(ld, w, "workers must be N or [MIN, MAX]");
-	if (cfg->server.workers_min < 1 || cfg->server.workers_max > 256 ||
+	if (cfg->server.workers_min < 1 ||
+	    cfg->server.workers_max > SG_CFG_WORKERS_MAX ||
 	    cfg->server.workers_min > cfg->server.workers_max)
-		return sg_cfgld_fail(ld, w, "workers needs 1 <= MIN <= MAX <= 256");
+		return sg_cfgld_fail(ld, w, "workers needs 1 <= MIN <= MAX <= %d",
+		    SG_CFG_WORKERS_MAX);
 	return 0;
 }
 
