@@ -291,6 +291,11 @@ workers_min_max(void **state)
 	load_ok(fx, "server: { workers = [2, 8]; };\n");
 	assert_int_equal(fx->cfg->server.workers_min, 2);
 	assert_int_equal(fx->cfg->server.workers_max, 8);
+	/* A responder per stream: 1,000 streams at once, not more. */
+	load_ok(fx, "server: { workers = [4, 1024]; };\n");
+	assert_int_equal(fx->cfg->server.workers_max, 1024);
+	load_fails_at(fx, "server: {\n  workers = [4, 1025]; " HERE "\n};\n",
+	    "workers");
 }
 
 static void
