@@ -51,6 +51,32 @@ sg_board_short(const struct sg_board *b, int n)
 	return n > 0;
 }
 
+/*
+ * How many responders the pool forks now: up to min, and one more when
+ * none of the live ones is free, up to most. held_since is when the
+ * longest-busy responder began (now when none is busy). When none is free
+ * but none has been busy SG_GROW_WAIT_MS yet, it forks none and sets
+ * *recheck_at to when that one will have: a quick request is over sooner
+ * than a fork would help, and more processes than cores only add
+ * switches. Else *recheck_at is 0.
+ */
+int
+sg_board_grow(int live, int spare, int min, int most, int64_t held_since,
+    int64_t now, int64_t *recheck_at)
+{
+	int n = 0;
+
+	*recheck_at = 0;
+	if (spare == 0 && live >= min && live < most &&
+	    held_since > now - SG_GROW_WAIT_MS) {
+		*recheck_at = held_since + SG_GROW_WAIT_MS;
+		return 0;
+	}
+	for (; live < min || (spare == 0 && live < most); live++, spare++)
+		n++;
+	return n;
+}
+
 /* Busy slots on heavy routes, running or waiting their turn. */
 int
 sg_board_heavy(const struct sg_board *b)

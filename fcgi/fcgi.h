@@ -84,8 +84,7 @@ struct sg_board {
 };
 
 /* None free, but every busy responder busy for less than this: the pool
- * waits for one to finish before growing (a quick request is over sooner
- * than a fork, and more processes than cores only add switches). */
+ * waits for one to finish before growing (sg_board_grow). */
 #define SG_GROW_WAIT_MS	25
 
 enum sg_refusal {
@@ -120,6 +119,10 @@ void	 sg_board_set(struct sg_board *, int slot, int state);
 /* board.c: how many slots to scan: the master's count, bounded (every
  * responder can write the board). */
 int	 sg_board_used(const struct sg_board *);
+/* board.c: how many responders to fork now; 0 with *recheck_at set
+ * when growth waits for a quick request to end (SG_GROW_WAIT_MS). */
+int	 sg_board_grow(int live, int spare, int min, int most,
+	    int64_t held_since, int64_t now, int64_t *recheck_at);
 /* board.c: busy slots on heavy routes, running or waiting their turn. */
 int	 sg_board_heavy(const struct sg_board *);
 /* board.c: 1 when fewer than n slots are idle or starting. */

@@ -323,7 +323,7 @@ static void
 balance_responders(struct master *m, int64_t now)
 {
 	const struct sg_cfg *cfg = m->cfg;
-	int i, live = 0, spare = 0, reserves = 0, rspare = 0, oldest = -1;
+	int i, n, live = 0, spare = 0, reserves = 0, rspare = 0, oldest = -1;
 	int most = cfg->server.workers_max;
 	int64_t oldest_since = now, held_since = now;
 
@@ -357,15 +357,13 @@ balance_responders(struct master *m, int64_t now)
 		return;
 	if (sg_board_heavy(m->board) >= most)
 		most = SG_POOL_MAX(most);
-	if (spare == 0 && live >= cfg->server.workers_min && live < most &&
-	    held_since > now - SG_GROW_WAIT_MS) {
-		/* All busy, none for long: one is likely free before a fork
-		 * would be. Look again when the longest busy has waited. */
-		m->recheck_at = held_since + SG_GROW_WAIT_MS;
+	n = sg_board_grow(live, spare, cfg->server.workers_min, most,
+	    held_since, now, &m->recheck_at);
+	if (m->recheck_at != 0) {
 		__atomic_store_n(&m->board->watching, 1, __ATOMIC_SEQ_CST);
 		return;
 	}
-	while (live < cfg->server.workers_min || (spare == 0 && live < most)) {
+	for (; n > 0; n--) {
 		spawn(m, 0);
 		live++;
 		spare++;

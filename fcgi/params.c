@@ -35,7 +35,10 @@ sg_params_read(char **envp, struct sg_params *p)
 	for (; envp != NULL && *envp != NULL &&
 	    found < sizeof(wants) / sizeof(wants[0]); envp++) {
 		for (i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
-			if (strncmp(*envp, wants[i].name, wants[i].len) != 0 ||
+			/* The first byte first: most names differ there,
+			 * and a call to strncmp costs more than the rest. */
+			if (**envp != wants[i].name[0] ||
+			    strncmp(*envp, wants[i].name, wants[i].len) != 0 ||
 			    (*envp)[wants[i].len] != '=')
 				continue;
 			field = (const char **)((char *)p + wants[i].off);

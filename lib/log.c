@@ -34,6 +34,16 @@ escape(char *dst, size_t dstsz, const char *src, int spaces)
 	int bad;
 
 	for (i = 0; i < len; i += n) {
+		/* Printable ASCII, the common case, byte by byte. */
+		if (s[i] > ' ' && s[i] < 0x7f && s[i] != '\\') {
+			if (o + 1 > room) {
+				memcpy(dst + o, "...", 4);
+				return 1;
+			}
+			dst[o++] = (char)s[i];
+			n = 1;
+			continue;
+		}
 		n = sg_utf8_len(s + i, len - i);
 		bad = n == 0 || unsafe(s + i, n, spaces);
 		if (n == 0)

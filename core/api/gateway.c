@@ -136,12 +136,25 @@ sg_gw_streams(const struct sg_req *req)
  * checks the caller's key).
  */
 static void
+hex_into(char *out, uint64_t v, int digits)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	while (digits-- > 0) {
+		out[digits] = hex[v & 0xf];
+		v >>= 4;
+	}
+}
+
+static void
 req_id(char *out, size_t outsz, int64_t wall_ms)
 {
 	static pid_t drawn_in;
 	static char proc[16];
 	static uint32_t seq;
 
+	if (outsz < 37)
+		return;
 	if (drawn_in != sg_pid()) {
 		if (sg_rand_id(proc, sizeof(proc), "", 6) == -1) {
 			snprintf(out, outsz, "req_unknown");
@@ -149,8 +162,12 @@ req_id(char *out, size_t outsz, int64_t wall_ms)
 		}
 		drawn_in = sg_pid();
 	}
-	snprintf(out, outsz, "req_%012llx%s%08x",
-	    (unsigned long long)wall_ms & 0xffffffffffffULL, proc, ++seq);
+	/* req_, 12 digits of the time, 12 of proc, 8 of the count. */
+	memcpy(out, "req_", 4);
+	hex_into(out + 4, (uint64_t)wall_ms, 12);
+	memcpy(out + 16, proc, 12);
+	hex_into(out + 28, ++seq, 8);
+	out[36] = '\0';
 }
 
 void

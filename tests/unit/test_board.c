@@ -127,6 +127,38 @@ metrics_text(void **state)
 	assert_contains(buf, "sandgate_refused_total{reason=\"capacity\"} 0\n");
 }
 
+/* Growth: up to min at once; past it, one more only when none is free
+ * and the longest-busy one has been for SG_GROW_WAIT_MS; never past most.
+ * A burst of quick requests waits for a free responder instead. */
+static void
+grows_when_one_is_held(void **state)
+{
+	int64_t now = 100000, again;
+
+	(void)state;
+	/* Below min: up to it, whatever the rest. */
+	assert_int_equal(sg_board_grow(1, 1, 4, 8, now, now, &again), 3);
+	assert_int_equal(again, 0);
+	assert_int_equal(sg_board_grow(0, 0, 2, 8, now, now, &again), 2);
+	/* None free, the longest busy for 3 ms: none now, a look at 25. */
+	assert_int_equal(sg_board_grow(4, 0, 4, 8, now - 3, now, &again), 0);
+	assert_int_equal(again, now - 3 + SG_GROW_WAIT_MS);
+	/* The same once it has been busy that long: one more. */
+	assert_int_equal(sg_board_grow(4, 0, 4, 8, now - SG_GROW_WAIT_MS, now,
+	    &again), 1);
+	assert_int_equal(again, 0);
+	/* One free: no growth, no look. */
+	assert_int_equal(sg_board_grow(4, 1, 4, 8, now - 1000, now, &again), 0);
+	assert_int_equal(again, 0);
+	/* At most: none, and no look either (reserves are the master's). */
+	assert_int_equal(sg_board_grow(8, 0, 4, 8, now - 3, now, &again), 0);
+	assert_int_equal(again, 0);
+	/* A start time from the future (a forged board) waits no longer
+	 * than SG_GROW_WAIT_MS past now: the master clamps it to now. */
+	assert_int_equal(sg_board_grow(4, 0, 4, 8, now, now, &again), 0);
+	assert_int_equal(again, now + SG_GROW_WAIT_MS);
+}
+
 int
 main(void)
 {
@@ -134,6 +166,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(state_clears_the_request, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(metrics_text, setup, teardown),
+		cmocka_unit_test(grows_when_one_is_held),
 		cmocka_unit_test_setup_teardown(short_of_free_responders, setup,
 		    teardown),
 	};
