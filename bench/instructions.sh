@@ -9,6 +9,9 @@
 #   loop     /v1/responses with code_interpreter, three code rounds in a
 #            session on the e2b fake (bench/loop_client.mjs ci-3 sticky)
 #   sh bench/instructions.sh SECS ROOT...   (each ROOT with build/sandgate-fcgi)
+# Prints per ROOT: | root | requests | in sg_gw_handle | the responder's
+# whole loop (accept to finish: libfcgi, the log) | the reaper's ledger |,
+# each per request.
 set -eu
 secs=$1
 shift
@@ -68,7 +71,30 @@ import glob, re, sys
 out, root = sys.argv[1], sys.argv[2]
 n = int(re.search(r'(\d+) requests in', open(out + '/wrk.out').read()).group(1))
 min_calls = 100 if n > 1000 else 5
-steady, reaper = [], 0
+steady, whole, reaper = [], [], 0
+
+def loop_cost(txt, n):
+    # What the responder's loop spends on its requests: the callees of
+    # sg_responder_run called about once a request (accept, the params,
+    # the answer, the log, the finish), not its start and its end.
+    m = re.search(r'\((\d+)\) sg_responder_run\b', txt)
+    if not m:
+        return 0
+    fid, total, inside, callee_calls = m.group(1), 0, False, None
+    for line in txt.splitlines():
+        if line.startswith('fn='):
+            inside = re.match(r'fn=\(%s\)' % fid, line) is not None
+            continue
+        if not inside:
+            continue
+        if line.startswith('calls='):
+            callee_calls = int(line[6:].split()[0])
+        elif callee_calls is not None and (line[:1].isdigit() or
+                line[:1] in '+-*'):
+            if callee_calls >= n // 2:
+                total += int(line.split()[-1])
+            callee_calls = None
+    return total
 for f in glob.glob(out + '/cg.*'):
     txt = open(f).read()
     if 'sg_reaper_run' in txt:
@@ -85,7 +111,9 @@ for f in glob.glob(out + '/cg.*'):
         calls += int(c); ir += int(i)
     if calls > min_calls:  # a responder that served: its first request aside
         steady.append(ir / calls)
-print("| %s | %d | %.0f | %.0f |" % (root, n, sum(steady) / len(steady), reaper / n))
+        whole.append(loop_cost(txt, calls) / calls)
+print("| %s | %d | %.0f | %.0f | %.0f |" % (root, n, sum(steady) / len(steady),
+    sum(whole) / len(whole), reaper / n))
 PY
 	rm -rf "$out"
 done
