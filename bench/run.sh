@@ -49,7 +49,7 @@ sandbox_tools = (
   { name = "e2b"; provider = "e2b"; api_key = "e2b_bench"; api_base = "http://127.0.0.1:$e2b";
     sandbox_url = "http://127.0.0.1:$e2b"; }
 );
-interception: { sandbox_tool = "e2b"; };
+interception: { sandbox_tool = "e2b"; container_reuse = "none"; };
 sessions: { max_per_key = 256; };
 CONF
 }
@@ -174,8 +174,9 @@ part_loop() {
 	echo
 	echo "\`node bench/loop_client.mjs\` for ${secs}s per row: \`/v1/responses\` with"
 	echo "\`code_interpreter\`, models \`ci-1\` / \`ci-3\` of \`bench/fakes.mjs\` (one or three"
-	echo "code rounds, then the answer), the e2b tool on its fake. Ephemeral: each"
-	echo "request creates and deletes its sandbox; sticky: each connection its own"
+	echo "code rounds, then the answer), the e2b tool on its fake. Ephemeral"
+	echo "(\`container_reuse = \"none\"\`): each request creates its sandbox, deleted"
+	echo "after its answer; sticky: each connection its own"
 	echo "session (made before timing). \`gateway\` = client total − the fakes' time on"
 	echo "that request; \`iteration\` = from the end of one model turn to the start of the"
 	echo "next, minus the fakes' time in between (the gateway's work per loop round)."
