@@ -1,0 +1,32 @@
+/*
+ * sg_jscan: an object's members found in JSON text without building it,
+ * so that a large event is read for a few of its members: the members
+ * wanted are parsed alone (Jansson), the rest only checked.
+ *
+ * The check is Jansson's parser's (json_loadb with JSON_ALLOW_NUL): the
+ * same text is refused (bad syntax, UTF-8, escapes, surrogates, numbers
+ * past json_int_t or a double, nesting past 2048, a NUL in a key), so a
+ * reader that skips members sees what a whole parse would have failed.
+ */
+#ifndef SG_JSCAN_H
+#define SG_JSCAN_H
+
+#include <stddef.h>
+
+/* A member's value: its text, p[0..len); p NULL when absent. */
+struct sg_jspan {
+	const char	*p;
+	size_t		 len;
+};
+
+/*
+ * The object p[0..n) (whitespace around it allowed), checked whole: the
+ * values of the members named in names (NULL-terminated; at most 16) in
+ * out, in the same order (the last of a repeated key, as Jansson keeps).
+ * 0; -1 when the text is not one valid JSON object, or a key is written
+ * with an escape (then only a whole parse reads it right).
+ */
+int	 sg_jscan_object(const char *p, size_t n, const char *const *names,
+	    struct sg_jspan *out);
+
+#endif
