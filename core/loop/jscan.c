@@ -116,6 +116,12 @@ string(struct scan *s, int *esc)
 
 	*esc = 0;
 	for (s->i++; s->i < s->n; ) {
+		/* A run of plain ASCII first: most of a string. */
+		while (s->i < s->n && (c = (unsigned char)s->p[s->i]) >= 0x20 &&
+		    c < 0x80 && c != '"' && c != '\\')
+			s->i++;
+		if (s->i >= s->n)
+			break;
 		c = (unsigned char)s->p[s->i];
 		if (c == '"') {
 			s->i++;
