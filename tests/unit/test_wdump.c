@@ -58,6 +58,12 @@ turns(void **state)
 			json_object_del(work, "tool_choice");
 		same(&w, work, "input");
 	}
+	/* A new list in its place, as long and longer; then shorter. */
+	list = json_deep_copy(list);
+	json_array_set_new(list, 0, json_string("other"));
+	json_array_append_new(list, json_true());
+	json_object_set_new(work, "input", list);
+	same(&w, work, "input");
 	/* A new, shorter list in its place. */
 	json_object_set_new(work, "input", json_pack("[{s:s}]", "k", "v"));
 	same(&w, work, "input");
