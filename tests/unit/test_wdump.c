@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,18 @@ turns(void **state)
 	same(&w, work, "input");
 	json_object_set_new(work, "k\xc3\xa9y \"q\"", json_integer(-3));
 	json_object_set_new(work, "input", json_pack("[i,n]", 1));
+	same(&w, work, "input");
+	/* More members than are kept: the rest dumped each time. */
+	for (k = 0; k < SG_WDUMP_MEMBERS + 5; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "m%d", k);
+		json_object_set_new(work, name, json_pack("{s:i}", "v", k));
+		same(&w, work, "input");
+	}
+	json_object_set_new(work, "m3", json_string("new"));
+	json_object_set_new(work, "m28", json_string("newer"));
+	json_array_append_new(json_object_get(work, "input"), json_false());
 	same(&w, work, "input");
 	sg_wdump_free(&w);
 	json_decref(work);
