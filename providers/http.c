@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "../lib/log.h"
 #include "../lib/util.h"
+#include "../lib/jdump.h"
 
 #define CONNECT_TIMEOUT_MS	10000
 #define ERRBODY_MAX		65536
@@ -241,7 +242,7 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 		curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)c->up_size);
 	} else if (body != NULL) {
-		text = json_dumps(body, JSON_COMPACT);
+		text = sg_jdump_text(body, NULL);
 		if ((n = curl_slist_append(sl, "Content-Type: application/json")))
 			sl = n;
 		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, text != NULL ? text : "");

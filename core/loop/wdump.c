@@ -3,16 +3,13 @@
 #include <string.h>
 
 #include "wdump.h"
+#include "../../lib/jdump.h"
 
 /* Append v's compact dump to b: 0, or -1. */
 static int
 add(struct sg_buf *b, const json_t *v)
 {
-	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-	int rc = s != NULL ? sg_buf_add(b, s, strlen(s)) : -1;
-
-	free(s);
-	return rc;
+	return sg_jdump(b, v);
 }
 
 /* The list's items not dumped yet, after the others: 0, or -1. */
@@ -91,10 +88,7 @@ sg_wdump_text(struct sg_wdump *w, const json_t *work, const char *key,
 	int rc = 0;
 
 	if (!json_is_array(list) || grow(w, list) == -1) {
-		char *text = json_dumps(work, JSON_COMPACT);
-
-		*len = text != NULL ? strlen(text) : 0;
-		return text;
+		return sg_jdump_text(work, len);
 	}
 	/* What json_dumps writes: the members in order, "key":value. */
 	rc |= sg_buf_add(&b, "{", 1);

@@ -27,6 +27,7 @@
 #include "../../store/store.h"
 #include "../../store/usage.h"
 #include "../../lib/util.h"
+#include "../../lib/jdump.h"
 
 #define MESSAGE_MAX	512	/* a failure's or an error's message */
 #define ENAME_MAX	256	/* an exception's name */
@@ -524,7 +525,7 @@ sg_trace_json(int64_t start, char **images)
 		details(sums, SG_TRACE_MAX - total);
 	else
 		all = ends_only(all, sizes, &from, &to);
-	text = json_dumps(all, JSON_COMPACT);
+	text = sg_jdump_text(all, NULL);
 	if (text != NULL && images != NULL)
 		*images = sg_timg_json(from, to);
 done:
