@@ -1,4 +1,3 @@
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,50 +39,106 @@ utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* Room for k more bytes and the NUL after them: 0, or -1. */
+static int
+reserve(struct sg_buf *b, size_t k)
+{
+	size_t cap = b->cap != 0 ? b->cap : 256;
+	char *np;
+
+	if (b->len + k + 1 <= b->cap)
+		return 0;
+	while (cap < b->len + k + 1)
+		cap *= 2;
+	if ((np = realloc(b->p, cap)) == NULL)
+		return -1;
+	b->p = np;
+	b->cap = cap;
+	return 0;
+}
+
+/* Append n bytes (room made or not): 0, or -1. */
+static int
+put(struct sg_buf *b, const char *p, size_t n)
+{
+	if (reserve(b, n) == -1)
+		return -1;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
 static int
 string(struct sg_buf *b, const char *p, size_t n)
 {
+	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *s = (const unsigned char *)p;
 	size_t i = 0, from, k;
-	char esc[8];
+	char *o;
 
-	if (sg_buf_add(b, "\"", 1) == -1)
+	/* Room for the plain case; an escape makes its own. */
+	if (reserve(b, n + 2) == -1)
 		return -1;
+	b->p[b->len++] = '"';
 	while (i < n) {
 		for (from = i; i < n && plain(s[i]); i++)
 			;
-		if (i > from && sg_buf_add(b, p + from, i - from) == -1)
+		if (i > from && put(b, p + from, i - from) == -1)
 			return -1;
 		if (i >= n)
 			break;
 		if (s[i] >= 0x80) {
 			if ((k = utf8_len(s + i, n - i)) == 0 ||
-			    sg_buf_add(b, p + i, k) == -1)
+			    put(b, p + i, k) == -1)
 				return -1;
 			i += k;
 			continue;
 		}
-		switch (s[i]) {
-		case '"':	strcpy(esc, "\\\""); break;
-		case '\\':	strcpy(esc, "\\\\"); break;
-		case '\b':	strcpy(esc, "\\b"); break;
-		case '\f':	strcpy(esc, "\\f"); break;
-		case '\n':	strcpy(esc, "\\n"); break;
-		case '\r':	strcpy(esc, "\\r"); break;
-		case '\t':	strcpy(esc, "\\t"); break;
-		default:	snprintf(esc, sizeof(esc), "\\u%04X", s[i]);
-		}
-		if (sg_buf_add(b, esc, strlen(esc)) == -1)
+		if (reserve(b, 6) == -1)
 			return -1;
+		o = b->p + b->len;
+		o[0] = '\\';
+		switch (s[i]) {
+		case '"':	o[1] = '"'; break;
+		case '\\':	o[1] = '\\'; break;
+		case '\b':	o[1] = 'b'; break;
+		case '\f':	o[1] = 'f'; break;
+		case '\n':	o[1] = 'n'; break;
+		case '\r':	o[1] = 'r'; break;
+		case '\t':	o[1] = 't'; break;
+		default:
+			/* Jansson's \u%04X. */
+			memcpy(o + 1, "u00", 3);
+			o[4] = hex[s[i] >> 4];
+			o[5] = hex[s[i] & 0xF];
+			b->len += 4;
+		}
+		b->len += 2;
 		i++;
 	}
-	return sg_buf_add(b, "\"", 1);
+	return put(b, "\"", 1);
+}
+
+/* An integer as "%" JSON_INTEGER_FORMAT writes it. */
+static int
+integer(struct sg_buf *b, json_int_t v)
+{
+	char num[24], *e = num + sizeof(num), *q = e;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v :
+	    (unsigned long long)v;
+
+	do
+		*--q = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--q = '-';
+	return put(b, q, (size_t)(e - q));
 }
 
 static int
 value(struct sg_buf *b, const json_t *v)
 {
-	char num[32], *text;
+	char *text;
 	const char *k;
 	void *it;
 	size_t i;
@@ -91,38 +146,36 @@ value(struct sg_buf *b, const json_t *v)
 
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
-		if (sg_buf_add(b, "{", 1) == -1)
+		if (put(b, "{", 1) == -1)
 			return -1;
 		for (it = json_object_iter((json_t *)v), i = 0; it != NULL;
 		    it = json_object_iter_next((json_t *)v, it), i++) {
 			k = json_object_iter_key(it);
-			if ((i > 0 && sg_buf_add(b, ",", 1) == -1) ||
+			if ((i > 0 && put(b, ",", 1) == -1) ||
 			    string(b, k, json_object_iter_key_len(it)) == -1 ||
-			    sg_buf_add(b, ":", 1) == -1 ||
+			    put(b, ":", 1) == -1 ||
 			    value(b, json_object_iter_value(it)) == -1)
 				return -1;
 		}
-		return sg_buf_add(b, "}", 1);
+		return put(b, "}", 1);
 	case JSON_ARRAY:
-		if (sg_buf_add(b, "[", 1) == -1)
+		if (put(b, "[", 1) == -1)
 			return -1;
 		for (i = 0; i < json_array_size(v); i++)
-			if ((i > 0 && sg_buf_add(b, ",", 1) == -1) ||
+			if ((i > 0 && put(b, ",", 1) == -1) ||
 			    value(b, json_array_get(v, i)) == -1)
 				return -1;
-		return sg_buf_add(b, "]", 1);
+		return put(b, "]", 1);
 	case JSON_STRING:
 		return string(b, json_string_value(v), json_string_length(v));
 	case JSON_INTEGER:
-		rc = snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
-		    json_integer_value(v));
-		return sg_buf_add(b, num, (size_t)rc);
+		return integer(b, json_integer_value(v));
 	case JSON_TRUE:
-		return sg_buf_add(b, "true", 4);
+		return put(b, "true", 4);
 	case JSON_FALSE:
-		return sg_buf_add(b, "false", 5);
+		return put(b, "false", 5);
 	case JSON_NULL:
-		return sg_buf_add(b, "null", 4);
+		return put(b, "null", 4);
 	default:
 		if ((text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL)
 			return -1;
@@ -143,6 +196,8 @@ sg_jdump(struct sg_buf *b, const json_t *v)
 			b->p[len] = '\0';
 		return -1;
 	}
+	/* A buffer is NUL-terminated once anything was added. */
+	b->p[b->len] = '\0';
 	return 0;
 }
 
