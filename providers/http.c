@@ -11,6 +11,7 @@
 #include "../lib/log.h"
 #include "../lib/util.h"
 #include "../lib/jdump.h"
+#include "../lib/jscan.h"
 
 #define CONNECT_TIMEOUT_MS	10000
 #define ERRBODY_MAX		65536
@@ -293,7 +294,7 @@ json_call(struct sg_prov *prov, const char *method, const char *url,
 	if (rc == SG_PROV_OK) {
 		*status = c.status;
 		if (c.len > 0)
-			*resp = json_loadb(c.body, c.len, JSON_ALLOW_NUL, NULL);
+			*resp = sg_jparse(c.body, c.len, 0);
 	}
 	free(c.body);
 	return rc;
@@ -360,7 +361,7 @@ sg_phttp_download(struct sg_prov *prov, const char *url,
 	rc = perform(prov, &c, "GET", url, hdrs, NULL, err);
 	*status = c.status;
 	if (rc == SG_PROV_OK && c.status != 200 && c.len > 0)
-		*errresp = json_loadb(c.body, c.len, JSON_ALLOW_NUL, NULL);
+		*errresp = sg_jparse(c.body, c.len, 0);
 	free(c.body);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include "../state/trace.h"
 #include "../upstream/bridge.h"
 #include "../../lib/util.h"
+#include "../../lib/jscan.h"
 
 /* The request's sandbox, made or found on its first need. */
 static const char *
@@ -58,7 +59,7 @@ stream_event(void *arg, const struct sg_sse_event *ev)
 	}
 	sg_turn_event(&r->last, ev);
 	if (!ev->has_data || strcmp(ev->data, "[DONE]") == 0 ||
-	    (j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) == NULL)
+	    (j = sg_jparse(ev->data, ev->datalen, 0)) == NULL)
 		return 0;
 	if (json_is_object(j) && (json_object_get(j, "error") == NULL ||
 	    json_object_get(j, "type") != NULL))

@@ -1,8 +1,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jscan.h"
 #include "turn.h"
+#include "../../lib/jscan.h"
 
 void
 sg_turn_init(struct sg_turn *t, enum sg_surface s)
@@ -157,7 +157,7 @@ load(const struct sg_jspan *v)
 		n = n * 10 + (v->p[i] - '0');
 	if (i == v->len)
 		return json_integer(n);
-	return json_loadb(v->p, v->len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	return sg_jparse(v->p, v->len, 1);
 }
 
 /* output_item.done: its item, and the item's text after the others'. */
@@ -276,7 +276,7 @@ sg_turn_event(void *arg, const struct sg_sse_event *ev)
 		return 0;
 	if (t->surface == SG_SURFACE_RESPONSES && fast_event(t, ev) == 0)
 		return 0;
-	if ((j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) ==
+	if ((j = sg_jparse(ev->data, ev->datalen, 0)) ==
 	    NULL || !json_is_object(j)) {
 		json_decref(j);
 		return 0;

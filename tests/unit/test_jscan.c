@@ -13,10 +13,37 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "../../core/loop/jscan.h"
+#include "../../lib/jscan.h"
 
 static const char *const names[] = { "type", "item", "response", "id",
     NULL };
+
+/* sg_jparse's value of p[0..n) is Jansson's j (NULL: none), to the
+ * key order and the kind of number; and with any, a scalar's too. */
+static void
+same_parse(const char *p, size_t n, const json_t *j)
+{
+	json_t *v = sg_jparse(p, n, 0), *w, *a;
+	char *x, *y;
+
+	if (j == NULL)
+		assert_null(v);
+	else {
+		assert_non_null(v);
+		x = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		y = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+		assert_string_equal(x, y);
+		assert_true(json_equal(v, j));
+		free(x);
+		free(y);
+	}
+	json_decref(v);
+	w = sg_jparse(p, n, 1);
+	a = json_loadb(p, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
+	assert_true(w == NULL ? a == NULL : a != NULL && json_equal(w, a));
+	json_decref(w);
+	json_decref(a);
+}
 
 /* jscan's verdict on p[0..n) against Jansson's; the spans it found are
  * the values Jansson has for those keys. Returns jscan's verdict. */
@@ -27,6 +54,7 @@ agrees(const char *p, size_t n)
 	json_t *j = json_loadb(p, n, JSON_ALLOW_NUL, NULL), *v;
 	int rc = sg_jscan_object(p, n, names, m), k;
 
+	same_parse(p, n, j);
 	if (rc == 0) {
 		assert_true(json_is_object(j));
 		for (k = 0; names[k] != NULL; k++) {
@@ -45,6 +73,9 @@ agrees(const char *p, size_t n)
 }
 
 static const char *const good[] = {
+	"{\"x\":[1,2.5,-0,-0.0,\"\\u0000x\\u00e9\\ud83d\\ude00\\\"\\\\\\/\\b\\f\\n\\r\\t\",{\"a\":{}}]}",
+	"{\"a\":1,\"b\":2,\"a\":[3]}",
+	"{\"n\":-123456789012345678,\"r\":123.000000001,\"s\":\"plain\"}",
 	"{}",
 	" {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"output\":[]}} \n",
 	"{\"id\":1,\"id\":2}",

@@ -1,7 +1,8 @@
 /*
  * sg_jscan: an object's members found in JSON text without building it,
  * so that a large event is read for a few of its members: the members
- * wanted are parsed alone (Jansson), the rest only checked.
+ * wanted are parsed alone, the rest only checked; and a parser that
+ * builds what the check passed.
  *
  * The check is Jansson's parser's (json_loadb with JSON_ALLOW_NUL): the
  * same text is refused (bad syntax, UTF-8, escapes, surrogates, numbers
@@ -12,6 +13,8 @@
 #define SG_JSCAN_H
 
 #include <stddef.h>
+
+#include <jansson.h>
 
 /* A member's value: its text, p[0..len); p NULL when absent. */
 struct sg_jspan {
@@ -28,5 +31,13 @@ struct sg_jspan {
  */
 int	 sg_jscan_object(const char *p, size_t n, const char *const *names,
 	    struct sg_jspan *out);
+
+/*
+ * New reference: p[0..n) parsed as json_loadb(p, n, JSON_ALLOW_NUL |
+ * (any ? JSON_DECODE_ANY : 0), NULL) parses it (the same values, a
+ * repeated key's last), faster: checked first, then built without
+ * Jansson's lexer; text the check leaves to Jansson goes to it.
+ */
+json_t	*sg_jparse(const char *p, size_t n, int any);
 
 #endif

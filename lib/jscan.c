@@ -4,6 +4,7 @@
  * number, an exponent, an escaped key) it refuses more, and the caller's
  * whole parse decides.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "jscan.h"
@@ -322,4 +323,217 @@ sg_jscan_object(const char *p, size_t n, const char *const *names,
 		return -1;
 	ws(&s);
 	return s.i == s.n ? 0 : -1;
+}
+
+/* The value at s->i, checked before: built. */
+static json_t	*build(struct scan *);
+
+/* Four hex digits at q, checked before. */
+static unsigned
+hexval(const char *q)
+{
+	unsigned v = 0;
+	int k;
+
+	for (k = 0; k < 4; k++)
+		v = (v << 4) | (unsigned)(q[k] <= '9' ? q[k] - '0' :
+		    (q[k] | 0x20) - 'a' + 10);
+	return v;
+}
+
+/* One code point as UTF-8 at o: its length. */
+static size_t
+put_utf8(char *o, unsigned v)
+{
+	if (v < 0x80) {
+		o[0] = (char)v;
+		return 1;
+	}
+	if (v < 0x800) {
+		o[0] = (char)(0xC0 | v >> 6);
+		o[1] = (char)(0x80 | (v & 0x3F));
+		return 2;
+	}
+	if (v < 0x10000) {
+		o[0] = (char)(0xE0 | v >> 12);
+		o[1] = (char)(0x80 | ((v >> 6) & 0x3F));
+		o[2] = (char)(0x80 | (v & 0x3F));
+		return 3;
+	}
+	o[0] = (char)(0xF0 | v >> 18);
+	o[1] = (char)(0x80 | ((v >> 12) & 0x3F));
+	o[2] = (char)(0x80 | ((v >> 6) & 0x3F));
+	o[3] = (char)(0x80 | (v & 0x3F));
+	return 4;
+}
+
+/* The string at s->i: its bytes, unescaped. Text without an escape is
+ * taken as it is (its UTF-8 was checked). */
+static json_t *
+build_string(struct scan *s)
+{
+	const char *q = s->p + s->i + 1, *end;
+	json_t *v;
+	char *o, *buf;
+	size_t n;
+	unsigned c, lo;
+
+	for (end = q; *end != '"'; end += *end == '\\' ? 2 : 1)
+		;
+	s->i = (size_t)(end - s->p) + 1;
+	if (memchr(q, '\\', (size_t)(end - q)) == NULL)
+		return json_stringn_nocheck(q, (size_t)(end - q));
+	/* Unescaped, it is never longer. */
+	if ((buf = malloc((size_t)(end - q))) == NULL)
+		return NULL;
+	for (o = buf; q < end; ) {
+		if (*q != '\\') {
+			*o++ = *q++;
+			continue;
+		}
+		switch (q[1]) {
+		case 'b':	*o++ = '\b'; break;
+		case 'f':	*o++ = '\f'; break;
+		case 'n':	*o++ = '\n'; break;
+		case 'r':	*o++ = '\r'; break;
+		case 't':	*o++ = '\t'; break;
+		case 'u':
+			c = hexval(q + 2);
+			if (c >= 0xD800 && c <= 0xDBFF) {
+				lo = hexval(q + 8);
+				c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+				q += 6;
+			}
+			o += put_utf8(o, c);
+			q += 4;
+			break;
+		default:	*o++ = q[1];
+		}
+		q += 2;
+	}
+	n = (size_t)(o - buf);
+	v = json_stringn_nocheck(buf, n);
+	free(buf);
+	return v;
+}
+
+/* The number at s->i: an integer made here (at most 18 digits: the
+ * check said), a real by Jansson (its locale-proof strtod). */
+static json_t *
+build_number(struct scan *s)
+{
+	size_t from = s->i;
+	json_int_t v = 0;
+	int neg = s->p[s->i] == '-', real = 0;
+
+	if (neg)
+		s->i++;
+	for (; s->i < s->n; s->i++) {
+		char c = s->p[s->i];
+
+		if (c >= '0' && c <= '9')
+			v = v * 10 + (c - '0');
+		else if (c == '.')
+			real = 1;
+		else
+			break;
+	}
+	if (real)
+		return json_loadb(s->p + from, s->i - from, JSON_DECODE_ANY,
+		    NULL);
+	return json_integer(neg ? -v : v);
+}
+
+static json_t *
+build_object(struct scan *s)
+{
+	json_t *o = json_object(), *v;
+	const char *k;
+	size_t kl;
+
+	s->i++;
+	ws(s);
+	while (o != NULL && s->p[s->i] != '}') {
+		/* A key has no escape (the check said). */
+		k = s->p + s->i + 1;
+		kl = (size_t)((const char *)memchr(k, '"', s->n - s->i - 1) - k);
+		s->i += kl + 2;
+		ws(s);
+		s->i++;
+		ws(s);
+		if ((v = build(s)) == NULL ||
+		    json_object_setn_new_nocheck(o, k, kl, v) == -1) {
+			json_decref(o);
+			return NULL;
+		}
+		ws(s);
+		if (s->p[s->i] == ',') {
+			s->i++;
+			ws(s);
+		}
+	}
+	s->i++;
+	return o;
+}
+
+static json_t *
+build_array(struct scan *s)
+{
+	json_t *a = json_array();
+
+	s->i++;
+	ws(s);
+	while (a != NULL && s->p[s->i] != ']') {
+		if (json_array_append_new(a, build(s)) == -1) {
+			json_decref(a);
+			return NULL;
+		}
+		ws(s);
+		if (s->p[s->i] == ',') {
+			s->i++;
+			ws(s);
+		}
+	}
+	s->i++;
+	return a;
+}
+
+static json_t *
+build(struct scan *s)
+{
+	switch (s->p[s->i]) {
+	case '{':
+		return build_object(s);
+	case '[':
+		return build_array(s);
+	case '"':
+		return build_string(s);
+	case 't':
+		s->i += 4;
+		return json_true();
+	case 'f':
+		s->i += 5;
+		return json_false();
+	case 'n':
+		s->i += 4;
+		return json_null();
+	default:
+		return build_number(s);
+	}
+}
+
+json_t *
+sg_jparse(const char *p, size_t n, int any)
+{
+	struct scan s = { .p = p, .n = n };
+	size_t at;
+
+	ws(&s);
+	at = s.i;
+	if (s.i >= s.n || (!any && s.p[s.i] != '{' && s.p[s.i] != '[') ||
+	    value(&s) == -1 || (ws(&s), s.i != s.n))
+		return json_loadb(p, n, JSON_ALLOW_NUL | (any ? JSON_DECODE_ANY :
+		    0), NULL);
+	s.i = at;
+	return build(&s);
 }
