@@ -241,6 +241,8 @@ size_of(const json_t *v)
 	size_t n, i;
 	json_t *m;
 
+	if (v == NULL)	/* a round that could not be made */
+		return SG_TRACE_MAX + 1;
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
 		n = json_object_size(v) > 0 ? json_object_size(v) + 1 : 2;
