@@ -10,7 +10,6 @@
 #include "jscan.h"
 
 #define DEPTH_MAX	2048	/* Jansson's JSON_PARSER_MAX_DEPTH */
-#define NAMES_MAX	16
 
 struct scan {
 	const char	*p;
@@ -198,12 +197,26 @@ literal(struct scan *s, const char *w)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ? -1 : 0;
 }
 
-/* The members of the object at s->i; those named go to out. */
+/* Empty spans for the names. */
+static void
+clear(const char *const *names, struct sg_jspan *out)
+{
+	int k;
+
+	for (k = 0; names[k] != NULL; k++) {
+		out[k].p = NULL;
+		out[k].len = 0;
+	}
+}
+
+/* The members of the object at s->i; those named go to out, and those
+ * of the member sub names, when an object, to sub's. */
 static int
-object(struct scan *s, const char *const *names, struct sg_jspan *out)
+object(struct scan *s, const char *const *names, struct sg_jspan *out,
+    const struct sg_jscan_sub *sub)
 {
 	size_t kfrom, klen, vfrom;
-	int esc, k;
+	int esc, k, rc;
 
 	if (++s->depth > DEPTH_MAX)
 		return -1;
@@ -226,14 +239,22 @@ object(struct scan *s, const char *const *names, struct sg_jspan *out)
 			return -1;
 		ws(s);
 		vfrom = s->i;
-		if (value(s) == -1)
-			return -1;
 		for (k = 0; names != NULL && names[k] != NULL; k++)
 			if (strlen(names[k]) == klen &&
-			    memcmp(names[k], s->p + kfrom, klen) == 0) {
-				out[k].p = s->p + vfrom;
-				out[k].len = s->i - vfrom;
-			}
+			    memcmp(names[k], s->p + kfrom, klen) == 0)
+				break;
+		if (sub != NULL && names[k] != NULL && k == sub->at &&
+		    s->i < s->n && s->p[s->i] == '{') {
+			clear(sub->names, sub->out);
+			rc = object(s, sub->names, sub->out, NULL);
+		} else
+			rc = value(s);
+		if (rc == -1)
+			return -1;
+		if (names != NULL && names[k] != NULL) {
+			out[k].p = s->p + vfrom;
+			out[k].len = s->i - vfrom;
+		}
 		ws(s);
 		if (s->i >= s->n)
 			return -1;
@@ -287,7 +308,7 @@ value(struct scan *s)
 		return -1;
 	switch (s->p[s->i]) {
 	case '{':
-		return object(s, NULL, NULL);
+		return object(s, NULL, NULL, NULL);
 	case '[':
 		return array(s);
 	case '"':
@@ -309,17 +330,20 @@ int
 sg_jscan_object(const char *p, size_t n, const char *const *names,
     struct sg_jspan *out)
 {
-	struct scan s = { .p = p, .n = n };
-	int k;
+	return sg_jscan_object_sub(p, n, names, out, NULL);
+}
 
-	for (k = 0; names[k] != NULL; k++) {
-		if (k >= NAMES_MAX)
-			return -1;
-		out[k].p = NULL;
-		out[k].len = 0;
-	}
+int
+sg_jscan_object_sub(const char *p, size_t n, const char *const *names,
+    struct sg_jspan *out, const struct sg_jscan_sub *sub)
+{
+	struct scan s = { .p = p, .n = n };
+
+	clear(names, out);
+	if (sub != NULL)
+		clear(sub->names, sub->out);
 	ws(&s);
-	if (s.i >= s.n || s.p[s.i] != '{' || object(&s, names, out) == -1)
+	if (s.i >= s.n || s.p[s.i] != '{' || object(&s, names, out, sub) == -1)
 		return -1;
 	ws(&s);
 	return s.i == s.n ? 0 : -1;

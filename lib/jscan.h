@@ -24,13 +24,24 @@ struct sg_jspan {
 
 /*
  * The object p[0..n) (whitespace around it allowed), checked whole: the
- * values of the members named in names (NULL-terminated; at most 16) in
- * out, in the same order (the last of a repeated key, as Jansson keeps).
- * 0; -1 when the text is not one valid JSON object, or a key is written
- * with an escape (then only a whole parse reads it right).
+ * values of the members named in names (NULL-terminated) in out, in the
+ * same order (the last of a repeated key, as Jansson keeps). 0; -1 when
+ * the text is not one valid JSON object, or a key is written with an
+ * escape (then only a whole parse reads it right).
  */
 int	 sg_jscan_object(const char *p, size_t n, const char *const *names,
 	    struct sg_jspan *out);
+
+/* A member (names[at]) whose value, when an object, has its own members
+ * found in the same pass (out of the last such value: they are its when
+ * the member's value found is an object). */
+struct sg_jscan_sub {
+	int			 at;
+	const char *const	*names;
+	struct sg_jspan		*out;
+};
+int	 sg_jscan_object_sub(const char *p, size_t n, const char *const *names,
+	    struct sg_jspan *out, const struct sg_jscan_sub *sub);
 
 /*
  * New reference: p[0..n) parsed as json_loadb(p, n, JSON_ALLOW_NUL |

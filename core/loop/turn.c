@@ -181,38 +181,37 @@ fast_item(struct sg_turn *t, const struct sg_jspan *item)
 	}
 }
 
-/* completed or incomplete: the members the loop reads, and the output
- * only when it is not the items already kept, byte for byte. 0; -1 when
- * only a whole parse can tell. */
-static int
-fast_final(struct sg_turn *t, const struct sg_jspan *resp)
+/* The members of a final response the loop reads, output last. */
+static const char *const final_names[] = { "id", "created_at", "status",
+    "incomplete_details", "service_tier", "usage", "output", NULL };
+
+/* completed or incomplete, its response's members in m: those the loop
+ * reads, and the output only when it is not the items already kept,
+ * byte for byte. */
+static void
+fast_final(struct sg_turn *t, const struct sg_jspan *m)
 {
-	static const char *const names[] = { "id", "created_at", "status",
-	    "incomplete_details", "service_tier", "usage", "output", NULL };
-	struct sg_jspan m[7], *out = &m[6];
+	const struct sg_jspan *out = &m[6];
 	json_t *r, *v;
 	int k;
 
-	/* The response was checked whole with its event. */
-	if (sg_jscan_object(resp->p, resp->len, names, m) == -1 ||
-	    (r = json_object()) == NULL)
-		return -1;
+	if ((r = json_object()) == NULL)
+		return;
 	for (k = 0; k < 6; k++)
 		if (m[k].p != NULL && (v = load(&m[k])) != NULL)
-			json_object_set_new(r, names[k], v);
+			json_object_set_new(r, final_names[k], v);
 	json_decref(t->response);
 	t->response = r;
 	set(&t->usage, json_object_get(r, "usage"));
 	if (out->p == NULL || out->p[0] != '[' || (t->raw_ok &&
 	    t->raw.len == out->len && memcmp(t->raw.p, out->p, out->len) == 0))
-		return 0;
+		return;
 	if (json_array_size(v = load(out)) > 0) {
 		set(&t->items, v);
 		t->raw.len = 0;
 		t->raw_ok = sg_buf_add(&t->raw, out->p, out->len) == 0;
 	}
 	json_decref(v);
-	return 0;
 }
 
 /*
@@ -227,9 +226,11 @@ fast_event(struct sg_turn *t, const struct sg_sse_event *ev)
 {
 	static const char *const names[] = { "type", "item", "response",
 	    NULL };
-	struct sg_jspan m[3];
+	struct sg_jspan m[3], fm[7];
+	struct sg_jscan_sub sub = { 2, final_names, fm };
 
-	if (sg_jscan_object(ev->data, ev->datalen, names, m) == -1)
+	/* The response's members found in the same pass. */
+	if (sg_jscan_object_sub(ev->data, ev->datalen, names, m, &sub) == -1)
 		return -1;
 	if (is_text(&m[0], "response.output_item.done")) {
 		fast_item(t, &m[1]);
@@ -237,8 +238,10 @@ fast_event(struct sg_turn *t, const struct sg_sse_event *ev)
 	}
 	if ((is_text(&m[0], "response.completed") ||
 	    is_text(&m[0], "response.incomplete")) && m[2].p != NULL &&
-	    m[2].p[0] == '{')
-		return fast_final(t, &m[2]);
+	    m[2].p[0] == '{') {
+		fast_final(t, fm);
+		return 0;
+	}
 	return -1;
 }
 

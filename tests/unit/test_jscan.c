@@ -110,6 +110,29 @@ hand_picked(void **state)
 		assert_int_equal(agrees(bad[i], strlen(bad[i])), -1);
 }
 
+/* A member's own members in the same pass: those of its last value. */
+static void
+sub_members(void **state)
+{
+	static const char *const top[] = { "type", "response", NULL };
+	static const char *const in[] = { "id", "x", NULL };
+	static const char twice[] = "{\"response\":{\"id\":\"a\",\"x\":1},"
+	    "\"type\":\"t\",\"response\":{\"id\":\"b\"}}";
+	struct sg_jspan m[2], sm[2];
+	struct sg_jscan_sub sub = { 1, in, sm };
+
+	(void)state;
+	assert_int_equal(sg_jscan_object_sub(twice, strlen(twice), top, m, &sub),
+	    0);
+	assert_int_equal(m[1].len, strlen("{\"id\":\"b\"}"));
+	assert_int_equal(sm[0].len, 3);
+	assert_memory_equal(sm[0].p, "\"b\"", 3);
+	assert_null(sm[1].p);
+	/* Checked as deep as ever: a bad value inside is refused. */
+	assert_int_equal(sg_jscan_object_sub("{\"response\":{\"x\":01}}", 21,
+	    top, m, &sub), -1);
+}
+
 /* Deep nesting: past Jansson's depth, refused. */
 static void
 too_deep(void **state)
@@ -176,6 +199,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hand_picked),
+		cmocka_unit_test(sub_members),
 		cmocka_unit_test(too_deep),
 		cmocka_unit_test(mutations),
 	};
