@@ -139,24 +139,10 @@ is_text(const struct sg_jspan *v, const char *s)
 	    memcmp(v->p + 1, s, n) == 0 && v->p[n + 1] == '"';
 }
 
-/* New reference: the value text v[0..len) (valid JSON: jscan said).
- * The common small ones made directly: null, a string without escapes
- * (its UTF-8 checked), a small non-negative integer. */
+/* New reference: the value text v[0..len), a member's. */
 static json_t *
 load(const struct sg_jspan *v)
 {
-	json_int_t n = 0;
-	size_t i;
-
-	if (v->len == 4 && memcmp(v->p, "null", 4) == 0)
-		return json_null();
-	if (v->p[0] == '"' && memchr(v->p, '\\', v->len) == NULL)
-		return json_stringn_nocheck(v->p + 1, v->len - 2);
-	for (i = 0; i < v->len && i < 18 && v->p[i] >= '0' && v->p[i] <= '9';
-	    i++)
-		n = n * 10 + (v->p[i] - '0');
-	if (i == v->len)
-		return json_integer(n);
 	return sg_jparse(v->p, v->len, 1);
 }
 
