@@ -10,6 +10,8 @@
 #include "internal.h"
 #include "../lib/log.h"
 #include "../lib/util.h"
+#include "../lib/jdump.h"
+#include "../lib/jscan.h"
 
 #define CONNECT_TIMEOUT_MS	10000
 #define ERRBODY_MAX		65536
@@ -241,7 +243,7 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 		curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)c->up_size);
 	} else if (body != NULL) {
-		text = json_dumps(body, JSON_COMPACT);
+		text = sg_jdump_text(body, NULL);
 		if ((n = curl_slist_append(sl, "Content-Type: application/json")))
 			sl = n;
 		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, text != NULL ? text : "");
@@ -292,7 +294,7 @@ json_call(struct sg_prov *prov, const char *method, const char *url,
 	if (rc == SG_PROV_OK) {
 		*status = c.status;
 		if (c.len > 0)
-			*resp = json_loadb(c.body, c.len, JSON_ALLOW_NUL, NULL);
+			*resp = sg_jparse(c.body, c.len, 0);
 	}
 	free(c.body);
 	return rc;
@@ -359,7 +361,7 @@ sg_phttp_download(struct sg_prov *prov, const char *url,
 	rc = perform(prov, &c, "GET", url, hdrs, NULL, err);
 	*status = c.status;
 	if (rc == SG_PROV_OK && c.status != 200 && c.len > 0)
-		*errresp = json_loadb(c.body, c.len, JSON_ALLOW_NUL, NULL);
+		*errresp = sg_jparse(c.body, c.len, 0);
 	free(c.body);
 	return rc;
 }

@@ -22,6 +22,7 @@
 
 #include "provider.h"
 #include "../lib/util.h"
+#include "../lib/jscan.h"
 
 #define DEFAULT_CAP	(10u << 20)
 #define VALUE_COST	64	/* bytes of the cap a kept JSON value costs */
@@ -216,11 +217,11 @@ parse_line(struct sg_exec *r, const char *line, size_t len, size_t *values)
 		note_dropped(r);
 		return NULL;
 	}
-	j = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
+	j = sg_jparse(line, len, 0);
 	if (j == NULL && (fixed = sg_utf8_fix(line, len, &flen)) != NULL) {
 		/* What the repair adds alone cannot fit: not parsed at all. */
 		if (flen - len <= left(r))
-			j = json_loadb(fixed, flen, JSON_ALLOW_NUL, NULL);
+			j = sg_jparse(fixed, flen, 0);
 		else
 			note_dropped(r);
 		free(fixed);

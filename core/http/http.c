@@ -6,6 +6,7 @@
 
 #include "http.h"
 #include "../../lib/util.h"
+#include "../../lib/jdump.h"
 
 const char *
 sg_http_reason(int status)
@@ -70,14 +71,17 @@ static int
 send_json(struct sg_out *out, const struct sg_req *req, int status,
     const json_t *body, const char *extra)
 {
+	size_t len;
 	char *text;
 	int rc;
 
-	if ((text = json_dumps(body, JSON_COMPACT)) == NULL)
+	if (!json_is_object(body) && !json_is_array(body))
+		return -1;
+	if ((text = sg_jdump_text(body, &len)) == NULL)
 		return -1;
 	rc = sg_http_begin(out, req, status, "application/json", extra);
 	if (rc == 0)
-		rc = out->write(out, text, strlen(text));
+		rc = out->write(out, text, len);
 	free(text);
 	return rc;
 }

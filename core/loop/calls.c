@@ -13,6 +13,7 @@
 #include "rewrite.h"
 #include "../state/trace.h"
 #include "../../lib/util.h"
+#include "../../lib/jdump.h"
 
 int
 sg_call_collect(struct run *r, struct sg_turn *t, struct call *calls, int max)
@@ -72,7 +73,7 @@ sg_call_repeated(struct run *r, struct call *calls, int n)
 	for (k = 0; k < n; k++)
 		json_array_append_new(fp, json_stringn(calls[k].args ?
 		    calls[k].args : "", calls[k].argslen));
-	text = json_dumps(fp, JSON_COMPACT);
+	text = sg_jdump_text(fp, NULL);
 	json_decref(fp);
 	json_array_foreach(r->prints, i, p)
 		if (text != NULL && strcmp(json_string_value(p), text) == 0)

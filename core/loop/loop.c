@@ -10,6 +10,7 @@
 #include "../state/trace.h"
 #include "../upstream/bridge.h"
 #include "../../lib/util.h"
+#include "../../lib/jscan.h"
 
 /* The request's sandbox, made or found on its first need. */
 static const char *
@@ -58,7 +59,7 @@ stream_event(void *arg, const struct sg_sse_event *ev)
 	}
 	sg_turn_event(&r->last, ev);
 	if (!ev->has_data || strcmp(ev->data, "[DONE]") == 0 ||
-	    (j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) == NULL)
+	    (j = sg_jparse(ev->data, ev->datalen, 0)) == NULL)
 		return 0;
 	if (json_is_object(j) && (json_object_get(j, "error") == NULL ||
 	    json_object_get(j, "type") != NULL))
@@ -95,6 +96,7 @@ upstream_call(struct run *r, struct sg_turn *t, long *status,
 	sg_sse_fn fn = r->stream != NULL ? stream_event : sg_turn_event;
 	void *arg = r->stream != NULL ? (void *)r : (void *)t;
 	char *body = NULL, *errbody = NULL;
+	size_t len;
 	int rc;
 
 	sg_turn_init(t, r->s);
@@ -105,11 +107,12 @@ upstream_call(struct run *r, struct sg_turn *t, long *status,
 	if (bridged(r))
 		rc = sg_bridge_events(r->env->up, r->m, r->work, deadline, r->req,
 		    r->out, fn, arg, status, &errbody, err);
-	else if ((body = json_dumps(r->work, JSON_COMPACT)) == NULL)
+	else if ((body = sg_wdump_text(&r->wd, r->work, r->s ==
+	    SG_SURFACE_CHAT ? "messages" : "input", &len)) == NULL)
 		return sg_error_server(err, 500, "out of memory");
 	else
 		rc = sg_upstream_events(r->env->up, r->m, r->s, body,
-		    strlen(body), deadline, r->req, r->out, fn, arg, status,
+		    len, deadline, r->req, r->out, fn, arg, status,
 		    &errbody, err);
 	free(body);
 	if (rc == -1 && errbody != NULL) {
@@ -329,6 +332,7 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	json_decref(answer);
 	sg_turn_free(&r.last);
 	json_decref(r.work);
+	sg_wdump_free(&r.wd);
 	json_decref(r.output);
 	json_decref(r.texts);
 	json_decref(r.client_calls);

@@ -12,6 +12,7 @@
 #include "rewrite.h"
 #include "session.h"
 #include "turn.h"
+#include "wdump.h"
 #include "../render/cite.h"
 #include "../render/stream.h"
 #include "../state/convo.h"
@@ -27,6 +28,7 @@ struct run {
 						 * when the client has no code tool */
 	struct sg_rw_info	 info;
 	json_t			*work;		/* the body sent upstream */
+	struct sg_wdump		 wd;		/* and its text, in part */
 	json_t			*output;	/* Responses: items for the client */
 	json_t			*texts;		/* Chat: each turn's text */
 	json_t			*client_calls;	/* calls of the client's tools */

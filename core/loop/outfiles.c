@@ -23,6 +23,7 @@
 #include "../state/ledger.h"
 #include "../../lib/log.h"
 #include "../../lib/util.h"
+#include "../../lib/jdump.h"
 
 #define LIST_MAX	1000	/* files looked at in one listing */
 #define KEEP_MAX	20	/* files copied out in one round */
@@ -158,7 +159,7 @@ seen_load(struct look *l)
 static void
 seen_save(struct look *l, const json_t *seen)
 {
-	char *text = json_dumps(seen, JSON_COMPACT);
+	char *text = sg_jdump_text(seen, NULL);
 
 	if (text == NULL || sg_store_sbx_set_seen(l->env->store, l->id,
 	    text) != SG_STORE_OK)

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "turn.h"
+#include "../../lib/jscan.h"
 
 void
 sg_turn_init(struct sg_turn *t, enum sg_surface s)
@@ -10,6 +11,7 @@ sg_turn_init(struct sg_turn *t, enum sg_surface s)
 	t->surface = s;
 	t->items = json_array();
 	t->tool_calls = json_array();
+	t->raw_ok = 1;
 }
 
 void
@@ -22,6 +24,7 @@ sg_turn_free(struct sg_turn *t)
 	json_decref(t->usage);
 	json_decref(t->error);
 	free(t->text.p);
+	free(t->raw.p);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -105,15 +108,18 @@ responses_event(struct sg_turn *t, json_t *e)
 
 	if (type == NULL)
 		return;
-	if (strcmp(type, "response.output_item.done") == 0)
+	if (strcmp(type, "response.output_item.done") == 0) {
 		json_array_append(t->items, json_object_get(e, "item"));
-	else if (strcmp(type, "response.completed") == 0 ||
+		t->raw_ok = 0;
+	} else if (strcmp(type, "response.completed") == 0 ||
 	    strcmp(type, "response.incomplete") == 0) {
 		set(&t->response, resp);
 		set(&t->usage, json_object_get(resp, "usage"));
 		/* The final response's output is the authoritative list. */
-		if (json_array_size(json_object_get(resp, "output")) > 0)
+		if (json_array_size(json_object_get(resp, "output")) > 0) {
 			set(&t->items, json_object_get(resp, "output"));
+			t->raw_ok = 0;
+		}
 	} else if (strcmp(type, "response.failed") == 0 ||
 	    strcmp(type, "error") == 0) {
 		if (t->error == NULL)
@@ -122,6 +128,107 @@ responses_event(struct sg_turn *t, json_t *e)
 			    json_object_get(resp, "error") ?
 			    json_object_get(resp, "error") : e);
 	}
+}
+
+static int
+is_text(const struct sg_jspan *v, const char *s)
+{
+	size_t n = strlen(s);
+
+	return v->p != NULL && v->len == n + 2 && v->p[0] == '"' &&
+	    memcmp(v->p + 1, s, n) == 0 && v->p[n + 1] == '"';
+}
+
+/* New reference: the value text v[0..len), a member's. */
+static json_t *
+load(const struct sg_jspan *v)
+{
+	return sg_jparse(v->p, v->len, 1);
+}
+
+/* output_item.done: its item, and the item's text after the others'. */
+static void
+fast_item(struct sg_turn *t, const struct sg_jspan *item)
+{
+	json_t *v;
+
+	if (item->p == NULL)
+		return;
+	v = load(item);
+	if (json_array_append_new(t->items, v) == -1)
+		t->raw_ok = 0;
+	else if (t->raw_ok) {
+		if (t->raw.len > 0)
+			t->raw.p[t->raw.len - 1] = ',';
+		if ((t->raw.len == 0 && sg_buf_add(&t->raw, "[", 1) == -1) ||
+		    sg_buf_add(&t->raw, item->p, item->len) == -1 ||
+		    sg_buf_add(&t->raw, "]", 1) == -1)
+			t->raw_ok = 0;
+	}
+}
+
+/* The members of a final response the loop reads, output last. */
+static const char *const final_names[] = { "id", "created_at", "status",
+    "incomplete_details", "service_tier", "usage", "output", NULL };
+
+/* completed or incomplete, its response's members in m: those the loop
+ * reads, and the output only when it is not the items already kept,
+ * byte for byte. */
+static void
+fast_final(struct sg_turn *t, const struct sg_jspan *m)
+{
+	const struct sg_jspan *out = &m[6];
+	json_t *r, *v;
+	int k;
+
+	if ((r = json_object()) == NULL)
+		return;
+	for (k = 0; k < 6; k++)
+		if (m[k].p != NULL && (v = load(&m[k])) != NULL)
+			json_object_set_new(r, final_names[k], v);
+	json_decref(t->response);
+	t->response = r;
+	set(&t->usage, json_object_get(r, "usage"));
+	if (out->p == NULL || out->p[0] != '[' || (t->raw_ok &&
+	    t->raw.len == out->len && memcmp(t->raw.p, out->p, out->len) == 0))
+		return;
+	if (json_array_size(v = load(out)) > 0) {
+		set(&t->items, v);
+		t->raw.len = 0;
+		t->raw_ok = sg_buf_add(&t->raw, out->p, out->len) == 0;
+	}
+	json_decref(v);
+}
+
+/*
+ * The events a turn keeps of a Responses stream, read without parsing
+ * the whole event: output_item.done's item, and of the final response
+ * only what the loop reads (it repeats every item, and a long echo of
+ * the request). 0; -1 when only a whole parse can tell (any other event,
+ * or text that jscan leaves to Jansson).
+ */
+static int
+fast_event(struct sg_turn *t, const struct sg_sse_event *ev)
+{
+	static const char *const names[] = { "type", "item", "response",
+	    NULL };
+	struct sg_jspan m[3], fm[7];
+	struct sg_jscan_sub sub = { 2, final_names, fm };
+
+	/* The response's members found in the same pass. */
+	if (sg_jscan_object_sub(ev->data, ev->datalen, names, m, &sub) == -1)
+		return -1;
+	if (is_text(&m[0], "response.output_item.done")) {
+		fast_item(t, &m[1]);
+		return 0;
+	}
+	if ((is_text(&m[0], "response.completed") ||
+	    is_text(&m[0], "response.incomplete")) && m[2].p != NULL &&
+	    m[2].p[0] == '{') {
+		fast_final(t, fm);
+		return 0;
+	}
+	return -1;
 }
 
 /*
@@ -156,7 +263,9 @@ sg_turn_event(void *arg, const struct sg_sse_event *ev)
 	if (ev == NULL || !ev->has_data || strcmp(ev->data, "[DONE]") == 0 ||
 	    ignored(t, ev))
 		return 0;
-	if ((j = json_loadb(ev->data, ev->datalen, JSON_ALLOW_NUL, NULL)) ==
+	if (t->surface == SG_SURFACE_RESPONSES && fast_event(t, ev) == 0)
+		return 0;
+	if ((j = sg_jparse(ev->data, ev->datalen, 0)) ==
 	    NULL || !json_is_object(j)) {
 		json_decref(j);
 		return 0;

@@ -14,9 +14,16 @@
 struct sg_turn {
 	enum sg_surface	 surface;
 	/* Responses: the turn's output items in order, and the final
-	 * response object (response.completed), when it came. */
+	 * response object (response.completed), when it came: at least the
+	 * members the loop reads (id, created_at, status, incomplete_details,
+	 * service_tier, usage). */
 	json_t		*items;
 	json_t		*response;
+	/* The items' text as the upstream sent them, "[a,b]", while items
+	 * holds exactly those (raw_ok): a final response whose output is
+	 * the same text is not parsed again. */
+	struct sg_buf	 raw;
+	int		 raw_ok;
 	/* Chat: the text, the tool calls ({"id","type","function":{"name",
 	 * "arguments"}}, by index), the finish reason, the first chunk. */
 	struct sg_buf	 text;

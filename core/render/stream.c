@@ -9,6 +9,7 @@
 #include "stream.h"
 #include "stream_int.h"
 #include "../../lib/util.h"
+#include "../../lib/jdump.h"
 
 struct sg_stream *
 sg_stream_new(enum sg_surface surface, const struct sg_req *req,
@@ -60,7 +61,7 @@ sg_stream_free(struct sg_stream *s)
 int
 sg_stream_send(struct sg_stream *s, const char *event, json_t *data)
 {
-	char *text = json_dumps(data, JSON_COMPACT);
+	char *text = sg_jdump_text(data, NULL);
 	int rc = 0;
 
 	if (text == NULL || s->dead)

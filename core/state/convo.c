@@ -6,6 +6,7 @@
 #include "convo_int.h"
 #include "../../lib/log.h"
 #include "../../lib/util.h"
+#include "../../lib/jdump.h"
 
 /* Responses walked back for one history: a bound on a request's work. */
 #define HISTORY_MAX	1000
@@ -149,7 +150,7 @@ replayed_pair(const json_t *it, const char *id, const char *tool)
 
 	args = json_pack("{s:o}", "code", json_is_string(json_object_get(it,
 	    "code")) ? json_copy(json_object_get(it, "code")) : json_string(""));
-	a = json_dumps(args, JSON_COMPACT);
+	a = sg_jdump_text(args, NULL);
 	json_decref(args);
 	/* The client's id is sandgate's, not a call id the upstream issued;
 	 * derived, so the same replay reads the same (prompt caches). */
@@ -503,8 +504,8 @@ sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
 	    "";
 	r.sandbox_id = sandbox_id;
 	r.prev = c->prev[0] != '\0' ? c->prev : NULL;
-	r.body = json_dumps(head, JSON_COMPACT);
-	r.pending = c->pending != NULL ? json_dumps(c->pending, JSON_COMPACT) :
+	r.body = sg_jdump_text(head, NULL);
+	r.pending = c->pending != NULL ? sg_jdump_text(c->pending, NULL) :
 	    NULL;
 	in = sg_conv_dump(c->input, c->input_up, &nin);
 	out = sg_conv_dump(json_object_get(answer, "output"), c->output_up, &nout);

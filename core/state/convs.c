@@ -6,6 +6,7 @@
 #include "../../lib/log.h"
 #include "../../lib/util.h"
 #include "../../store/conversations.h"
+#include "../../lib/jdump.h"
 
 static int
 is_type(const json_t *item, const char *type)
@@ -187,12 +188,12 @@ sg_conv_dump(const json_t *clients, const json_t *ups, size_t *n)
 	json_array_foreach(clients, i, it) {
 		up = json_array_get(ups, i);
 		out[i].id = whole(json_object_get(it, "id"));
-		out[i].item = json_dumps(it, JSON_COMPACT | JSON_ENCODE_ANY);
+		out[i].item = sg_jdump_text(it, NULL);
 		/* null: none kept (made when needed); none given: the item. */
 		if (json_is_null(up))
 			continue;
 		one = up != NULL ? NULL : json_pack("[O]", it);
-		out[i].upstream = json_dumps(up != NULL ? up : one, JSON_COMPACT);
+		out[i].upstream = sg_jdump_text(up != NULL ? up : one, NULL);
 		json_decref(one);
 		if (out[i].upstream == NULL) {
 			free((char *)out[i].item);

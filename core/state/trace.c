@@ -27,6 +27,7 @@
 #include "../../store/store.h"
 #include "../../store/usage.h"
 #include "../../lib/util.h"
+#include "../../lib/jdump.h"
 
 #define MESSAGE_MAX	512	/* a failure's or an error's message */
 #define ENAME_MAX	256	/* an exception's name */
@@ -209,17 +210,76 @@ images_in(const json_t *result)
 	return n;
 }
 
+/* Bytes of s[0..n) in a JSON string as Jansson writes it, quotes too. */
+static size_t
+string_size(const char *s, size_t n)
+{
+	size_t k = n + 2, i;
+	unsigned char c;
+
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' ||
+		    c == '\r' || c == '\t')
+			k += 1;
+		else if (c < 0x20)
+			k += 5;
+	}
+	return k;
+}
+
+/*
+ * Bytes of v as compact JSON (json_dumps' length), counted without
+ * writing it: the bound is checked on every run and round, and a dump
+ * costs several times a count. A real (none is recorded) is dumped.
+ */
+static size_t
+size_of(const json_t *v)
+{
+	char num[32], *text;
+	const char *k;
+	size_t n, i;
+	json_t *m;
+
+	if (v == NULL)	/* a round that could not be made */
+		return SG_TRACE_MAX + 1;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		n = json_object_size(v) > 0 ? json_object_size(v) + 1 : 2;
+		json_object_foreach((json_t *)v, k, m)
+			n += string_size(k, strlen(k)) + 1 + size_of(m);
+		return n;
+	case JSON_ARRAY:
+		n = json_array_size(v) > 0 ? json_array_size(v) + 1 : 2;
+		json_array_foreach(v, i, m)
+			n += size_of(m);
+		return n;
+	case JSON_STRING:
+		return string_size(json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		return (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+		    json_integer_value(v));
+	case JSON_TRUE:
+	case JSON_NULL:
+		return 4;
+	case JSON_FALSE:
+		return 5;
+	default:
+		text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		n = text != NULL ? strlen(text) : SG_TRACE_MAX + 1;
+		free(text);
+		return n;
+	}
+}
+
 /* Keep run p's detail within the memory bound: the first runs' up to
  * SG_TRACE_MAX, then the latest up to as many, older ones of those
  * freed. */
 static void
 keep_detail(struct run *p, json_t *detail)
 {
-	char *text = json_dumps(detail, JSON_COMPACT);
-
 	p->detail = detail;
-	p->size = text != NULL ? strlen(text) : SG_TRACE_MAX + 1;
-	free(text);
+	p->size = size_of(detail);
 	if (!tr.tailing && tr.head + p->size <= SG_TRACE_MAX) {
 		tr.head += p->size;
 		return;
@@ -365,17 +425,6 @@ round_json(size_t i, int64_t start, json_t *runs)
 	    "model", model, "code_runs", runs);
 }
 
-/* Bytes of v as compact JSON (past the bound when it does not dump). */
-static size_t
-size_of(const json_t *v)
-{
-	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-	size_t n = s != NULL ? strlen(s) : SG_TRACE_MAX + 1;
-
-	free(s);
-	return n;
-}
-
 /* Attach run k's detail to its summary o when it fits in *left. */
 static int
 attach(size_t k, json_t *o, size_t *left)
@@ -478,7 +527,7 @@ sg_trace_json(int64_t start, char **images)
 		details(sums, SG_TRACE_MAX - total);
 	else
 		all = ends_only(all, sizes, &from, &to);
-	text = json_dumps(all, JSON_COMPACT);
+	text = sg_jdump_text(all, NULL);
 	if (text != NULL && images != NULL)
 		*images = sg_timg_json(from, to);
 done:

@@ -9,6 +9,7 @@
 
 #include "trace.h"
 #include "trace_img.h"
+#include "../../lib/jdump.h"
 
 static const char B64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -106,7 +107,7 @@ sg_timg_json(size_t skip_from, size_t skip_to)
 			json_array_append_new(all, o);
 	}
 	if (json_array_size(all) > 0)
-		text = json_dumps(all, JSON_COMPACT);
+		text = sg_jdump_text(all, NULL);
 	json_decref(all);
 	return text;
 }

@@ -98,6 +98,17 @@ dispatch(struct sg_sse *s)
 	return rc;
 }
 
+/* Where the line from i ends in buf[0..len): its first CR or LF, or len. */
+static size_t
+line_end(const char *buf, size_t i, size_t len)
+{
+	const char *lf = memchr(buf + i, '\n', len - i);
+	size_t end = lf != NULL ? (size_t)(lf - buf) : len;
+	const char *cr = memchr(buf + i, '\r', end - i);
+
+	return cr != NULL ? (size_t)(cr - buf) : end;
+}
+
 int
 sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
 {
@@ -108,9 +119,7 @@ sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
 		c = buf[i];
 		if (c != '\n' && c != '\r') {
 			/* A run of a line's bytes, taken whole. */
-			for (j = i + 1; j < len && buf[j] != '\n' &&
-			    buf[j] != '\r'; j++)
-				;
+			j = line_end(buf, i + 1, len);
 			if (sg_buf_add(&s->raw, buf + i, j - i) == -1 ||
 			    sg_buf_add(&s->line, buf + i, j - i) == -1)
 				return -1;

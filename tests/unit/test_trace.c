@@ -234,6 +234,44 @@ middle_detail_dropped(void **state)
 	sg_trace_reset();
 }
 
+/* The bound is counted exactly, escapes too (a quote, a newline, a
+ * control character, a NUL in an output): the details kept fill it to
+ * within two runs' detail, never past it. */
+static void
+bound_counts_escapes(void **state)
+{
+	static const char unit[] = "\x01\"\\\n\t\xc3\xa9/x";
+	char *code = malloc(2001), *text;
+	json_t *res, *all;
+	size_t i, n = 30, kept = 0, len;
+
+	(void)state;
+	for (i = 0; i < 2000; i++)
+		code[i] = unit[i % (sizeof(unit) - 1)];
+	code[2000] = '\0';
+	res = result("", "", NULL, NULL);
+	json_object_set_new(res, "stdout", json_string("a\"b\x1f\n"));
+	for (i = 0; i < n; i++) {
+		sg_trace_turn(START + (int64_t)i * 10, 5, 200, NULL, NULL);
+		sg_trace_run("local", "cntr_z", code, START + (int64_t)i * 10 + 5,
+		    1, res, NULL);
+	}
+	text = sg_trace_json(START, NULL);
+	len = strlen(text);
+	free(text);
+	all = rounds();
+	for (i = 0; i < n; i++)
+		kept += json_object_get(run_of(all, i, 0), "code") != NULL;
+	assert_true(kept >= 2 && kept < n);
+	/* A run's detail here is about 5.3 kB as JSON. */
+	assert_true(len <= SG_TRACE_MAX);
+	assert_true(len > SG_TRACE_MAX - 2 * 5400);
+	json_decref(all);
+	json_decref(res);
+	free(code);
+	sg_trace_reset();
+}
+
 /* Rounds whose summaries alone pass the bound: the first and the last
  * stay, one element says how many are left out between; past the cap,
  * runs are only counted. */
@@ -338,6 +376,7 @@ main(void)
 		T(bounds),
 		T(refused_and_failed),
 		T(middle_detail_dropped),
+		T(bound_counts_escapes),
 		T(middle_rounds_dropped),
 		T(end_writes_once),
 	};

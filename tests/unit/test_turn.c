@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,107 @@ named_events_it_ignores_are_not_read(void **state)
 	sg_turn_free(&t);
 }
 
+/* An upstream that sends only the final response: its output is the
+ * items, and its members the loop reads are kept. */
+static void
+final_response_alone(void **state)
+{
+	const char *kinds[] = { "completed", "incomplete" };
+	struct sg_turn t;
+	char text[1024];
+	int k;
+
+	(void)state;
+	for (k = 0; k < 2; k++) {
+		snprintf(text, sizeof(text), "event: response.%s\ndata: "
+		    "{\"type\":\"response.%s\",\"response\":{\"id\":\"resp_9\","
+		    "\"created_at\":42,\"status\":\"%s\",\"incomplete_details\":"
+		    "{\"reason\":\"max_output_tokens\"},\"service_tier\":\"flex\","
+		    "\"output\":[{\"type\":\"message\",\"id\":\"m1\"},{\"type\":"
+		    "\"function_call\",\"call_id\":\"c1\"}],\"tools\":[],"
+		    "\"usage\":{\"total_tokens\":3}}}\n\n", kinds[k], kinds[k],
+		    kinds[k]);
+		sg_turn_init(&t, SG_SURFACE_RESPONSES);
+		feed(&t, text, 9);
+		assert_int_equal(json_array_size(t.items), 2);
+		assert_string_equal(json_string_value(json_object_get(
+		    json_array_get(t.items, 1), "call_id")), "c1");
+		assert_string_equal(json_string_value(json_object_get(t.response,
+		    "id")), "resp_9");
+		assert_string_equal(json_string_value(json_object_get(t.response,
+		    "status")), kinds[k]);
+		assert_int_equal(json_integer_value(json_object_get(t.response,
+		    "created_at")), 42);
+		assert_string_equal(json_string_value(json_object_get(t.response,
+		    "service_tier")), "flex");
+		assert_string_equal(json_string_value(json_object_get(
+		    json_object_get(t.response, "incomplete_details"), "reason")),
+		    "max_output_tokens");
+		assert_int_equal(json_integer_value(json_object_get(t.usage,
+		    "total_tokens")), 3);
+		sg_turn_free(&t);
+	}
+}
+
+/* A final output that is not the items streamed wins over them; one
+ * written with other spacing is the same items. */
+static void
+final_output_wins(void **state)
+{
+	static const char item[] = "event: response.output_item.done\ndata: "
+	    "{\"type\":\"response.output_item.done\",\"item\":{\"type\":"
+	    "\"message\",\"id\":\"m1\"}}\n\n";
+	static const char other[] = "event: response.completed\ndata: "
+	    "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\","
+	    "\"output\":[{\"type\":\"message\",\"id\":\"m2\"},{\"type\":"
+	    "\"message\",\"id\":\"m3\"}]}}\n\n";
+	static const char spaced[] = "event: response.completed\ndata: "
+	    "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\","
+	    "\"output\": [ {\"type\": \"message\", \"id\": \"m1\"} ]}}\n\n";
+	struct sg_turn t;
+	char text[1024];
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s%s", item, other);
+	sg_turn_init(&t, SG_SURFACE_RESPONSES);
+	feed(&t, text, 0);
+	assert_int_equal(json_array_size(t.items), 2);
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(t.items, 0), "id")), "m2");
+	sg_turn_free(&t);
+	snprintf(text, sizeof(text), "%s%s", item, spaced);
+	sg_turn_init(&t, SG_SURFACE_RESPONSES);
+	feed(&t, text, 0);
+	assert_int_equal(json_array_size(t.items), 1);
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(t.items, 0), "id")), "m1");
+	sg_turn_free(&t);
+}
+
+/* What only a whole parse reads right is read by one: an escaped key;
+ * and a final event that is not valid JSON anywhere is dropped whole, as
+ * Jansson drops it, even where the loop reads nothing. */
+static void
+final_read_as_jansson_reads_it(void **state)
+{
+	struct sg_turn t;
+
+	(void)state;
+	sg_turn_init(&t, SG_SURFACE_RESPONSES);
+	feed(&t, "event: response.completed\ndata: {\"type\":\"response."
+	    "completed\",\"response\":{\"\\u0069d\":\"resp_e\",\"output\":[]}}"
+	    "\n\n", 0);
+	assert_string_equal(json_string_value(json_object_get(t.response,
+	    "id")), "resp_e");
+	sg_turn_free(&t);
+	sg_turn_init(&t, SG_SURFACE_RESPONSES);
+	feed(&t, "event: response.completed\ndata: {\"type\":\"response."
+	    "completed\",\"response\":{\"id\":\"resp_x\",\"instructions\":"
+	    "\"\xff\",\"output\":[]}}\n\n", 0);
+	assert_null(t.response);
+	sg_turn_free(&t);
+}
+
 int
 main(void)
 {
@@ -195,6 +297,9 @@ main(void)
 		cmocka_unit_test(errors_are_kept),
 		cmocka_unit_test(junk_is_ignored),
 		cmocka_unit_test(named_events_it_ignores_are_not_read),
+		cmocka_unit_test(final_response_alone),
+		cmocka_unit_test(final_output_wins),
+		cmocka_unit_test(final_read_as_jansson_reads_it),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,216 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "jdump.h"
+
+/* Bytes that end a run of plain ones: a quote, a backslash, a control
+ * character, the start of a multibyte character. */
+static int
+plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/* The length of the UTF-8 character at s (n bytes left), as Jansson's
+ * utf8_check_full accepts it, or 0. */
+static size_t
+utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned v, min;
+	size_t len, k;
+
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+		len = 2, v = s[0] & 0x1F, min = 0x80;
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+		len = 3, v = s[0] & 0x0F, min = 0x800;
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+		len = 4, v = s[0] & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (k = 1; k < len; k++) {
+		if ((s[k] & 0xC0) != 0x80)
+			return 0;
+		v = (v << 6) | (s[k] & 0x3F);
+	}
+	if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+/* Room for k more bytes and the NUL after them: 0, or -1. */
+static int
+reserve(struct sg_buf *b, size_t k)
+{
+	size_t cap = b->cap != 0 ? b->cap : 256;
+	char *np;
+
+	if (b->len + k + 1 <= b->cap)
+		return 0;
+	while (cap < b->len + k + 1)
+		cap *= 2;
+	if ((np = realloc(b->p, cap)) == NULL)
+		return -1;
+	b->p = np;
+	b->cap = cap;
+	return 0;
+}
+
+/* Append n bytes (room made or not): 0, or -1. */
+static int
+put(struct sg_buf *b, const char *p, size_t n)
+{
+	if (reserve(b, n) == -1)
+		return -1;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+static int
+string(struct sg_buf *b, const char *p, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i = 0, from, k;
+	char *o;
+
+	/* Room for the plain case; an escape makes its own. */
+	if (reserve(b, n + 2) == -1)
+		return -1;
+	b->p[b->len++] = '"';
+	while (i < n) {
+		for (from = i; i < n && plain(s[i]); i++)
+			;
+		if (i > from && put(b, p + from, i - from) == -1)
+			return -1;
+		if (i >= n)
+			break;
+		if (s[i] >= 0x80) {
+			if ((k = utf8_len(s + i, n - i)) == 0 ||
+			    put(b, p + i, k) == -1)
+				return -1;
+			i += k;
+			continue;
+		}
+		if (reserve(b, 6) == -1)
+			return -1;
+		o = b->p + b->len;
+		o[0] = '\\';
+		switch (s[i]) {
+		case '"':	o[1] = '"'; break;
+		case '\\':	o[1] = '\\'; break;
+		case '\b':	o[1] = 'b'; break;
+		case '\f':	o[1] = 'f'; break;
+		case '\n':	o[1] = 'n'; break;
+		case '\r':	o[1] = 'r'; break;
+		case '\t':	o[1] = 't'; break;
+		default:
+			/* Jansson's \u%04X. */
+			memcpy(o + 1, "u00", 3);
+			o[4] = hex[s[i] >> 4];
+			o[5] = hex[s[i] & 0xF];
+			b->len += 4;
+		}
+		b->len += 2;
+		i++;
+	}
+	return put(b, "\"", 1);
+}
+
+/* An integer as "%" JSON_INTEGER_FORMAT writes it. */
+static int
+integer(struct sg_buf *b, json_int_t v)
+{
+	char num[24], *e = num + sizeof(num), *q = e;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v :
+	    (unsigned long long)v;
+
+	do
+		*--q = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--q = '-';
+	return put(b, q, (size_t)(e - q));
+}
+
+static int
+value(struct sg_buf *b, const json_t *v)
+{
+	char *text;
+	const char *k;
+	void *it;
+	size_t i;
+	int rc;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		if (put(b, "{", 1) == -1)
+			return -1;
+		for (it = json_object_iter((json_t *)v), i = 0; it != NULL;
+		    it = json_object_iter_next((json_t *)v, it), i++) {
+			k = json_object_iter_key(it);
+			if ((i > 0 && put(b, ",", 1) == -1) ||
+			    string(b, k, json_object_iter_key_len(it)) == -1 ||
+			    put(b, ":", 1) == -1 ||
+			    value(b, json_object_iter_value(it)) == -1)
+				return -1;
+		}
+		return put(b, "}", 1);
+	case JSON_ARRAY:
+		if (put(b, "[", 1) == -1)
+			return -1;
+		for (i = 0; i < json_array_size(v); i++)
+			if ((i > 0 && put(b, ",", 1) == -1) ||
+			    value(b, json_array_get(v, i)) == -1)
+				return -1;
+		return put(b, "]", 1);
+	case JSON_STRING:
+		return string(b, json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		return integer(b, json_integer_value(v));
+	case JSON_TRUE:
+		return put(b, "true", 4);
+	case JSON_FALSE:
+		return put(b, "false", 5);
+	case JSON_NULL:
+		return put(b, "null", 4);
+	default:
+		if ((text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL)
+			return -1;
+		rc = sg_buf_add(b, text, strlen(text));
+		free(text);
+		return rc;
+	}
+}
+
+int
+sg_jdump(struct sg_buf *b, const json_t *v)
+{
+	size_t len = b->len;
+
+	if (v == NULL || value(b, v) == -1) {
+		b->len = len;
+		if (b->p != NULL)
+			b->p[len] = '\0';
+		return -1;
+	}
+	/* A buffer is NUL-terminated once anything was added. */
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+char *
+sg_jdump_text(const json_t *v, size_t *len)
+{
+	struct sg_buf b = { 0 };
+
+	if (sg_jdump(&b, v) == -1) {
+		free(b.p);
+		return NULL;
+	}
+	if (len != NULL)
+		*len = b.len;
+	return b.p;
+}

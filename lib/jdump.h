@@ -1,0 +1,23 @@
+/*
+ * sg_jdump: a JSON value written as json_dumps(v, JSON_COMPACT |
+ * JSON_ENCODE_ANY) writes it, byte for byte, several times faster: the
+ * same members in the same order, the same escapes (\" \\ \b \f \n \r \t,
+ * \uXXXX in capitals for the other control characters), and a string
+ * that is not UTF-8 refused as Jansson refuses it. Reals are left to
+ * Jansson. v must be a tree (no value inside itself), as every value
+ * sandgate builds is.
+ */
+#ifndef SG_JDUMP_H
+#define SG_JDUMP_H
+
+#include <jansson.h>
+
+#include "util.h"
+
+/* Append v's text to b: 0, or -1 (not UTF-8, out of memory; b's length
+ * then as it was). */
+int	 sg_jdump(struct sg_buf *b, const json_t *v);
+/* New text of v, its length in *len (may be NULL); NULL as sg_jdump. */
+char	*sg_jdump_text(const json_t *v, size_t *len);
+
+#endif

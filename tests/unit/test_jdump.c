@@ -1,0 +1,139 @@
+/*
+ * sg_jdump: byte for byte json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
+ * on many random values (every escape, multibyte characters, NULs in
+ * strings and keys, the integers' ends, reals, empty and nested
+ * containers), and a failure where Jansson fails (not UTF-8).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../lib/jdump.h"
+
+static unsigned seed = 7;
+
+static unsigned
+rnd(unsigned n)
+{
+	seed = seed * 1103515245 + 12345;
+	return (seed >> 8) % n;
+}
+
+/* Random text of valid UTF-8 with every kind of byte that is escaped. */
+static size_t
+text(char *s, size_t max)
+{
+	static const char *const parts[] = { "a", "Z", " ", "\"", "\\", "/",
+	    "\b", "\f", "\n", "\r", "\t", "\x01", "\x1f", "\x7f", "\xc3\xa9",
+	    "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xef\xbf\xbf", "u0041" };
+	size_t n = 0, k, len = rnd((unsigned)max / 6);
+	const char *p;
+
+	for (k = 0; k < len; k++) {
+		if (rnd(40) == 0) {
+			s[n++] = '\0';
+			continue;
+		}
+		p = parts[rnd(sizeof(parts) / sizeof(parts[0]))];
+		memcpy(s + n, p, strlen(p));
+		n += strlen(p);
+	}
+	return n;
+}
+
+static json_t *
+gen(int depth)
+{
+	static const json_int_t ints[] = { 0, -1, 42, 9007199254740993LL,
+	    INT64_MAX, INT64_MIN };
+	static const double reals[] = { 0.5, -1.25e-7, 1e300, 3.0, 0.1 };
+	char s[256], k[64];
+	json_t *v;
+	size_t n, i, kl;
+
+	switch (rnd(depth > 4 ? 6 : 8)) {
+	case 0:	return json_integer(ints[rnd(6)]);
+	case 1:	return json_real(reals[rnd(5)]);
+	case 2:	return rnd(2) ? json_true() : json_false();
+	case 3:	return json_null();
+	case 4:
+	case 5:
+		n = text(s, sizeof(s));
+		return json_stringn(s, n);
+	case 6:
+		v = json_array();
+		for (i = rnd(5); i > 0; i--)
+			json_array_append_new(v, gen(depth + 1));
+		return v;
+	default:
+		v = json_object();
+		for (i = rnd(6); i > 0; i--) {
+			kl = text(k, sizeof(k));
+			json_object_setn_new(v, k, kl, gen(depth + 1));
+		}
+		return v;
+	}
+}
+
+static void
+same_as_jansson(void **state)
+{
+	json_t *v;
+	char *want, *got;
+	size_t len;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 20000; i++) {
+		v = gen(0);
+		want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		got = sg_jdump_text(v, &len);
+		assert_non_null(want);
+		assert_non_null(got);
+		assert_int_equal(len, strlen(want));
+		assert_memory_equal(got, want, len);
+		free(want);
+		free(got);
+		json_decref(v);
+	}
+}
+
+static void
+not_utf8(void **state)
+{
+	static const char *const bad[] = { "\xff", "a\xc3", "\xc0\x80",
+	    "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80" };
+	struct sg_buf b = { 0 };
+	json_t *v;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(sg_buf_add(&b, "x", 1), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = json_pack("{s:[o]}", "k", json_stringn_nocheck(bad[i],
+		    strlen(bad[i])));
+		assert_null(json_dumps(v, JSON_COMPACT));
+		assert_int_equal(sg_jdump(&b, v), -1);
+		/* What was there stays, and only it. */
+		assert_int_equal(b.len, 1);
+		assert_string_equal(b.p, "x");
+		json_decref(v);
+	}
+	free(b.p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(same_as_jansson),
+		cmocka_unit_test(not_utf8),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
