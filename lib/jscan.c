@@ -450,21 +450,25 @@ build_number(struct scan *s)
 	json_int_t v = 0;
 	int neg = s->p[s->i] == '-', real = 0;
 
+	size_t at;
+
 	if (neg)
 		s->i++;
-	for (; s->i < s->n; s->i++) {
+	/* Its end first: a real's digits before its point may be many
+	 * more than an integer's 18 (they are not summed). */
+	for (at = s->i; s->i < s->n; s->i++) {
 		char c = s->p[s->i];
 
-		if (c >= '0' && c <= '9')
-			v = v * 10 + (c - '0');
-		else if (c == '.')
+		if (c == '.')
 			real = 1;
-		else
+		else if (c < '0' || c > '9')
 			break;
 	}
 	if (real)
 		return json_loadb(s->p + from, s->i - from, JSON_DECODE_ANY,
 		    NULL);
+	for (; at < s->i; at++)
+		v = v * 10 + (s->p[at] - '0');
 	return json_integer(neg ? -v : v);
 }
 

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,31 @@ text_of(struct sg_wdump *w, const char *k, json_t *v, char **mine)
 	return w->m[i].text;
 }
 
+/*
+ * The sanitizer build (the one every integration test also runs) checks
+ * the rule this rests on: the text made from parts is the whole dump. A
+ * change of the loop's that edits a value in place fails there at once,
+ * instead of sending a stale body upstream.
+ */
+static void
+check(const json_t *work, const struct sg_buf *b)
+{
+#ifdef __SANITIZE_ADDRESS__
+	char *whole = json_dumps(work, JSON_COMPACT);
+
+	if (whole != NULL && (strlen(whole) != b->len ||
+	    memcmp(whole, b->p, b->len) != 0)) {
+		fprintf(stderr, "sandgate: wdump: the body made from its parts "
+		    "is not its dump: a value was changed in place\n");
+		abort();
+	}
+	free(whole);
+#else
+	(void)work;
+	(void)b;
+#endif
+}
+
 char *
 sg_wdump_text(struct sg_wdump *w, const json_t *work, const char *key,
     size_t *len)
@@ -114,6 +140,7 @@ sg_wdump_text(struct sg_wdump *w, const json_t *work, const char *key,
 		return NULL;
 	}
 	*len = b.len;
+	check(work, &b);
 	return b.p;
 }
 
