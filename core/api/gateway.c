@@ -27,6 +27,7 @@
 #include "../state/metrics.h"
 #include "../state/sandbox.h"
 #include "../upstream/upstream.h"
+#include "../../lib/jdump.h"
 #include "../../lib/util.h"
 #include "../../store/store.h"
 
@@ -285,6 +286,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	const char *name;
 	json_t *body;
 	char *text = NULL;
+	size_t len = 0;
 	int rc, changed;
 
 	if ((body = model_body(req, &changed, err)) == NULL)
@@ -334,13 +336,13 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	changed |= sg_meter_stream(surface, body, req);
 	/* A body nothing changed goes as the client sent it: a dump costs
 	 * as much as the parse. */
-	if (changed && (text = json_dumps(body, JSON_COMPACT)) == NULL) {
+	if (changed && (text = sg_jdump_text(body, &len)) == NULL) {
 		json_decref(body);
 		return sg_error_server(err, 500, "out of memory");
 	}
 	json_decref(body);
 	rc = sg_upstream_relay(gw->up, m, surface, text != NULL ? text :
-	    req->body, text != NULL ? strlen(text) : req->body_len,
+	    req->body, text != NULL ? len : req->body_len,
 	    req->start_ms + (int64_t)gw->cfg->server.request_timeout * 1000,
 	    req, out, err);
 	free(text);

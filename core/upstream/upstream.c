@@ -11,6 +11,8 @@
 #include "upstream.h"
 #include "../state/ledger.h"
 #include "../state/metrics.h"
+#include "../../lib/jdump.h"
+#include "../../lib/jscan.h"
 #include "../../lib/util.h"
 
 #define CONNECT_TIMEOUT_MS	10000
@@ -150,7 +152,8 @@ on_header(char *line, size_t size, size_t nitems, void *arg)
 static int
 unasked_usage(const char *data, size_t len, char **out)
 {
-	json_t *c = json_loadb(data, len, 0, NULL), *u;
+	json_t *c = sg_jparse(data, len, 0), *u;
+	size_t n;
 	int rc = -1;
 
 	*out = NULL;
@@ -163,7 +166,7 @@ unasked_usage(const char *data, size_t len, char **out)
 		rc = 1;
 	else if (json_is_null(u)) {
 		json_object_del(c, "usage");
-		rc = (*out = json_dumps(c, JSON_COMPACT)) != NULL ? 0 : -1;
+		rc = (*out = sg_jdump_text(c, &n)) != NULL ? 0 : -1;
 	}
 	json_decref(c);
 	return rc;
