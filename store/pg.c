@@ -250,6 +250,7 @@ sg_pg_exec(struct sg_store *st, const char *sql)
 		if (ensure(st) != SG_STORE_OK)
 			return SG_STORE_ERROR;
 		res = PQexec(st->pg->conn, sql);
+		st->trips++;
 		if ((rc = outcome(st, res, try, "exec")) < 0)
 			return rc;
 	}
@@ -300,6 +301,67 @@ dollars(const char *sql)
 	return out;
 }
 
+int
+sg_pg_inline(struct sg_store *st, char **buf, size_t *len, const char *sql,
+    const struct sg_st_arg *args, int n)
+{
+	size_t cap = *len + strlen(sql) + 2, o = *len;
+	const char *p, *v;
+	char *out, *lit, num[24];
+	int q = 0, k, next = 0;
+
+	if (ensure(st) != SG_STORE_OK)
+		return SG_STORE_ERROR;
+	for (k = 0; k < n; k++)
+		cap += args[k].kind == 'i' ? sizeof(num) : args[k].s == NULL ?
+		    4 : strlen(args[k].s) * 2 + 8;
+	if ((out = realloc(*buf, cap)) == NULL)
+		return sg_st_err(st, "out of memory");
+	*buf = out;
+	/* As dollars(): "?N" is argument N, a bare "?" the next one. */
+	for (p = sql; *p != '\0'; p++) {
+		if (*p == '\'')
+			q = !q;
+		if (q || *p != '?') {
+			out[o++] = *p;
+			continue;
+		}
+		if (p[1] >= '0' && p[1] <= '9') {
+			k = (int)strtol(p + 1, (char **)&p, 10);
+			p--;
+		} else
+			k = next + 1;
+		if (k > next)
+			next = k;
+		if (k < 1 || k > n)
+			return sg_st_err(st, "batch: no argument %d", k);
+		v = args[k - 1].s;
+		if (args[k - 1].kind == 'i') {
+			snprintf(num, sizeof(num), "%lld",
+			    (long long)args[k - 1].i);
+			v = num;
+		} else if (v == NULL)
+			v = "NULL";
+		else if ((lit = PQescapeLiteral(st->pg->conn, v,
+		    strlen(v))) == NULL)
+			return sg_st_err(st, "batch: %s",
+			    PQerrorMessage(st->pg->conn));
+		else {
+			/* At most twice the text and its quotes, as counted. */
+			memcpy(out + o, lit, strlen(lit));
+			o += strlen(lit);
+			PQfreemem(lit);
+			continue;
+		}
+		memcpy(out + o, v, strlen(v));
+		o += strlen(v);
+	}
+	out[o++] = ';';
+	out[o] = '\0';
+	*len = o;
+	return SG_STORE_OK;
+}
+
 /* The prepared statement of sql on this connection ("" when it cannot be
  * kept: run it unnamed), preparing it when new. */
 static int
@@ -328,6 +390,7 @@ prepared(struct sg_store *st, const char *sql, const struct sg_st_arg *args,
 	else
 		name[0] = '\0';
 	res = PQprepare(pg->conn, name, text, n, types);
+	st->trips++;
 	free(text);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		if (name[0] != '\0')
@@ -378,6 +441,7 @@ sg_pg_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
 			return SG_STORE_ERROR;
 		}
 		res = execute(st, name, args, n);
+		st->trips++;
 		if ((rc = outcome(st, res, try, "query")) < 0)
 			return rc;
 	}

@@ -32,6 +32,10 @@ struct sg_bind {
 	char	 files[SG_FILES_IDS_MAX][48];
 	int	 nfiles;
 	int	 files_in;		/* they are in b->sandbox */
+	/* A session's sandbox as sg_bind_init found it (for sg_bind_peek):
+	 * looked up once. */
+	char	 peeked[48];
+	int	 peeked_ok;
 };
 
 /* Decide from the request (work: the body, borrowed; metadata.session_id

@@ -175,6 +175,7 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	const struct sg_provider_ops *ops;
 	const struct sg_tool *t;
 	struct sg_store_sbx row;
+	struct sg_store_sess s;
 	char id[48], victim[48], max[16];
 	int rc, created, was_lost;
 
@@ -185,6 +186,14 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	if (sg_sbx_may_use(env, tool, "tools", err) == -1 ||
 	    (t = sg_sbx_tool(env, tool, &ops, err)) == NULL)
 		return -1;
+	/* Most requests of a session find its sandbox ready: one statement
+	 * reads it and touches the session. Anything else is the claim's. */
+	if (sg_store_sess_use(env->store, tenant, session_id, &s) ==
+	    SG_STORE_OK && s.sandbox_id[0] != '\0' &&
+	    strcmp(s.state, "ready") == 0) {
+		snprintf(out, 48, "%s", s.sandbox_id);
+		return 0;
+	}
 	for (;;) {
 		if (sg_rand_id(id, sizeof(id), "cntr_", 16) == -1)
 			return sg_error_server(err, 500, "no randomness for an id");
@@ -224,13 +233,12 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	}
 }
 
-int
-sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
+/* sg_sbx_open's checks of a row read (rc: how the read went). */
+static int
+open_row(struct sg_sbx_env *env, const char *id, int rc,
     struct sg_store_sbx *row, const struct sg_tool **t,
     const struct sg_provider_ops **ops, json_t **handle, struct sg_error *err)
 {
-	int rc = sg_store_sbx_get(env->store, id, tenant, row);
-
 	if (rc == SG_STORE_NOTFOUND)
 		return not_found(err, id);
 	if (rc != SG_STORE_OK)
@@ -258,6 +266,15 @@ sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
 		    "%s has a damaged handle in the store.", id);
 	}
 	return 0;
+}
+
+int
+sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
+    struct sg_store_sbx *row, const struct sg_tool **t,
+    const struct sg_provider_ops **ops, json_t **handle, struct sg_error *err)
+{
+	return open_row(env, id, sg_store_sbx_get(env->store, id, tenant, row),
+	    row, t, ops, handle, err);
 }
 
 /*
@@ -293,19 +310,39 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 	return -2;
 }
 
+/* sg_sbx_lock, the sandbox's row read by the statement that takes the
+ * lock (into *row when not NULL): the store's rc (OK, or an error) or -1
+ * with err. */
+static int
+lock_row(struct sg_sbx_env *env, const char *id, int secs,
+    struct sg_store_sbx *row, struct sg_error *err)
+{
+	struct sg_store_sbx seen;
+	int64_t until;
+	int rc;
+
+	for (;;) {
+		until = (int64_t)time(NULL) + secs + 60;
+		rc = row != NULL ? sg_store_sbx_run_take(env->store, id,
+		    getpid(), sg_self_start(), until, &seen) :
+		    sg_store_sbx_run_begin(env->store, id, getpid(),
+		    sg_self_start(), until);
+		if (rc != SG_STORE_EXISTS)
+			break;
+		if (!dead_runner_dropped(env, id) &&
+		    pause_for(env, "another run", id, err) == -1)
+			return -1;
+	}
+	if (row != NULL && rc == SG_STORE_OK)
+		*row = seen;
+	return rc;
+}
+
 int
 sg_sbx_lock(struct sg_sbx_env *env, const char *id, int secs,
     struct sg_error *err)
 {
-	int rc;
-
-	while ((rc = sg_store_sbx_run_begin(env->store, id, getpid(),
-	    sg_self_start(), (int64_t)time(NULL) + secs + 60)) ==
-	    SG_STORE_EXISTS)
-		if (!dead_runner_dropped(env, id) &&
-		    pause_for(env, "another run", id, err) == -1)
-			return -1;
-	return 0;
+	return lock_row(env, id, secs, NULL, err) == -1 ? -1 : 0;
 }
 
 /*
@@ -314,12 +351,14 @@ sg_sbx_lock(struct sg_sbx_env *env, const char *id, int secs,
  * on: when the store does not answer (a database restarting), the release
  * is tried again for a while.
  */
-void
-sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
+static void
+unlock_touch(struct sg_sbx_env *env, const char *id, int64_t expires_at,
+    const char *tenant, const char *session)
 {
 	int64_t until = sg_now_ms() + UNLOCK_TRY_MS;
 
-	while (sg_store_sbx_run_end(env->store, id, getpid()) != SG_STORE_OK) {
+	while (sg_store_sbx_run_done(env->store, id, getpid(), expires_at,
+	    tenant, session) != SG_STORE_OK) {
 		if (sg_now_ms() >= until) {
 			sg_log("sandgate: sandbox %s: its run's lock could "
 			    "not be released (%s): it holds until its deadline",
@@ -330,10 +369,25 @@ sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
 	}
 }
 
+void
+sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
+{
+	unlock_touch(env, id, 0, NULL, NULL);
+}
+
 int
 sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
     const char *code, int timeout_s, int keep, json_t **result,
     struct sg_error *err)
+{
+	return sg_sbx_run_in(env, tenant, id, NULL, code, timeout_s, keep,
+	    result, err);
+}
+
+int
+sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
+    const char *session, const char *code, int timeout_s, int keep,
+    json_t **result, struct sg_error *err)
 {
 	const struct sg_provider_ops *ops;
 	const struct sg_tool *t;
@@ -347,9 +401,16 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	*result = NULL;
 	if (timeout_s <= 0)
 		timeout_s = env->cfg->interception.exec_timeout;
-	if (sg_sbx_lock(env, id, timeout_s, err) == -1)
+	/* The lock's statement reads the row: a tenant's own only, as
+	 * sg_sbx_open reads it. */
+	if ((rc = lock_row(env, id, timeout_s, &row, err)) == -1)
 		return -1;
-	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
+	if (rc == SG_STORE_OK && tenant != NULL && strcmp(row.tenant,
+	    tenant) != 0) {
+		sg_store_sbx_clear(&row);
+		rc = SG_STORE_NOTFOUND;
+	}
+	if (open_row(env, id, rc, &row, &t, &ops, &handle, err) == -1) {
 		sg_sbx_unlock(env, id);
 		return -1;
 	}
@@ -374,12 +435,12 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	ms = sg_now_ms() - t0;
 	sg_mx_sbx(t->name, rc == SG_PROV_OK ? SG_MX_RAN : SG_MX_RUN_FAILED, ms);
 	sg_use_run(t->name, ms);
-	if (rc == SG_PROV_OK)
-		sg_store_sbx_touch(env->store, id, (int64_t)time(NULL) + life);
+	/* Touched, released and its session touched: one round trip. */
+	unlock_touch(env, id, rc == SG_PROV_OK ? (int64_t)time(NULL) + life :
+	    0, tenant, rc == SG_PROV_OK ? session : NULL);
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)
 		rc = sg_prov_fail(&pe, SG_PROV_FAILED, 0, "out of memory");
 	sg_exec_free(&res);
-	sg_sbx_unlock(env, id);
 	if (rc == SG_PROV_GONE)
 		rc = unreachable(env, t, ops, handle, id, &pe, err) == -2 ?
 		    SG_SBX_GONE : -1;
