@@ -269,6 +269,42 @@ batch_pg(struct sg_store *st, struct sg_st_batch *b, int lock)
 	return rc;
 }
 
+static void
+batch_free(struct sg_st_batch *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		free(b->s[i].strs);
+	b->n = 0;
+	b->failed = SG_STORE_OK;
+}
+
+int
+sg_st_batch_later(struct sg_store *st, struct sg_st_batch *b)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int i, rc = b->failed;
+
+	if (st->kind != SG_ST_PG || rc != SG_STORE_OK || b->n == 0)
+		return sg_st_batch_run(st, b, 0);
+	for (i = 0; i < b->n && rc == SG_STORE_OK; i++)
+		rc = sg_pg_inline(st, &text, &len, b->s[i].sql, b->s[i].args,
+		    b->s[i].n);
+	if (rc == SG_STORE_OK)
+		rc = sg_pg_defer(st, text, len);
+	free(text);
+	batch_free(b);
+	return rc;
+}
+
+int
+sg_store_flush(struct sg_store *st)
+{
+	return st->kind == SG_ST_PG ? sg_pg_flush(st) : SG_STORE_OK;
+}
+
 int
 sg_st_batch_run(struct sg_store *st, struct sg_st_batch *b, int lock)
 {
@@ -288,9 +324,6 @@ sg_st_batch_run(struct sg_store *st, struct sg_st_batch *b, int lock)
 			rc = sg_st_end(st, rc);
 		}
 	}
-	for (i = 0; i < b->n; i++)
-		free(b->s[i].strs);
-	b->n = 0;
-	b->failed = SG_STORE_OK;
+	batch_free(b);
 	return rc;
 }

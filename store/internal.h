@@ -161,6 +161,11 @@ struct sg_st_batch {
 void	 sg_st_batch_add(struct sg_store *, struct sg_st_batch *,
 	    const char *sql, const char *fmt, ...);
 int	 sg_st_batch_run(struct sg_store *, struct sg_st_batch *, int lock);
+/* sg_st_batch_run (no lock; never inside a transaction), deferred on
+ * PostgreSQL: the writes go with the store's next statement, in its
+ * round trip and its transaction, or at sg_store_flush (the caller's to
+ * call before it waits on anything). Run at once on SQLite. */
+int	 sg_st_batch_later(struct sg_store *, struct sg_st_batch *);
 
 /* The backends (sqlite.c, pg.c), as db.c calls them. */
 int	 sg_sq_open(struct sg_store *, const char *path, char *err,
@@ -186,6 +191,9 @@ int	 sg_pg_inline(struct sg_store *, char **buf, size_t *len,
 void	 sg_pg_done(struct sg_st_cur *);
 const char *sg_pg_text(struct sg_st_cur *, int);
 int64_t	 sg_pg_int(struct sg_st_cur *, int);
+/* Deferred writes (sg_st_batch_later): text ("...;") kept; sent now. */
+int	 sg_pg_defer(struct sg_store *, const char *text, size_t len);
+int	 sg_pg_flush(struct sg_store *);
 /* Whether a transaction is open (no reconnect may hide its loss). */
 void	 sg_pg_in_tx(struct sg_store *, int);
 

@@ -137,7 +137,8 @@ sg_store_sbx_run_take(struct sg_store *st, const char *id, int64_t pid,
 
 int
 sg_store_sbx_run_done(struct sg_store *st, const char *id, int64_t pid,
-    int64_t expires_at, const char *tenant, const char *session_id)
+    int64_t expires_at, const char *tenant, const char *session_id,
+    int later)
 {
 	struct sg_st_batch b = { .n = 0 };
 
@@ -158,7 +159,7 @@ sg_store_sbx_run_done(struct sg_store *st, const char *id, int64_t pid,
 		sg_st_batch_add(st, &b, "UPDATE sessions SET last_used_at = ? "
 		    "WHERE tenant = ? AND session_id = ?", "iss",
 		    (int64_t)time(NULL), tenant, session_id);
-	return sg_st_batch_run(st, &b, 0);
+	return later ? sg_st_batch_later(st, &b) : sg_st_batch_run(st, &b, 0);
 }
 
 int

@@ -148,9 +148,15 @@ int	 sg_store_sbx_run_take(struct sg_store *, const char *id, int64_t pid,
 /* The end of pid's run, in one transaction (one round trip): its lock
  * released as sg_store_sbx_run_end does; with expires_at > 0 the sandbox
  * touched as sg_store_sbx_touch does (held or not); with session_id, the
- * session touched as sg_store_sess_touch does. */
+ * session touched as sg_store_sess_touch does. With later, on PostgreSQL,
+ * these writes go with the store's next statement (in its round trip)
+ * or at sg_store_flush, whichever comes first. */
 int	 sg_store_sbx_run_done(struct sg_store *, const char *id, int64_t pid,
-	    int64_t expires_at, const char *tenant, const char *session_id);
+	    int64_t expires_at, const char *tenant, const char *session_id,
+	    int later);
+/* Send the writes deferred so far (PostgreSQL): before the process waits
+ * on anything (a request's end), so no lock they release is held on. */
+int	 sg_store_flush(struct sg_store *);
 /* Take the run away from process pid started at start (it died). */
 int	 sg_store_sbx_run_drop(struct sg_store *, const char *id, int64_t pid,
 	    int64_t start);

@@ -234,19 +234,21 @@ usable(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 	return rc;
 }
 
-/* usable() for a session's sandbox, read with the session (one
- * statement), and remembered for sg_bind_peek. */
+/* usable() for a session's sandbox, read with the session, which it
+ * touches (one statement); remembered for sg_bind_peek and the first
+ * run. */
 static int
 session_usable(struct sg_sbx_env *env, const struct sg_req *req,
     struct sg_bind *b, struct sg_error *err)
 {
 	struct sg_store_sess s;
 
-	if (sg_store_sess_get(env->store, req->tenant, b->session, &s) !=
+	if (sg_store_sess_use(env->store, req->tenant, b->session, &s) !=
 	    SG_STORE_OK)
 		return sg_sbx_may_use(env, NULL, "tools", err);
 	snprintf(b->peeked, sizeof(b->peeked), "%s", s.sandbox_id);
 	b->peeked_ok = 1;
+	b->ready = s.sandbox_id[0] != '\0' && strcmp(s.state, "ready") == 0;
 	return sg_sbx_may_use(env, s.tool[0] != '\0' ? s.tool : NULL, "tools",
 	    err);
 }
@@ -299,6 +301,14 @@ sg_bind_sandbox(struct sg_sbx_env *env, const struct sg_req *req,
 
 	if (b->sandbox[0] != '\0')
 		return b->sandbox;
+	if (b->kind == SG_SBX_SESSION && b->ready) {
+		/* As sg_sbx_session would: the key may use the tool. */
+		b->ready = 0;
+		if (sg_sbx_may_use(env, NULL, "tools", err) == -1)
+			return NULL;
+		snprintf(b->sandbox, sizeof(b->sandbox), "%s", b->peeked);
+		return b->sandbox;
+	}
 	if (b->kind == SG_SBX_SESSION) {
 		if (sg_sbx_session(env, req->tenant, NULL, b->session,
 		    b->sandbox, &lost, err) == -1) {
@@ -385,6 +395,10 @@ void
 sg_bind_end(struct sg_sbx_env *env, const struct sg_req *req,
     struct sg_bind *b)
 {
+	/* What the request's last run deferred (its lock's release), and
+	 * the row it left for the look at its files. */
+	sg_store_flush(env->store);
+	sg_sbx_forget_run();
 	/* Once the answer (a stream's last event too) is out. */
 	if (b->kind == SG_SBX_EPHEMERAL && b->sandbox[0] != '\0')
 		sg_sbx_delete_after(env, req->after, req->tenant, b->sandbox);

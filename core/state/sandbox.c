@@ -15,6 +15,16 @@
 #define UNLOCK_TRY_MS	8000	/* longer than a database's restart */
 #define UNLOCK_PAUSE_US	100000
 
+/* The row a session's last run left (sg_sbx_forget_run). */
+static struct sg_store_sbx	 ran;
+
+void
+sg_sbx_forget_run(void)
+{
+	sg_store_sbx_clear(&ran);
+	ran.id[0] = '\0';
+}
+
 static int
 not_found(struct sg_error *err, const char *id)
 {
@@ -149,16 +159,17 @@ pause_for(struct sg_sbx_env *env, const char *what, const char *id,
 
 /* A run held by a process that died (a responder killed mid-run) is
  * taken away from it at once, rather than left until its deadline: 1 when
- * it was. The run may still be going on in the sandbox; the provider
+ * it was (-1: the sandbox has no row). The run may still be going on in the sandbox; the provider
  * makes the next one wait for it. */
 static int
 dead_runner_dropped(struct sg_sbx_env *env, const char *id)
 {
 	struct sg_store_sbx row;
-	int dead;
+	int dead, rc;
 
-	if (sg_store_sbx_get(env->store, id, NULL, &row) != SG_STORE_OK)
-		return 0;
+	/* No row, no run to wait for: -1. */
+	if ((rc = sg_store_sbx_get(env->store, id, NULL, &row)) != SG_STORE_OK)
+		return rc == SG_STORE_NOTFOUND ? -1 : 0;
 	dead = row.runner_pid > 0 && row.runner_until >= (int64_t)time(NULL) &&
 	    !sg_sbx_running(env, &row);
 	if (dead)
@@ -273,6 +284,13 @@ sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
     struct sg_store_sbx *row, const struct sg_tool **t,
     const struct sg_provider_ops **ops, json_t **handle, struct sg_error *err)
 {
+	if (ran.id[0] != '\0' && strcmp(ran.id, id) == 0 && (tenant == NULL ||
+	    strcmp(ran.tenant, tenant) == 0)) {
+		*row = ran;	/* its handle handed over */
+		ran.handle = NULL;
+		sg_sbx_forget_run();
+		return open_row(env, id, SG_STORE_OK, row, t, ops, handle, err);
+	}
 	return open_row(env, id, sg_store_sbx_get(env->store, id, tenant, row),
 	    row, t, ops, handle, err);
 }
@@ -311,16 +329,17 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 }
 
 /* sg_sbx_lock, the sandbox's row read by the statement that takes the
- * lock (into *row when not NULL): the store's rc (OK, or an error) or -1
- * with err. */
+ * lock (into *row when not NULL): the store's rc (OK, NOTFOUND when the
+ * sandbox has no row, or an error) or -1 with err. */
 static int
 lock_row(struct sg_sbx_env *env, const char *id, int secs,
     struct sg_store_sbx *row, struct sg_error *err)
 {
 	struct sg_store_sbx seen;
 	int64_t until;
-	int rc;
+	int rc, dead;
 
+	sg_sbx_forget_run();
 	for (;;) {
 		until = (int64_t)time(NULL) + secs + 60;
 		rc = row != NULL ? sg_store_sbx_run_take(env->store, id,
@@ -329,8 +348,9 @@ lock_row(struct sg_sbx_env *env, const char *id, int secs,
 		    sg_self_start(), until);
 		if (rc != SG_STORE_EXISTS)
 			break;
-		if (!dead_runner_dropped(env, id) &&
-		    pause_for(env, "another run", id, err) == -1)
+		if ((dead = dead_runner_dropped(env, id)) == -1)
+			return SG_STORE_NOTFOUND;
+		if (!dead && pause_for(env, "another run", id, err) == -1)
 			return -1;
 	}
 	if (row != NULL && rc == SG_STORE_OK)
@@ -357,8 +377,10 @@ unlock_touch(struct sg_sbx_env *env, const char *id, int64_t expires_at,
 {
 	int64_t until = sg_now_ms() + UNLOCK_TRY_MS;
 
+	/* A session's: sent with the request's next statement (its files'
+	 * look, its answer's save), flushed at its end (sg_bind_end). */
 	while (sg_store_sbx_run_done(env->store, id, getpid(), expires_at,
-	    tenant, session) != SG_STORE_OK) {
+	    tenant, session, session != NULL) != SG_STORE_OK) {
 		if (sg_now_ms() >= until) {
 			sg_log("sandgate: sandbox %s: its run's lock could "
 			    "not be released (%s): it holds until its deadline",
@@ -410,6 +432,16 @@ sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
 		sg_store_sbx_clear(&row);
 		rc = SG_STORE_NOTFOUND;
 	}
+	/* A session's sandbox that went since it was claimed (deleted, or
+	 * on its way out): the session gets another, as a gone one does. */
+	if (session != NULL && (rc == SG_STORE_NOTFOUND || (rc ==
+	    SG_STORE_OK && strcmp(row.state, "ready") != 0))) {
+		if (rc == SG_STORE_OK) {
+			sg_store_sbx_clear(&row);
+			sg_sbx_unlock(env, id);
+		}
+		return SG_SBX_GONE;
+	}
 	if (open_row(env, id, rc, &row, &t, &ops, &handle, err) == -1) {
 		sg_sbx_unlock(env, id);
 		return -1;
@@ -438,6 +470,16 @@ sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
 	/* Touched, released and its session touched: one round trip. */
 	unlock_touch(env, id, rc == SG_PROV_OK ? (int64_t)time(NULL) + life :
 	    0, tenant, rc == SG_PROV_OK ? session : NULL);
+	if (rc == SG_PROV_OK && session != NULL) {
+		/* As the writes just sent left it. */
+		ran = row;
+		ran.handle = strdup(row.handle);
+		ran.runner_pid = ran.runner_start = ran.runner_until = 0;
+		ran.last_used_at = (int64_t)time(NULL);
+		ran.expires_at = ran.last_used_at + life;
+		if (ran.handle == NULL)
+			ran.id[0] = '\0';
+	}
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)
 		rc = sg_prov_fail(&pe, SG_PROV_FAILED, 0, "out of memory");
 	sg_exec_free(&res);
@@ -464,6 +506,7 @@ sg_sbx_delete(struct sg_sbx_env *env, const char *tenant, const char *id,
 	json_t *handle;
 	int rc;
 
+	sg_sbx_forget_run();
 	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1)
 		return -1;
 	sg_store_sbx_mark(env->store, id, "deleting");
