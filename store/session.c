@@ -138,7 +138,19 @@ int
 sg_store_sess_use(struct sg_store *st, const char *tenant,
     const char *session_id, struct sg_store_sess *out)
 {
-	return sess_one(st, tenant, session_id, 1, out);
+	struct sg_st_batch b = { .n = 0 };
+	int rc;
+
+	if (st->kind != SG_ST_PG)
+		return sess_one(st, tenant, session_id, 1, out);
+	/* PostgreSQL: read now, touched with the next statement (the run's
+	 * lock, the answer's save): a commit less. */
+	if ((rc = sess_one(st, tenant, session_id, 0, out)) != SG_STORE_OK)
+		return rc;
+	sg_st_batch_add(st, &b, "UPDATE sessions SET last_used_at = ? WHERE "
+	    "tenant = ? AND session_id = ?", "iss", (int64_t)time(NULL), tenant,
+	    session_id);
+	return sg_st_batch_later(st, &b);
 }
 
 int

@@ -313,8 +313,9 @@ int	 sg_store_sess_detach(struct sg_store *, const char *tenant,
 int	 sg_store_sess_touch(struct sg_store *, const char *tenant,
 	    const char *session_id);
 /* The session's sandbox (its id, tool and state in *out, "" when it has
- * none), the session touched with it in one statement: OK, or NOTFOUND
- * (no such session, nothing written). */
+ * none), the session touched with it in one round trip (on PostgreSQL
+ * the touch is deferred, see sg_store_sbx_run_done): OK, or NOTFOUND (no
+ * such session, nothing written). */
 int	 sg_store_sess_use(struct sg_store *, const char *tenant,
 	    const char *session_id, struct sg_store_sess *out);
 /* sg_store_sess_use without the touch. */
