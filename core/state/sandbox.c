@@ -159,15 +159,15 @@ pause_for(struct sg_sbx_env *env, const char *what, const char *id,
 
 /* A run held by a process that died (a responder killed mid-run) is
  * taken away from it at once, rather than left until its deadline: 1 when
- * it was (-1: the sandbox has no row). The run may still be going on in the sandbox; the provider
- * makes the next one wait for it. */
+ * it was, -1 when the sandbox has no row (no run to wait for). The run
+ * may still be going on in the sandbox; the provider makes the next one
+ * wait for it. */
 static int
 dead_runner_dropped(struct sg_sbx_env *env, const char *id)
 {
 	struct sg_store_sbx row;
 	int dead, rc;
 
-	/* No row, no run to wait for: -1. */
 	if ((rc = sg_store_sbx_get(env->store, id, NULL, &row)) != SG_STORE_OK)
 		return rc == SG_STORE_NOTFOUND ? -1 : 0;
 	dead = row.runner_pid > 0 && row.runner_until >= (int64_t)time(NULL) &&
@@ -418,7 +418,7 @@ sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
 	struct sg_exec res;
 	json_t *handle;
 	int64_t left, t0, ms;
-	int rc, life;
+	int rc, life, held;
 
 	*result = NULL;
 	if (timeout_s <= 0)
@@ -427,8 +427,8 @@ sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
 	 * sg_sbx_open reads it. */
 	if ((rc = lock_row(env, id, timeout_s, &row, err)) == -1)
 		return -1;
-	if (rc == SG_STORE_OK && tenant != NULL && strcmp(row.tenant,
-	    tenant) != 0) {
+	held = rc == SG_STORE_OK;
+	if (held && tenant != NULL && strcmp(row.tenant, tenant) != 0) {
 		sg_store_sbx_clear(&row);
 		rc = SG_STORE_NOTFOUND;
 	}
@@ -436,10 +436,10 @@ sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
 	 * on its way out): the session gets another, as a gone one does. */
 	if (session != NULL && (rc == SG_STORE_NOTFOUND || (rc ==
 	    SG_STORE_OK && strcmp(row.state, "ready") != 0))) {
-		if (rc == SG_STORE_OK) {
+		if (rc == SG_STORE_OK)
 			sg_store_sbx_clear(&row);
+		if (held)
 			sg_sbx_unlock(env, id);
-		}
 		return SG_SBX_GONE;
 	}
 	if (open_row(env, id, rc, &row, &t, &ops, &handle, err) == -1) {
