@@ -330,7 +330,9 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 
 /* sg_sbx_lock, the sandbox's row read by the statement that takes the
  * lock (into *row when not NULL): the store's rc (OK, NOTFOUND when the
- * sandbox has no row, or an error) or -1 with err. */
+ * sandbox has no row, or an error: SG_STORE_ERROR is -1 too), or
+ * GAVE_UP with err. */
+#define GAVE_UP	1
 static int
 lock_row(struct sg_sbx_env *env, const char *id, int secs,
     struct sg_store_sbx *row, struct sg_error *err)
@@ -351,7 +353,7 @@ lock_row(struct sg_sbx_env *env, const char *id, int secs,
 		if ((dead = dead_runner_dropped(env, id)) == -1)
 			return SG_STORE_NOTFOUND;
 		if (!dead && pause_for(env, "another run", id, err) == -1)
-			return -1;
+			return GAVE_UP;
 	}
 	if (row != NULL && rc == SG_STORE_OK)
 		*row = seen;
@@ -362,7 +364,7 @@ int
 sg_sbx_lock(struct sg_sbx_env *env, const char *id, int secs,
     struct sg_error *err)
 {
-	return lock_row(env, id, secs, NULL, err) == -1 ? -1 : 0;
+	return lock_row(env, id, secs, NULL, err) == GAVE_UP ? -1 : 0;
 }
 
 /*
@@ -425,7 +427,7 @@ sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
 		timeout_s = env->cfg->interception.exec_timeout;
 	/* The lock's statement reads the row: a tenant's own only, as
 	 * sg_sbx_open reads it. */
-	if ((rc = lock_row(env, id, timeout_s, &row, err)) == -1)
+	if ((rc = lock_row(env, id, timeout_s, &row, err)) == GAVE_UP)
 		return -1;
 	held = rc == SG_STORE_OK;
 	if (held && tenant != NULL && strcmp(row.tenant, tenant) != 0) {
