@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -192,4 +193,137 @@ int64_t
 sg_st_int(struct sg_st_cur *c, int i)
 {
 	return c->res != NULL ? sg_pg_int(c, i) : sg_sq_int(c, i);
+}
+
+void
+sg_st_batch_add(struct sg_store *st, struct sg_st_batch *b, const char *sql,
+    const char *fmt, ...)
+{
+	struct sg_st_batch_stmt *s;
+	size_t need = 0, off = 0;
+	va_list ap;
+	int i;
+
+	if (b->n == SG_ST_BATCH_MAX || strlen(fmt) > sizeof(s->args) /
+	    sizeof(s->args[0])) {
+		b->failed = sg_st_err(st, "batch: too many statements");
+		return;
+	}
+	s = &b->s[b->n];
+	memset(s, 0, sizeof(*s));
+	s->sql = sql;
+	/* Copied, so a caller may add what it frees before the run. */
+	va_start(ap, fmt);
+	for (i = 0; fmt[i] != '\0'; i++) {
+		const char *v;
+
+		if (fmt[i] == 'i') {
+			(void)va_arg(ap, int64_t);
+			continue;
+		}
+		if ((v = va_arg(ap, const char *)) != NULL)
+			need += strlen(v) + 1;
+	}
+	va_end(ap);
+	if (need > 0 && (s->strs = malloc(need)) == NULL) {
+		b->failed = sg_st_err(st, "out of memory");
+		return;
+	}
+	va_start(ap, fmt);
+	for (i = 0; fmt[i] != '\0'; i++) {
+		const char *v;
+
+		s->args[i].kind = fmt[i];
+		if (fmt[i] == 'i') {
+			s->args[i].i = va_arg(ap, int64_t);
+			continue;
+		}
+		if ((v = va_arg(ap, const char *)) == NULL)
+			continue;
+		s->args[i].s = s->strs + off;
+		memcpy(s->strs + off, v, strlen(v) + 1);
+		off += strlen(v) + 1;
+	}
+	va_end(ap);
+	s->n = i;
+	b->n++;
+}
+
+static int
+batch_pg(struct sg_store *st, struct sg_st_batch *b, int lock)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int i, rc = SG_STORE_OK;
+
+	/* A lock taken in an implicit transaction holds to its end. */
+	if (lock)
+		rc = sg_pg_inline(st, &text, &len,
+		    "SELECT pg_advisory_xact_lock(5347)", NULL, 0);
+	for (i = 0; i < b->n && rc == SG_STORE_OK; i++)
+		rc = sg_pg_inline(st, &text, &len, b->s[i].sql, b->s[i].args,
+		    b->s[i].n);
+	if (rc == SG_STORE_OK && text != NULL)
+		rc = sg_pg_exec(st, text);
+	free(text);
+	return rc;
+}
+
+static void
+batch_free(struct sg_st_batch *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		free(b->s[i].strs);
+	b->n = 0;
+	b->failed = SG_STORE_OK;
+}
+
+int
+sg_st_batch_later(struct sg_store *st, struct sg_st_batch *b)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int i, rc = b->failed;
+
+	if (st->kind != SG_ST_PG || rc != SG_STORE_OK || b->n == 0)
+		return sg_st_batch_run(st, b, 0);
+	for (i = 0; i < b->n && rc == SG_STORE_OK; i++)
+		rc = sg_pg_inline(st, &text, &len, b->s[i].sql, b->s[i].args,
+		    b->s[i].n);
+	if (rc == SG_STORE_OK)
+		rc = sg_pg_defer(st, text, len);
+	free(text);
+	batch_free(b);
+	return rc;
+}
+
+int
+sg_store_flush(struct sg_store *st)
+{
+	return st->kind == SG_ST_PG ? sg_pg_flush(st) : SG_STORE_OK;
+}
+
+int
+sg_st_batch_run(struct sg_store *st, struct sg_st_batch *b, int lock)
+{
+	struct sg_st_cur *cur;
+	int i, rc = b->failed;
+
+	if (rc == SG_STORE_OK && b->n > 0) {
+		if (st->kind == SG_ST_PG)
+			rc = batch_pg(st, b, lock);
+		else if ((rc = sg_st_begin(st)) == SG_STORE_OK) {
+			for (i = 0; i < b->n && rc == SG_STORE_OK; i++) {
+				rc = sg_st_runa(st, &cur, b->s[i].sql,
+				    b->s[i].args, b->s[i].n);
+				sg_st_done(st, cur);
+				rc = rc < 0 ? rc : SG_STORE_OK;
+			}
+			rc = sg_st_end(st, rc);
+		}
+	}
+	batch_free(b);
+	return rc;
 }

@@ -65,6 +65,7 @@ struct sg_store {
 	char			 box[SG_STORE_BOX_MAX + 1];	/* rows made here */
 	struct sg_st_cached	 cache[SG_ST_CACHE];
 	int			 ncache;
+	uint64_t		 trips;		/* round trips (PostgreSQL) */
 };
 
 /* Fill st->err; SG_STORE_ERROR. Inline: db.c and the backends it calls
@@ -136,6 +137,36 @@ int	 sg_st_end(struct sg_store *, int rc);
  * sg_st_end. */
 int	 sg_st_begin_batch(struct sg_store *);
 
+/*
+ * Writes whose rows do not matter, run together as one transaction: on
+ * PostgreSQL one round trip and one commit (their text, the arguments
+ * inlined as literals, sent as one simple query, which the server runs
+ * as one implicit transaction), on SQLite between BEGIN IMMEDIATE and
+ * COMMIT. With lock, the transaction takes sg_st_begin's lock first. Add
+ * statements with sg_st_batch_add (arguments copied), run them with
+ * sg_st_batch_run, which empties the batch, run or not.
+ */
+#define SG_ST_BATCH_MAX	16
+struct sg_st_batch_stmt {
+	const char		*sql;	/* borrowed: a literal */
+	struct sg_st_arg	 args[12];
+	char			*strs;	/* the 's' and 'n' arguments' copies */
+	int			 n;
+};
+struct sg_st_batch {
+	struct sg_st_batch_stmt	 s[SG_ST_BATCH_MAX];
+	int			 n;
+	int			 failed;	/* an add failed: run fails */
+};
+void	 sg_st_batch_add(struct sg_store *, struct sg_st_batch *,
+	    const char *sql, const char *fmt, ...);
+int	 sg_st_batch_run(struct sg_store *, struct sg_st_batch *, int lock);
+/* sg_st_batch_run (no lock; never inside a transaction), deferred on
+ * PostgreSQL: the writes go with the store's next statement, in its
+ * round trip and its transaction, or at sg_store_flush (the caller's to
+ * call before it waits on anything). Run at once on SQLite. */
+int	 sg_st_batch_later(struct sg_store *, struct sg_st_batch *);
+
 /* The backends (sqlite.c, pg.c), as db.c calls them. */
 int	 sg_sq_open(struct sg_store *, const char *path, char *err,
 	    size_t errsz);
@@ -153,9 +184,16 @@ void	 sg_pg_close(struct sg_store *);
 int	 sg_pg_exec(struct sg_store *, const char *sql);
 int	 sg_pg_run(struct sg_store *, struct sg_st_cur *, const char *sql,
 	    const struct sg_st_arg *, int n);
+/* Append sql with its arguments inlined as literals, and ";", to *buf
+ * (grown, *len its length): SG_STORE_OK or an error. */
+int	 sg_pg_inline(struct sg_store *, char **buf, size_t *len,
+	    const char *sql, const struct sg_st_arg *, int n);
 void	 sg_pg_done(struct sg_st_cur *);
 const char *sg_pg_text(struct sg_st_cur *, int);
 int64_t	 sg_pg_int(struct sg_st_cur *, int);
+/* Deferred writes (sg_st_batch_later): text ("...;") kept; sent now. */
+int	 sg_pg_defer(struct sg_store *, const char *text, size_t len);
+int	 sg_pg_flush(struct sg_store *);
 /* Whether a transaction is open (no reconnect may hide its loss). */
 void	 sg_pg_in_tx(struct sg_store *, int);
 

@@ -43,7 +43,17 @@ struct sg_pg {
 	int64_t			 retry_at;	/* ms: no reconnect before */
 	struct sg_pg_prep	 prep[SG_ST_CACHE];
 	int			 nprep;
+	char			*later;		/* deferred writes' text */
+	size_t			 nlater;
 };
+
+static void
+forget_later(struct sg_pg *pg)
+{
+	free(pg->later);
+	pg->later = NULL;
+	pg->nlater = 0;
+}
 
 /* Notices (an index that exists, say) are not the operator's business. */
 static void
@@ -170,6 +180,9 @@ sg_pg_close(struct sg_store *st)
 {
 	if (st->pg == NULL)
 		return;
+	if (st->pg->later != NULL && st->pg->conn != NULL)
+		(void)sg_pg_flush(st);
+	forget_later(st->pg);
 	if (st->pg->conn != NULL)
 		PQfinish(st->pg->conn);
 	forget_prepared(st->pg);
@@ -240,8 +253,10 @@ outcome(struct sg_store *st, PGresult *res, int try, const char *what)
 	return failed(st, res, what);
 }
 
-int
-sg_pg_exec(struct sg_store *st, const char *sql)
+/* sql as a simple query (several statements: one implicit transaction):
+ * SG_STORE_OK, its last result in *keep when not NULL; or an error. */
+static int
+simple(struct sg_store *st, const char *sql, PGresult **keep)
 {
 	PGresult *res = NULL;
 	int try, rc = 0;
@@ -250,6 +265,7 @@ sg_pg_exec(struct sg_store *st, const char *sql)
 		if (ensure(st) != SG_STORE_OK)
 			return SG_STORE_ERROR;
 		res = PQexec(st->pg->conn, sql);
+		st->trips++;
 		if ((rc = outcome(st, res, try, "exec")) < 0)
 			return rc;
 	}
@@ -261,8 +277,96 @@ sg_pg_exec(struct sg_store *st, const char *sql)
 		PQclear(res);
 		return sg_st_err(st, "commit: the transaction was rolled back");
 	}
-	PQclear(res);
+	if (keep != NULL)
+		*keep = res;
+	else
+		PQclear(res);
 	return SG_STORE_OK;
+}
+
+int
+sg_pg_flush(struct sg_store *st)
+{
+	char why[sizeof(st->err)];
+	int rc;
+
+	if (st->pg == NULL || st->pg->later == NULL)
+		return SG_STORE_OK;
+	/* Kept while the server does not answer: sent once it does. */
+	if ((rc = simple(st, st->pg->later, NULL)) == SG_STORE_OK ||
+	    !st->down) {
+		if (rc != SG_STORE_OK) {
+			snprintf(why, sizeof(why), "%s", st->err);
+			sg_log("sandgate: store: deferred writes failed: %s",
+			    why);
+		}
+		forget_later(st->pg);
+	}
+	return rc;
+}
+
+int
+sg_pg_defer(struct sg_store *st, const char *text, size_t len)
+{
+	struct sg_pg *pg = st->pg;
+	char *p;
+
+	if ((p = realloc(pg->later, pg->nlater + len + 1)) == NULL)
+		return sg_st_err(st, "out of memory");
+	memcpy(p + pg->nlater, text, len + 1);
+	pg->later = p;
+	pg->nlater += len;
+	return SG_STORE_OK;
+}
+
+/*
+ * sql after the deferred writes, in one simple query (one round trip, one
+ * implicit transaction): SG_STORE_OK with the last result in *keep (when
+ * not NULL), or an error, or 1 when the caller is to run sql alone (a
+ * statement failed: the deferred writes were run alone, then, and sql
+ * is tried on its own).
+ */
+static int
+with_later(struct sg_store *st, const char *sql, size_t len, PGresult **keep)
+{
+	struct sg_pg *pg = st->pg;
+	char *text;
+	int rc;
+
+	if ((text = malloc(pg->nlater + len + 1)) == NULL)
+		return sg_st_err(st, "out of memory");
+	memcpy(text, pg->later, pg->nlater);
+	memcpy(text + pg->nlater, sql, len + 1);
+	rc = simple(st, text, keep);
+	free(text);
+	if (rc == SG_STORE_OK) {
+		forget_later(pg);
+		return SG_STORE_OK;
+	}
+	if (st->down)
+		return rc;
+	sg_pg_flush(st);
+	return 1;
+}
+
+int
+sg_pg_exec(struct sg_store *st, const char *sql)
+{
+	struct sg_pg *pg = st->pg;
+	int rc;
+
+	if (pg->later == NULL)
+		return simple(st, sql, NULL);
+	/* Never into a transaction that may roll back: before it. */
+	if (pg->in_tx || strncmp(sql, "BEGIN", 5) == 0 ||
+	    strcmp(sql, "COMMIT") == 0 || strcmp(sql, "ROLLBACK") == 0) {
+		if (!pg->in_tx && sg_pg_flush(st) != SG_STORE_OK && st->down)
+			return SG_STORE_ERROR;
+		return simple(st, sql, NULL);
+	}
+	if ((rc = with_later(st, sql, strlen(sql), NULL)) != 1)
+		return rc;
+	return simple(st, sql, NULL);
 }
 
 /*
@@ -300,6 +404,67 @@ dollars(const char *sql)
 	return out;
 }
 
+int
+sg_pg_inline(struct sg_store *st, char **buf, size_t *len, const char *sql,
+    const struct sg_st_arg *args, int n)
+{
+	size_t cap = *len + strlen(sql) + 2, o = *len;
+	const char *p, *v;
+	char *out, *lit, num[24];
+	int q = 0, k, next = 0;
+
+	if (ensure(st) != SG_STORE_OK)
+		return SG_STORE_ERROR;
+	for (k = 0; k < n; k++)
+		cap += args[k].kind == 'i' ? sizeof(num) : args[k].s == NULL ?
+		    4 : strlen(args[k].s) * 2 + 8;
+	if ((out = realloc(*buf, cap)) == NULL)
+		return sg_st_err(st, "out of memory");
+	*buf = out;
+	/* As dollars(): "?N" is argument N, a bare "?" the next one. */
+	for (p = sql; *p != '\0'; p++) {
+		if (*p == '\'')
+			q = !q;
+		if (q || *p != '?') {
+			out[o++] = *p;
+			continue;
+		}
+		if (p[1] >= '0' && p[1] <= '9') {
+			k = (int)strtol(p + 1, (char **)&p, 10);
+			p--;
+		} else
+			k = next + 1;
+		if (k > next)
+			next = k;
+		if (k < 1 || k > n)
+			return sg_st_err(st, "batch: no argument %d", k);
+		v = args[k - 1].s;
+		if (args[k - 1].kind == 'i') {
+			snprintf(num, sizeof(num), "%lld",
+			    (long long)args[k - 1].i);
+			v = num;
+		} else if (v == NULL)
+			v = "NULL";
+		else if ((lit = PQescapeLiteral(st->pg->conn, v,
+		    strlen(v))) == NULL)
+			return sg_st_err(st, "batch: %s",
+			    PQerrorMessage(st->pg->conn));
+		else {
+			/* At most twice the text and its quotes, as counted. */
+			memcpy(out + o, lit, strlen(lit));
+			o += strlen(lit);
+			PQfreemem(lit);
+			continue;
+		}
+		memcpy(out + o, v, strlen(v));
+		o += strlen(v);
+	}
+	out[o++] = ';';
+	out[o] = '\0';
+	*len = o;
+	return SG_STORE_OK;
+}
+
 /* The prepared statement of sql on this connection ("" when it cannot be
  * kept: run it unnamed), preparing it when new. */
 static int
@@ -328,6 +493,7 @@ prepared(struct sg_store *st, const char *sql, const struct sg_st_arg *args,
 	else
 		name[0] = '\0';
 	res = PQprepare(pg->conn, name, text, n, types);
+	st->trips++;
 	free(text);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		if (name[0] != '\0')
@@ -363,10 +529,23 @@ int
 sg_pg_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
     const struct sg_st_arg *args, int n)
 {
-	char name[16];
+	char name[16], *text = NULL;
+	size_t len = 0;
 	PGresult *res = NULL;
 	int try, rc = 0;
 
+	/* Deferred writes go with the next statement: inlined, in one. */
+	if (st->pg->later != NULL && !st->pg->in_tx) {
+		if ((rc = sg_pg_inline(st, &text, &len, sql, args, n)) ==
+		    SG_STORE_OK)
+			rc = with_later(st, text, len, &res);
+		free(text);
+		if (rc < 0)
+			return rc;
+		if (rc == SG_STORE_OK)
+			goto done;
+		rc = 0;
+	}
 	for (try = 0; try < 2 && rc == 0; try++) {
 		if (ensure(st) != SG_STORE_OK)
 			return SG_STORE_ERROR;
@@ -378,11 +557,13 @@ sg_pg_run(struct sg_store *st, struct sg_st_cur *c, const char *sql,
 			return SG_STORE_ERROR;
 		}
 		res = execute(st, name, args, n);
+		st->trips++;
 		if ((rc = outcome(st, res, try, "query")) < 0)
 			return rc;
 	}
 	if (rc == 0)
 		return sg_st_err(st, "query: the connection was lost twice");
+done:
 	c->res = res;
 	c->nrows = PQntuples(res);
 	c->row = 0;

@@ -9,6 +9,13 @@
 
 #include "internal.h"
 
+static const char resp_sql[] = "INSERT INTO responses (id, tenant, "
+    "upstream_id, model, sandbox_id, prev, body, pending, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+static const char item_sql[] = "INSERT INTO response_items (response_id, "
+    "tenant, output, seq, item_id, item, upstream) VALUES (?, ?, ?, ?, ?, "
+    "?, ?)";
+
 static int
 put_items(struct sg_store *st, const struct sg_store_resp *r, int output,
     const struct sg_store_item *items, size_t n)
@@ -17,12 +24,32 @@ put_items(struct sg_store *st, const struct sg_store_resp *r, int output,
 	int rc = SG_STORE_OK;
 
 	for (i = 0; i < n && rc == SG_STORE_OK; i++)
-		rc = sg_st_exec_args(st, NULL, "INSERT INTO response_items "
-		    "(response_id, tenant, output, seq, item_id, item, upstream) "
-		    "VALUES (?, ?, ?, ?, ?, ?, ?)", "ssiisss", r->id, r->tenant,
-		    (int64_t)output, (int64_t)i, items[i].id, items[i].item,
-		    items[i].upstream);
+		rc = sg_st_exec_args(st, NULL, item_sql, "ssiisss", r->id,
+		    r->tenant, (int64_t)output, (int64_t)i, items[i].id,
+		    items[i].item, items[i].upstream);
 	return rc;
+}
+
+/* A response of a few items: one batch, so one round trip. */
+static int
+save_batch(struct sg_store *st, const struct sg_store_resp *r,
+    const struct sg_store_item *in, size_t nin,
+    const struct sg_store_item *out, size_t nout)
+{
+	struct sg_st_batch b = { .n = 0 };
+	size_t i;
+
+	sg_st_batch_add(st, &b, resp_sql, "ssssssssi", r->id, r->tenant,
+	    r->upstream_id != NULL ? r->upstream_id : "", r->model,
+	    r->sandbox_id, r->prev, r->body, r->pending, (int64_t)time(NULL));
+	for (i = 0; i < nin; i++)
+		sg_st_batch_add(st, &b, item_sql, "ssiisss", r->id, r->tenant,
+		    (int64_t)0, (int64_t)i, in[i].id, in[i].item, in[i].upstream);
+	for (i = 0; i < nout; i++)
+		sg_st_batch_add(st, &b, item_sql, "ssiisss", r->id, r->tenant,
+		    (int64_t)1, (int64_t)i, out[i].id, out[i].item,
+		    out[i].upstream);
+	return sg_st_batch_run(st, &b, 1);
 }
 
 int
@@ -32,11 +59,11 @@ sg_store_resp_save(struct sg_store *st, const struct sg_store_resp *r,
 {
 	int rc;
 
+	if (1 + nin + nout <= SG_ST_BATCH_MAX)
+		return save_batch(st, r, in, nin, out, nout);
 	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
 		return rc;
-	rc = sg_st_exec_args(st, NULL, "INSERT INTO responses (id, tenant, "
-	    "upstream_id, model, sandbox_id, prev, body, pending, created_at) "
-	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", "ssssssssi", r->id, r->tenant,
+	rc = sg_st_exec_args(st, NULL, resp_sql, "ssssssssi", r->id, r->tenant,
 	    r->upstream_id != NULL ? r->upstream_id : "", r->model,
 	    r->sandbox_id, r->prev, r->body, r->pending, (int64_t)time(NULL));
 	if (rc == SG_STORE_OK)

@@ -117,6 +117,52 @@ sg_store_sbx_run_end(struct sg_store *st, const char *id, int64_t pid)
 }
 
 int
+sg_store_sbx_run_take(struct sg_store *st, const char *id, int64_t pid,
+    int64_t start, int64_t until, struct sg_store_sbx *out)
+{
+	struct sg_st_cur *stmt;
+	int rc;
+
+	rc = sg_st_run(st, &stmt, "UPDATE sandboxes SET runner_pid = ?, "
+	    "runner_start = ?, runner_until = ? WHERE id = ? AND runner_until "
+	    "< ? RETURNING " SG_ST_SBX_COLUMNS, "iiisi", pid, start, until, id,
+	    (int64_t)time(NULL));
+	if (rc < 0)
+		return rc;
+	if (rc == SG_ST_ROW)
+		sg_st_sbx_row(stmt, out);
+	sg_st_done(st, stmt);
+	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_EXISTS;
+}
+
+int
+sg_store_sbx_run_done(struct sg_store *st, const char *id, int64_t pid,
+    int64_t expires_at, const char *tenant, const char *session_id,
+    int later)
+{
+	struct sg_st_batch b = { .n = 0 };
+
+	/* Every SET reads the row as it was: the lock goes only if ours. */
+	if (expires_at > 0)
+		sg_st_batch_add(st, &b, "UPDATE sandboxes SET last_used_at = "
+		    "?1, expires_at = ?2, runner_start = CASE WHEN runner_pid = "
+		    "?4 THEN NULL ELSE runner_start END, runner_until = CASE "
+		    "WHEN runner_pid = ?4 THEN 0 ELSE runner_until END, "
+		    "runner_pid = CASE WHEN runner_pid = ?4 THEN NULL ELSE "
+		    "runner_pid END WHERE id = ?3", "iisi", (int64_t)time(NULL),
+		    expires_at, id, pid);
+	else
+		sg_st_batch_add(st, &b, "UPDATE sandboxes SET runner_pid = "
+		    "NULL, runner_start = NULL, runner_until = 0 WHERE id = ? "
+		    "AND runner_pid = ?", "si", id, pid);
+	if (session_id != NULL)
+		sg_st_batch_add(st, &b, "UPDATE sessions SET last_used_at = ? "
+		    "WHERE tenant = ? AND session_id = ?", "iss",
+		    (int64_t)time(NULL), tenant, session_id);
+	return later ? sg_st_batch_later(st, &b) : sg_st_batch_run(st, &b, 0);
+}
+
+int
 sg_store_sbx_run_drop(struct sg_store *st, const char *id, int64_t pid,
     int64_t start)
 {

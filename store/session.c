@@ -95,6 +95,71 @@ sg_store_sess_touch(struct sg_store *st, const char *tenant,
 	    tenant, session_id);
 }
 
+/* The session's sandbox, and the session touched when touch: one
+ * statement either way. */
+static int
+sess_one(struct sg_store *st, const char *tenant, const char *session_id,
+    int touch, struct sg_store_sess *out)
+{
+	static const char use[] = "UPDATE sessions SET last_used_at = ?3 "
+	    "WHERE tenant = ?1 AND session_id = ?2 RETURNING sandbox_id, "
+	    "(SELECT tool FROM sandboxes WHERE id = sessions.sandbox_id), "
+	    "(SELECT state FROM sandboxes WHERE id = sessions.sandbox_id)";
+	static const char get[] = "SELECT s.sandbox_id, b.tool, b.state FROM "
+	    "sessions s LEFT JOIN sandboxes b ON b.id = s.sandbox_id WHERE "
+	    "s.tenant = ?1 AND s.session_id = ?2";
+	struct sg_st_cur *stmt;
+	const char *v;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = touch ? sg_st_run(st, &stmt, use, "ssi", tenant, session_id,
+	    (int64_t)time(NULL)) : sg_st_run(st, &stmt, get, "ss", tenant,
+	    session_id);
+	if (rc < 0)
+		return rc;
+	if (rc == SG_ST_ROW) {
+		snprintf(out->tenant, sizeof(out->tenant), "%s", tenant);
+		snprintf(out->session_id, sizeof(out->session_id), "%s",
+		    session_id);
+		if ((v = sg_st_text(stmt, 0)) != NULL)
+			snprintf(out->sandbox_id, sizeof(out->sandbox_id), "%s",
+			    v);
+		if ((v = sg_st_text(stmt, 1)) != NULL)
+			snprintf(out->tool, sizeof(out->tool), "%s", v);
+		if ((v = sg_st_text(stmt, 2)) != NULL)
+			snprintf(out->state, sizeof(out->state), "%s", v);
+	}
+	sg_st_done(st, stmt);
+	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
+}
+
+int
+sg_store_sess_use(struct sg_store *st, const char *tenant,
+    const char *session_id, struct sg_store_sess *out)
+{
+	struct sg_st_batch b = { .n = 0 };
+	int rc;
+
+	if (st->kind != SG_ST_PG)
+		return sess_one(st, tenant, session_id, 1, out);
+	/* PostgreSQL: read now, touched with the next statement (the run's
+	 * lock, the answer's save): a commit less. */
+	if ((rc = sess_one(st, tenant, session_id, 0, out)) != SG_STORE_OK)
+		return rc;
+	sg_st_batch_add(st, &b, "UPDATE sessions SET last_used_at = ? WHERE "
+	    "tenant = ? AND session_id = ?", "iss", (int64_t)time(NULL), tenant,
+	    session_id);
+	return sg_st_batch_later(st, &b);
+}
+
+int
+sg_store_sess_get(struct sg_store *st, const char *tenant,
+    const char *session_id, struct sg_store_sess *out)
+{
+	return sess_one(st, tenant, session_id, 0, out);
+}
+
 static void
 sess_row(struct sg_st_cur *stmt, struct sg_store_sess *s)
 {

@@ -141,6 +141,22 @@ int	 sg_store_sbx_begin_kind(struct sg_store *, const char *id,
 int	 sg_store_sbx_run_begin(struct sg_store *, const char *id, int64_t pid,
 	    int64_t start, int64_t until);
 int	 sg_store_sbx_run_end(struct sg_store *, const char *id, int64_t pid);
+/* sg_store_sbx_run_begin that reads the row in the same statement: OK
+ * with it in *out (sg_store_sbx_clear), or EXISTS. */
+int	 sg_store_sbx_run_take(struct sg_store *, const char *id, int64_t pid,
+	    int64_t start, int64_t until, struct sg_store_sbx *out);
+/* The end of pid's run, in one transaction (one round trip): its lock
+ * released as sg_store_sbx_run_end does; with expires_at > 0 the sandbox
+ * touched as sg_store_sbx_touch does (held or not); with session_id, the
+ * session touched as sg_store_sess_touch does. With later, on PostgreSQL,
+ * these writes go with the store's next statement (in its round trip)
+ * or at sg_store_flush, whichever comes first. */
+int	 sg_store_sbx_run_done(struct sg_store *, const char *id, int64_t pid,
+	    int64_t expires_at, const char *tenant, const char *session_id,
+	    int later);
+/* Send the writes deferred so far (PostgreSQL): before the process waits
+ * on anything (a request's end), so no lock they release is held on. */
+int	 sg_store_flush(struct sg_store *);
 /* Take the run away from process pid started at start (it died). */
 int	 sg_store_sbx_run_drop(struct sg_store *, const char *id, int64_t pid,
 	    int64_t start);
@@ -296,6 +312,15 @@ int	 sg_store_sess_detach(struct sg_store *, const char *tenant,
 	    const char *session_id, const char *sbx);
 int	 sg_store_sess_touch(struct sg_store *, const char *tenant,
 	    const char *session_id);
+/* The session's sandbox (its id, tool and state in *out, "" when it has
+ * none), the session touched with it in one round trip (on PostgreSQL
+ * the touch is deferred, see sg_store_sbx_run_done): OK, or NOTFOUND (no
+ * such session, nothing written). */
+int	 sg_store_sess_use(struct sg_store *, const char *tenant,
+	    const char *session_id, struct sg_store_sess *out);
+/* sg_store_sess_use without the touch. */
+int	 sg_store_sess_get(struct sg_store *, const char *tenant,
+	    const char *session_id, struct sg_store_sess *out);
 /* Every session of tenant (NULL: all), oldest first. */
 int	 sg_store_sess_list(struct sg_store *, const char *tenant,
 	    int (*fn)(void *, const struct sg_store_sess *), void *arg);

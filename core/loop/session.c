@@ -234,6 +234,25 @@ usable(struct sg_sbx_env *env, const struct sg_req *req, const char *id,
 	return rc;
 }
 
+/* usable() for a session's sandbox, read with the session, which it
+ * touches (one statement); remembered for sg_bind_peek and the first
+ * run. */
+static int
+session_usable(struct sg_sbx_env *env, const struct sg_req *req,
+    struct sg_bind *b, struct sg_error *err)
+{
+	struct sg_store_sess s;
+
+	if (sg_store_sess_use(env->store, req->tenant, b->session, &s) !=
+	    SG_STORE_OK)
+		return sg_sbx_may_use(env, NULL, "tools", err);
+	snprintf(b->peeked, sizeof(b->peeked), "%s", s.sandbox_id);
+	b->peeked_ok = 1;
+	b->ready = s.sandbox_id[0] != '\0' && strcmp(s.state, "ready") == 0;
+	return sg_sbx_may_use(env, s.tool[0] != '\0' ? s.tool : NULL, "tools",
+	    err);
+}
+
 int
 sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
     struct sg_bind *b, struct sg_error *err)
@@ -253,8 +272,7 @@ sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
 		b->kind = SG_SBX_SESSION;
 		if (!code)
 			return 0;
-		sg_bind_peek(env, req, b, prev);
-		return usable(env, req, prev, err);
+		return session_usable(env, req, b, err);
 	}
 	continued(env, req, work, prev);
 	if (prev[0] != '\0' && alive(env, req, prev, &kind)) {
@@ -283,6 +301,14 @@ sg_bind_sandbox(struct sg_sbx_env *env, const struct sg_req *req,
 
 	if (b->sandbox[0] != '\0')
 		return b->sandbox;
+	if (b->kind == SG_SBX_SESSION && b->ready) {
+		/* As sg_sbx_session would: the key may use the tool. */
+		b->ready = 0;
+		if (sg_sbx_may_use(env, NULL, "tools", err) == -1)
+			return NULL;
+		snprintf(b->sandbox, sizeof(b->sandbox), "%s", b->peeked);
+		return b->sandbox;
+	}
 	if (b->kind == SG_SBX_SESSION) {
 		if (sg_sbx_session(env, req->tenant, NULL, b->session,
 		    b->sandbox, &lost, err) == -1) {
@@ -322,8 +348,9 @@ sg_bind_run(struct sg_sbx_env *env, const struct sg_req *req,
 			 * session, would hand it out again. */
 			sg_sbx_delete(env, req->tenant, b->sandbox, &ignored);
 		if (rc == 0)
-			rc = sg_sbx_run(env, req->tenant, b->sandbox, code, 0,
-			    b->kind != SG_SBX_EPHEMERAL, result, err);
+			rc = sg_sbx_run_in(env, req->tenant, b->sandbox,
+			    b->kind == SG_SBX_SESSION ? b->session : NULL, code,
+			    0, b->kind != SG_SBX_EPHEMERAL, result, err);
 		if (rc != SG_SBX_GONE)
 			break;
 		/* Gone (and deleted): the one the client named cannot be
@@ -347,42 +374,31 @@ sg_bind_run(struct sg_sbx_env *env, const struct sg_req *req,
 	if (b->lost)
 		*note = strdup(LOST_NOTE);
 	b->lost = 0;
-	if (b->kind == SG_SBX_SESSION)
-		sg_store_sess_touch(env->store, req->tenant, b->session);
 	return 0;
-}
-
-struct peek {
-	const char	*session;
-	char		*id;
-};
-
-static int
-peek_one(void *arg, const struct sg_store_sess *s)
-{
-	struct peek *p = arg;
-
-	if (strcmp(s->session_id, p->session) != 0)
-		return 0;
-	snprintf(p->id, 48, "%s", s->sandbox_id);
-	return -1;
 }
 
 void
 sg_bind_peek(struct sg_sbx_env *env, const struct sg_req *req,
     const struct sg_bind *b, char id[48])
 {
-	struct peek p = { b->session, id };
+	struct sg_store_sess s;
 
 	id[0] = '\0';
-	if (b->kind == SG_SBX_SESSION)
-		sg_store_sess_list(env->store, req->tenant, peek_one, &p);
+	if (b->peeked_ok)
+		snprintf(id, 48, "%s", b->peeked);
+	else if (b->kind == SG_SBX_SESSION && sg_store_sess_get(env->store,
+	    req->tenant, b->session, &s) == SG_STORE_OK)
+		snprintf(id, 48, "%s", s.sandbox_id);
 }
 
 void
 sg_bind_end(struct sg_sbx_env *env, const struct sg_req *req,
     struct sg_bind *b)
 {
+	/* What the request's last run deferred (its lock's release), and
+	 * the row it left for the look at its files. */
+	sg_store_flush(env->store);
+	sg_sbx_forget_run();
 	/* Once the answer (a stream's last event too) is out. */
 	if (b->kind == SG_SBX_EPHEMERAL && b->sandbox[0] != '\0')
 		sg_sbx_delete_after(env, req->after, req->tenant, b->sandbox);

@@ -32,6 +32,13 @@ struct sg_bind {
 	char	 files[SG_FILES_IDS_MAX][48];
 	int	 nfiles;
 	int	 files_in;		/* they are in b->sandbox */
+	/* A session's sandbox as sg_bind_init found it (for sg_bind_peek),
+	 * the session touched with it; ready: the first run claims it
+	 * without asking the store again (a run that finds it gone since
+	 * claims the session's anew). */
+	char	 peeked[48];
+	int	 peeked_ok;
+	int	 ready;
 };
 
 /* Decide from the request (work: the body, borrowed; metadata.session_id

@@ -15,6 +15,16 @@
 #define UNLOCK_TRY_MS	8000	/* longer than a database's restart */
 #define UNLOCK_PAUSE_US	100000
 
+/* The row a session's last run left (sg_sbx_forget_run). */
+static struct sg_store_sbx	 ran;
+
+void
+sg_sbx_forget_run(void)
+{
+	sg_store_sbx_clear(&ran);
+	ran.id[0] = '\0';
+}
+
 static int
 not_found(struct sg_error *err, const char *id)
 {
@@ -149,16 +159,17 @@ pause_for(struct sg_sbx_env *env, const char *what, const char *id,
 
 /* A run held by a process that died (a responder killed mid-run) is
  * taken away from it at once, rather than left until its deadline: 1 when
- * it was. The run may still be going on in the sandbox; the provider
- * makes the next one wait for it. */
+ * it was, -1 when the sandbox has no row (no run to wait for). The run
+ * may still be going on in the sandbox; the provider makes the next one
+ * wait for it. */
 static int
 dead_runner_dropped(struct sg_sbx_env *env, const char *id)
 {
 	struct sg_store_sbx row;
-	int dead;
+	int dead, rc;
 
-	if (sg_store_sbx_get(env->store, id, NULL, &row) != SG_STORE_OK)
-		return 0;
+	if ((rc = sg_store_sbx_get(env->store, id, NULL, &row)) != SG_STORE_OK)
+		return rc == SG_STORE_NOTFOUND ? -1 : 0;
 	dead = row.runner_pid > 0 && row.runner_until >= (int64_t)time(NULL) &&
 	    !sg_sbx_running(env, &row);
 	if (dead)
@@ -175,6 +186,7 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	const struct sg_provider_ops *ops;
 	const struct sg_tool *t;
 	struct sg_store_sbx row;
+	struct sg_store_sess s;
 	char id[48], victim[48], max[16];
 	int rc, created, was_lost;
 
@@ -185,6 +197,14 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	if (sg_sbx_may_use(env, tool, "tools", err) == -1 ||
 	    (t = sg_sbx_tool(env, tool, &ops, err)) == NULL)
 		return -1;
+	/* Most requests of a session find its sandbox ready: one statement
+	 * reads it and touches the session. Anything else is the claim's. */
+	if (sg_store_sess_use(env->store, tenant, session_id, &s) ==
+	    SG_STORE_OK && s.sandbox_id[0] != '\0' &&
+	    strcmp(s.state, "ready") == 0) {
+		snprintf(out, 48, "%s", s.sandbox_id);
+		return 0;
+	}
 	for (;;) {
 		if (sg_rand_id(id, sizeof(id), "cntr_", 16) == -1)
 			return sg_error_server(err, 500, "no randomness for an id");
@@ -224,13 +244,12 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	}
 }
 
-int
-sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
+/* sg_sbx_open's checks of a row read (rc: how the read went). */
+static int
+open_row(struct sg_sbx_env *env, const char *id, int rc,
     struct sg_store_sbx *row, const struct sg_tool **t,
     const struct sg_provider_ops **ops, json_t **handle, struct sg_error *err)
 {
-	int rc = sg_store_sbx_get(env->store, id, tenant, row);
-
 	if (rc == SG_STORE_NOTFOUND)
 		return not_found(err, id);
 	if (rc != SG_STORE_OK)
@@ -258,6 +277,22 @@ sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
 		    "%s has a damaged handle in the store.", id);
 	}
 	return 0;
+}
+
+int
+sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
+    struct sg_store_sbx *row, const struct sg_tool **t,
+    const struct sg_provider_ops **ops, json_t **handle, struct sg_error *err)
+{
+	if (ran.id[0] != '\0' && strcmp(ran.id, id) == 0 && (tenant == NULL ||
+	    strcmp(ran.tenant, tenant) == 0)) {
+		*row = ran;	/* its handle handed over */
+		ran.handle = NULL;
+		sg_sbx_forget_run();
+		return open_row(env, id, SG_STORE_OK, row, t, ops, handle, err);
+	}
+	return open_row(env, id, sg_store_sbx_get(env->store, id, tenant, row),
+	    row, t, ops, handle, err);
 }
 
 /*
@@ -293,19 +328,43 @@ unreachable(struct sg_sbx_env *env, const struct sg_tool *t,
 	return -2;
 }
 
+/* sg_sbx_lock, the sandbox's row read by the statement that takes the
+ * lock (into *row when not NULL): the store's rc (OK, NOTFOUND when the
+ * sandbox has no row, or an error: SG_STORE_ERROR is -1 too), or
+ * GAVE_UP with err. */
+#define GAVE_UP	1
+static int
+lock_row(struct sg_sbx_env *env, const char *id, int secs,
+    struct sg_store_sbx *row, struct sg_error *err)
+{
+	struct sg_store_sbx seen;
+	int64_t until;
+	int rc, dead;
+
+	sg_sbx_forget_run();
+	for (;;) {
+		until = (int64_t)time(NULL) + secs + 60;
+		rc = row != NULL ? sg_store_sbx_run_take(env->store, id,
+		    getpid(), sg_self_start(), until, &seen) :
+		    sg_store_sbx_run_begin(env->store, id, getpid(),
+		    sg_self_start(), until);
+		if (rc != SG_STORE_EXISTS)
+			break;
+		if ((dead = dead_runner_dropped(env, id)) == -1)
+			return SG_STORE_NOTFOUND;
+		if (!dead && pause_for(env, "another run", id, err) == -1)
+			return GAVE_UP;
+	}
+	if (row != NULL && rc == SG_STORE_OK)
+		*row = seen;
+	return rc;
+}
+
 int
 sg_sbx_lock(struct sg_sbx_env *env, const char *id, int secs,
     struct sg_error *err)
 {
-	int rc;
-
-	while ((rc = sg_store_sbx_run_begin(env->store, id, getpid(),
-	    sg_self_start(), (int64_t)time(NULL) + secs + 60)) ==
-	    SG_STORE_EXISTS)
-		if (!dead_runner_dropped(env, id) &&
-		    pause_for(env, "another run", id, err) == -1)
-			return -1;
-	return 0;
+	return lock_row(env, id, secs, NULL, err) == GAVE_UP ? -1 : 0;
 }
 
 /*
@@ -314,12 +373,16 @@ sg_sbx_lock(struct sg_sbx_env *env, const char *id, int secs,
  * on: when the store does not answer (a database restarting), the release
  * is tried again for a while.
  */
-void
-sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
+static void
+unlock_touch(struct sg_sbx_env *env, const char *id, int64_t expires_at,
+    const char *tenant, const char *session)
 {
 	int64_t until = sg_now_ms() + UNLOCK_TRY_MS;
 
-	while (sg_store_sbx_run_end(env->store, id, getpid()) != SG_STORE_OK) {
+	/* A session's: sent with the request's next statement (its files'
+	 * look, its answer's save), flushed at its end (sg_bind_end). */
+	while (sg_store_sbx_run_done(env->store, id, getpid(), expires_at,
+	    tenant, session, session != NULL) != SG_STORE_OK) {
 		if (sg_now_ms() >= until) {
 			sg_log("sandgate: sandbox %s: its run's lock could "
 			    "not be released (%s): it holds until its deadline",
@@ -330,10 +393,25 @@ sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
 	}
 }
 
+void
+sg_sbx_unlock(struct sg_sbx_env *env, const char *id)
+{
+	unlock_touch(env, id, 0, NULL, NULL);
+}
+
 int
 sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
     const char *code, int timeout_s, int keep, json_t **result,
     struct sg_error *err)
+{
+	return sg_sbx_run_in(env, tenant, id, NULL, code, timeout_s, keep,
+	    result, err);
+}
+
+int
+sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
+    const char *session, const char *code, int timeout_s, int keep,
+    json_t **result, struct sg_error *err)
 {
 	const struct sg_provider_ops *ops;
 	const struct sg_tool *t;
@@ -342,14 +420,31 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	struct sg_exec res;
 	json_t *handle;
 	int64_t left, t0, ms;
-	int rc, life;
+	int rc, life, held;
 
 	*result = NULL;
 	if (timeout_s <= 0)
 		timeout_s = env->cfg->interception.exec_timeout;
-	if (sg_sbx_lock(env, id, timeout_s, err) == -1)
+	/* The lock's statement reads the row: a tenant's own only, as
+	 * sg_sbx_open reads it. */
+	if ((rc = lock_row(env, id, timeout_s, &row, err)) == GAVE_UP)
 		return -1;
-	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1) {
+	held = rc == SG_STORE_OK;
+	if (held && tenant != NULL && strcmp(row.tenant, tenant) != 0) {
+		sg_store_sbx_clear(&row);
+		rc = SG_STORE_NOTFOUND;
+	}
+	/* A session's sandbox that went since it was claimed (deleted, or
+	 * on its way out): the session gets another, as a gone one does. */
+	if (session != NULL && (rc == SG_STORE_NOTFOUND || (rc ==
+	    SG_STORE_OK && strcmp(row.state, "ready") != 0))) {
+		if (rc == SG_STORE_OK)
+			sg_store_sbx_clear(&row);
+		if (held)
+			sg_sbx_unlock(env, id);
+		return SG_SBX_GONE;
+	}
+	if (open_row(env, id, rc, &row, &t, &ops, &handle, err) == -1) {
 		sg_sbx_unlock(env, id);
 		return -1;
 	}
@@ -374,12 +469,22 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	ms = sg_now_ms() - t0;
 	sg_mx_sbx(t->name, rc == SG_PROV_OK ? SG_MX_RAN : SG_MX_RUN_FAILED, ms);
 	sg_use_run(t->name, ms);
-	if (rc == SG_PROV_OK)
-		sg_store_sbx_touch(env->store, id, (int64_t)time(NULL) + life);
+	/* Touched, released and its session touched: one round trip. */
+	unlock_touch(env, id, rc == SG_PROV_OK ? (int64_t)time(NULL) + life :
+	    0, tenant, rc == SG_PROV_OK ? session : NULL);
+	if (rc == SG_PROV_OK && session != NULL) {
+		/* As the writes just sent left it. */
+		ran = row;
+		ran.handle = strdup(row.handle);
+		ran.runner_pid = ran.runner_start = ran.runner_until = 0;
+		ran.last_used_at = (int64_t)time(NULL);
+		ran.expires_at = ran.last_used_at + life;
+		if (ran.handle == NULL)
+			ran.id[0] = '\0';
+	}
 	if (rc == SG_PROV_OK && (*result = sg_exec_json(&res)) == NULL)
 		rc = sg_prov_fail(&pe, SG_PROV_FAILED, 0, "out of memory");
 	sg_exec_free(&res);
-	sg_sbx_unlock(env, id);
 	if (rc == SG_PROV_GONE)
 		rc = unreachable(env, t, ops, handle, id, &pe, err) == -2 ?
 		    SG_SBX_GONE : -1;
@@ -403,6 +508,7 @@ sg_sbx_delete(struct sg_sbx_env *env, const char *tenant, const char *id,
 	json_t *handle;
 	int rc;
 
+	sg_sbx_forget_run();
 	if (sg_sbx_open(env, tenant, id, &row, &t, &ops, &handle, err) == -1)
 		return -1;
 	sg_store_sbx_mark(env->store, id, "deleting");

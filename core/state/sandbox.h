@@ -65,6 +65,16 @@ int	 sg_sbx_session(struct sg_sbx_env *, const char *tenant,
 int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
 	    const char *code, int timeout_s, int keep, json_t **result,
 	    struct sg_error *);
+/* sg_sbx_run for session session_id (NULL: none), which a successful run
+ * touches with its own writes (in their round trip). */
+int	 sg_sbx_run_in(struct sg_sbx_env *, const char *tenant, const char *id,
+	    const char *session_id, const char *code, int timeout_s, int keep,
+	    json_t **result, struct sg_error *);
+/* A session's run leaves its sandbox's row, as the run's own writes
+ * left it, for the next sg_sbx_open of that sandbox in the process (the
+ * look at its files right after: no read of the store); any other run,
+ * lock or delete, or this, forgets it. */
+void	 sg_sbx_forget_run(void);
 int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);
 /* sbx_after.c: a request's own sandbox deleted once its answer is out:

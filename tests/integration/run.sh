@@ -32,7 +32,7 @@ run() {
 pg_tests="sessions conversation sandboxes containers files
 code-output-files audit-files warm-pool metrics pool lifecycle migrate
 ledger limits usage-api usage-exact keys-api cli-keys requests-api console console-api
-conversations-api resume background mcp mcp-wire"
+conversations-api resume background mcp mcp-wire store-trips"
 for p in $passes; do
 	case $p in
 	# and, once, the 5-minute background run through nginx
