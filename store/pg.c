@@ -369,6 +369,23 @@ sg_pg_exec(struct sg_store *st, const char *sql)
 	return simple(st, sql, NULL);
 }
 
+/* The number of the placeholder at **p ('?'), *p left on its last
+ * character: "?N" is N, a bare "?" one more than *max (SQLite's rule). */
+static int
+placeholder(const char **p, int *max)
+{
+	int n;
+
+	if ((*p)[1] >= '0' && (*p)[1] <= '9') {
+		n = (int)strtol(*p + 1, (char **)p, 10);
+		(*p)--;
+	} else
+		n = *max + 1;
+	if (n > *max)
+		*max = n;
+	return n;
+}
+
 /*
  * SQLite's placeholders as PostgreSQL's: "?N" is "$N", and a bare "?" is
  * one more than the largest number so far (SQLite's rule). Quoted text is
@@ -391,13 +408,7 @@ dollars(const char *sql)
 			out[o++] = *p;
 			continue;
 		}
-		if (p[1] >= '0' && p[1] <= '9') {
-			n = (int)strtol(p + 1, (char **)&p, 10);
-			p--;
-		} else
-			n = max + 1;
-		if (n > max)
-			max = n;
+		n = placeholder(&p, &max);
 		o += (size_t)sprintf(out + o, "$%d", n);
 	}
 	out[o] = '\0';
@@ -429,13 +440,7 @@ sg_pg_inline(struct sg_store *st, char **buf, size_t *len, const char *sql,
 			out[o++] = *p;
 			continue;
 		}
-		if (p[1] >= '0' && p[1] <= '9') {
-			k = (int)strtol(p + 1, (char **)&p, 10);
-			p--;
-		} else
-			k = next + 1;
-		if (k > next)
-			next = k;
+		k = placeholder(&p, &next);
 		if (k < 1 || k > n)
 			return sg_st_err(st, "batch: no argument %d", k);
 		v = args[k - 1].s;
