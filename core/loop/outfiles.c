@@ -24,6 +24,7 @@
 #include "../../lib/log.h"
 #include "../../lib/util.h"
 #include "../../lib/jdump.h"
+#include "../../lib/jscan.h"
 
 #define LIST_MAX	1000	/* files looked at in one listing */
 #define KEEP_MAX	20	/* files copied out in one round */
@@ -147,7 +148,7 @@ seen_load(struct look *l)
 
 	if (sg_store_sbx_seen(l->env->store, l->id, &text) == SG_STORE_OK &&
 	    text != NULL)
-		seen = json_loads(text, 0, NULL);
+		seen = sg_jparse(text, strlen(text), 0);
 	free(text);
 	if (!json_is_object(seen)) {
 		json_decref(seen);

@@ -9,6 +9,7 @@
 #include "pool.h"
 #include "sandbox.h"
 #include "trace.h"
+#include "../../lib/jscan.h"
 #include "../../lib/log.h"
 #include "../../lib/util.h"
 
@@ -270,8 +271,8 @@ open_row(struct sg_sbx_env *env, const char *id, int rc,
 		sg_store_sbx_clear(row);
 		return -1;
 	}
-	if (*t == NULL || (*handle = json_loads(row->handle, 0, NULL)) ==
-	    NULL) {
+	if (*t == NULL || (*handle = sg_jparse(row->handle,
+	    strlen(row->handle), 0)) == NULL) {
 		sg_store_sbx_clear(row);
 		return *t == NULL ? -1 : sg_error_server(err, 500, "Container "
 		    "%s has a damaged handle in the store.", id);
