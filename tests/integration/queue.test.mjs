@@ -52,6 +52,9 @@ test("40 requests of one key on --workers 4 are all served, in turn, and another
   assert.equal(h.status, 200, "/healthz answers during the flood");
   assert.equal((await call(stack, "GET", "/v1/models", { ms: 10000 })).status, 200, "a light route does not wait");
   const healthMs = Date.now() - healthStart;
+  // How many of bob's were answered before carol's was sent: on a loaded
+  // machine the flood takes longer to arrive, and more are.
+  const before = done.length;
   const carol = await call(stack, "POST", "/v1/chat/completions", { key: KEYS.carol, body: chat("me too", "slow03") })
     .then((r) => { done.push("carol"); return r; });
   assert.equal(carol.status, 200, carol.text);
@@ -61,8 +64,10 @@ test("40 requests of one key on --workers 4 are all served, in turn, and another
     Array.from({ length: 40 }, (_, i) => `echo: b${i}`));
   const at = done.indexOf("carol");
   // FIFO would answer carol after every one of bob's that waited before
-  // her (20 or more); her turn comes with the next free place.
-  assert.ok(at < 12, `carol's request answered as number ${at + 1} of 41 (order: ${done.join(" ")})`);
+  // her (20 or more, and the 4 running); her turn comes with the next
+  // free place: among the next 4 or 5 answers, 11 allowing for slack.
+  assert.ok(at < before + 12, `carol's request answered as number ${at + 1} of 41, ` +
+    `${before} of bob's answered before it was sent (order: ${done.join(" ")})`);
   assert.ok((await metric(stack, "sandgate_queue_waits_total")) >= 20, "requests waited");
   assert.equal(await metric(stack, 'sandgate_refused_total{reason="capacity"}'), 0);
   assert.equal(await metric(stack, 'sandgate_refused_total{reason="key_limit"}'), 0);
