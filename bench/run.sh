@@ -363,17 +363,17 @@ ledger_rows() { # label
 	    sed "s/ |\$/ | $p50 µs |/"
 }
 part_ledger() {
-	base=${BENCH_BASE:-a25849d}
+	lbase=${BENCH_BASE:-a25849d}	# base is the ports' start
 	echo "### The ledger and limits: what they cost the passthrough"
 	echo
-	if ! git -C "$root" rev-parse -q --verify "$base^{commit}" >/dev/null; then
-		echo "Skipped: no commit $base here to compare with (\`BENCH_BASE\`)."
+	if ! git -C "$root" rev-parse -q --verify "$lbase^{commit}" >/dev/null; then
+		echo "Skipped: no commit $lbase here to compare with (\`BENCH_BASE\`)."
 		echo
 		return
 	fi
-	git -C "$root" worktree add -q --detach "$dir/base" "$base"
+	git -C "$root" worktree add -q --detach "$dir/base" "$lbase"
 	make -s -C "$dir/base" build/sandgate-fcgi >/dev/null
-	echo "\`BENCH_PARTS=ledger sh bench/run.sh\`: this tree against $base (before the"
+	echo "\`BENCH_PARTS=ledger sh bench/run.sh\`: this tree against $lbase (before the"
 	echo "ledger), each twice in turns; CPU per request by process at c=16, p50 at c=1."
 	echo
 	echo "| what | requests | wrk | lighttpd | backend (responders + master + reaper) | fake upstream | all | c=1 p50 |"

@@ -200,11 +200,6 @@ int	 sg_drop_privileges(const struct sg_cfg *);
  * never holds a SQLite connection, and root never owns -wal/-shm). */
 int	 sg_prepare_store(const struct sg_cfg *, char *err, size_t errsz);
 
-/* tune.c: start this program once more with a larger per-thread cache of
- * freed blocks (glibc reads it only at a start), unless GLIBC_TUNABLES
- * sets it. Returns only when it did not start again. */
-void	 sg_tune_exec(char *argv[]);
-
 /* master.c; workers: --workers MIN, MAX, kept across reloads ({0, 0}:
  * the config's). */
 int	 sg_master_run(struct sg_cfg *, int listen_fd, const char *listen_spec,

@@ -124,7 +124,6 @@ main(int argc, char *argv[])
 		    "reaches (loopback by default) instead\n");
 		return 1;
 	}
-	sg_tune_exec(argv);
 	config = sg_cfg_default_path(config);
 	if (sg_cfg_load(config, &cfg, err, sizeof(err)) == -1) {
 		fprintf(stderr, "sandgate: %s\n", err);
