@@ -100,6 +100,11 @@ $(B)/bench/floor: $(B)/obj/bench/floor.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi
 
+# The passthrough's floor: libfcgi and libcurl alone, forwarding upstream.
+$(B)/bench/proxyfloor: $(B)/obj/bench/proxyfloor.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -lcurl
+
 # Each fuzz target as a plain program that replays files (fuzz/replay.c).
 $(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(B)/libsandgate.a
 	@mkdir -p $(@D)
@@ -135,7 +140,7 @@ fuzz:
 # loopback only: the FastCGI floor, /healthz and passthrough at 1, 16 and
 # 64 connections, the interception loop, memory, the local sandbox.
 # Writes bench/RESULTS.md (its "make bench" part); BENCH_SECS per row.
-bench: all $(B)/bench/floor
+bench: all $(B)/bench/floor $(B)/bench/proxyfloor
 	@sh tests/install-deps.sh bench
 	sh bench/run.sh
 

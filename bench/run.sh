@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 secs=${BENCH_SECS:-5}
 parts=${BENCH_PARTS:-floor cpu loop memory local pool store queue ledger background}
 bench_setup
-make -s -C "$root" build/bench/floor
+make -s -C "$root" build/bench/floor build/bench/proxyfloor
 out="$dir/results.md"
 base=$((20000 + $$ % 9000))
 up=$base e2b=$((base + 1)) gw=$((base + 2))
@@ -59,9 +59,15 @@ bench_gateway "$gw" "$(cat <<CONF
   fastcgi.server = ( "/floor" => (( "socket" => "$dir/floor.sock",
     "bin-path" => "$root/build/bench/floor", "max-procs" => 4, "check-local" => "disable" )) )
 }
+\$HTTP["url"] =~ "^/pfloor" {
+  fastcgi.server = ( "/pfloor" => (( "socket" => "$dir/pfloor.sock",
+    "bin-path" => "$root/build/bench/proxyfloor", "max-procs" => 4, "check-local" => "disable",
+    "bin-environment" => ( "PROXY_FLOOR_URL" => "http://127.0.0.1:$up/v1/chat/completions" ) )) )
+}
 CONF
 )"
 curl -sf "http://127.0.0.1:$gw/floor" >/dev/null
+curl -sf "http://127.0.0.1:$gw/pfloor" -d '{}' >/dev/null
 
 printf '{"model":"bench","messages":[{"role":"user","content":"hi"}]}' > "$dir/json.body"
 printf '{"model":"bench","stream":true,"messages":[{"role":"user","content":"hi"}]}' > "$dir/stream.body"
@@ -92,8 +98,10 @@ part_floor() {
 	for row in "static file|$g/static.json|" "bare libfcgi responder (floor)|$g/floor|" \
 	    "sandgate GET /healthz|$g/healthz|" \
 	    "upstream direct, chat JSON|http://127.0.0.1:$up/v1/chat/completions|$dir/json.body" \
+	    "libfcgi + libcurl proxy (passthrough floor), chat JSON|$g/pfloor|$dir/json.body" \
 	    "sandgate passthrough, chat JSON|$g/v1/chat/completions|$dir/json.body" \
 	    "upstream direct, chat stream|http://127.0.0.1:$up/v1/chat/completions|$dir/stream.body" \
+	    "libfcgi + libcurl proxy (passthrough floor), chat stream|$g/pfloor|$dir/stream.body" \
 	    "sandgate passthrough, chat stream|$g/v1/chat/completions|$dir/stream.body"; do
 		name=${row%%|*}; rest=${row#*|}; url=${rest%%|*}; body=${rest#*|}
 		line="| $name"
@@ -129,6 +137,7 @@ gateway_pids() {
 	echo "$m $(pgrep -P "$m" | tr '\n' ' ')"
 }
 floor_pids() { pgrep -f "^$root/build/bench/floor" | tr '\n' ' '; }
+pfloor_pids() { pgrep -f "^$root/build/bench/proxyfloor" | tr '\n' ' '; }
 no_pids() { :; }
 wrk16() { # URL BODY|"" SECS: wrk at c=16, its CPU time into $dir/time.out
 	if [ -n "$2" ]; then
@@ -146,6 +155,8 @@ cpu_row() { # label URL BODY|"" backend-pids-function
 	n=$(awk '/requests in/ { print $1 }' "$dir/wrk.out")
 	l=$(delta "$dir/l.snap" "$light"); b=$(delta "$dir/b.snap" $( ($4; cut -d' ' -f1 "$dir/b.snap") | tr ' ' '\n' | sort -u))
 	u=$(delta "$dir/u.snap" "$upid")
+	awk -v n="$n" -v hz="$(getconf CLK_TCK)" -v b="$b" -v label="$1" \
+	    'BEGIN { printf "%s|%.1f\n", label, b * 1e6 / hz / n }' >> "$dir/cpu.raw"
 	awk -v label="$1" -v n="$n" -v hz="$(getconf CLK_TCK)" -v l="$l" -v b="$b" -v u="$u" \
 	    -v w="$(cat "$dir/time.out")" 'BEGIN { split(w, t, " "); us = 1e6 / hz / n;
 		printf "| %s | %d | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs |\n", label, n,
@@ -163,8 +174,26 @@ part_cpu() {
 	cpu_row "bare libfcgi responder" "$g/floor" "" floor_pids
 	cpu_row "sandgate GET /healthz" "$g/healthz" "" gateway_pids
 	cpu_row "upstream direct, chat JSON" "http://127.0.0.1:$up/v1/chat/completions" "$dir/json.body" no_pids
+	cpu_row "libfcgi + libcurl proxy (passthrough floor), chat JSON" "$g/pfloor" "$dir/json.body" pfloor_pids
 	cpu_row "sandgate passthrough, chat JSON" "$g/v1/chat/completions" "$dir/json.body" gateway_pids
+	cpu_row "libfcgi + libcurl proxy (passthrough floor), chat stream" "$g/pfloor" "$dir/stream.body" pfloor_pids
 	cpu_row "sandgate passthrough, chat stream" "$g/v1/chat/completions" "$dir/stream.body" gateway_pids
+	echo
+	echo "Backend CPU a request over its floor's (sandgate's own share: its code, and the"
+	echo "system calls it makes beyond what a bare libfcgi responder and libcurl make):"
+	echo
+	awk -F'|' '{ us[$1] = $2 }
+	function own(what, a, b, want) {
+		printf "| %s | %.1f µs (%.1f − %.1f) | ≤ %d µs | %s |\n", what, us[a] - us[b], us[a], us[b], want,
+		    us[a] - us[b] <= want ? "met" : "**missed**" }
+	END { print "| target | measured | wanted | |"; print "| --- | --- | --- | --- |"
+		h = us["sandgate GET /healthz"]; f = us["bare libfcgi responder"]
+		printf "| /healthz ÷ the bare responder | %.2f× (%.1f / %.1f µs) | ≤ 1.33× | %s |\n", h / f, h, f,
+		    h / f <= 1.33 ? "met" : "**missed**"
+		own("passthrough JSON − the passthrough floor", "sandgate passthrough, chat JSON",
+		    "libfcgi + libcurl proxy (passthrough floor), chat JSON", 40)
+		own("passthrough stream − the passthrough floor", "sandgate passthrough, chat stream",
+		    "libfcgi + libcurl proxy (passthrough floor), chat stream", 40) }' "$dir/cpu.raw"
 	echo
 }
 

@@ -29,6 +29,10 @@ END {
 		over = p50[pt, 1] - p50[dr, 1] - hop
 		row("passthrough " kind " p50 at c=1 − (direct + floor hop)",
 		    sprintf("%+d µs (%d − %d − %d)", over, p50[pt, 1], p50[dr, 1], hop), "≤ +100 µs", over <= 100)
+		pf = "libfcgi + libcurl proxy (passthrough floor), chat " kind
+		over = p50[pt, 1] - p50[pf, 1]
+		row("passthrough " kind " p50 at c=1 − the passthrough floor's",
+		    sprintf("%+d µs (%d − %d)", over, p50[pt, 1], p50[pf, 1]), "≤ +60 µs", over <= 60)
 		for (c = 16; c <= 64; c *= 4) {
 			r = rps[pt, c] / rps[hz, c]
 			row("passthrough " kind " req/s at c=" c " ÷ /healthz's", sprintf("%.0f%%", 100 * r), "≥ 75%", r >= 0.75)

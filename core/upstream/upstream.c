@@ -202,8 +202,7 @@ relay_event(void *arg, const struct sg_sse_event *ev)
 		r->events++;
 		sg_use_tokens_in(ev->data, ev->datalen);
 	}
-	if (relay_write(r, ev) == -1 ||
-	    r->out->flush(r->out) == -1) {
+	if (relay_write(r, ev) == -1) {
 		r->client_gone = 1;
 		return -1;
 	}
@@ -230,12 +229,29 @@ decide(struct relay *r)
 		return -1;
 	snprintf(extra, sizeof(extra), "%sCache-Control: no-cache\r\n"
 	    "X-Accel-Buffering: no\r\n", r->headers);
-	if (sg_http_begin(r->out, r->req, (int)status, r->ctype, extra) == -1 ||
-	    r->out->flush(r->out) == -1) {
+	if (sg_http_begin(r->out, r->req, (int)status, r->ctype, extra) == -1) {
 		r->client_gone = 1;
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Events that came in one read go out in one write: the client sees each
+ * as soon as it would with a flush an event, for one system call (and one
+ * wakeup of the web server) a read instead of one an event. The headers
+ * go with the first read's events.
+ */
+static size_t
+relay_chunk(struct relay *r, const char *buf, size_t len)
+{
+	if (sg_sse_feed(r->parser, buf, len) != 0)
+		return 0;
+	if (r->consume == NULL && r->out->flush(r->out) == -1) {
+		r->client_gone = 1;
+		return 0;
+	}
+	return len;
 }
 
 static size_t
@@ -248,7 +264,7 @@ on_body(char *buf, size_t size, size_t nmemb, void *arg)
 	if (!r->decided && decide(r) == -1)
 		return 0;
 	if (r->sse)
-		return sg_sse_feed(r->parser, buf, len) == 0 ? len : 0;
+		return relay_chunk(r, buf, len);
 	if (r->body.len + len > MAX_BODY) {
 		r->too_big = 1;
 		return 0;
