@@ -26,6 +26,10 @@ up=$base e2b=$((base + 1)) gw=$((base + 2))
 key=bench-key
 key2=bench-key-2
 SLOW_S=15 node "$here/fakes.mjs" "$up" "$e2b" & upid=$!
+for i in $(seq 100); do
+	curl -sf -o /dev/null "http://127.0.0.1:$up/v1/models" && break
+	sleep 0.1
+done
 printf '{"status":"ok"}\n' > "$dir/www/static.json"
 
 # The gateway: WORKERS, keys with MAXC concurrent requests (0: no cap of
@@ -313,14 +317,35 @@ store_rows() { # label
 		echo "| passthrough, chat JSON, a store key | $1 | $c | $2 | $3 µs | $4 µs |"
 	done
 	for c in 1 16; do
-		FAKE_UPSTREAM="http://127.0.0.1:$up" node "$here/loop_client.mjs" \
+		snap $(gateway_pids) > "$dir/g.snap"; snap $(pg_pids) > "$dir/p.snap"; snap "$upid" > "$dir/u.snap"
+		FAKE_UPSTREAM="http://127.0.0.1:$up" /usr/bin/time -f "%U %S" -o "$dir/time.out" \
+		    node "$here/loop_client.mjs" \
 		    "http://127.0.0.1:$gw/v1/responses" "$key" ci-1 "$c" "$secs" sticky > "$dir/sloop.json"
+		[ "$c" = 16 ] && session_cpu "$1"
 		node -e '
 const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
 if (r.bad) console.error(`bench: ${r.bad} bad answers, first: ${r.firstBad}`);
 console.log(`| session: one code round a request | ${process.argv[2]} | ${r.conc} | ${Math.round(r.rps)} | ${r.total.p50} µs | ${r.total.p99} µs |`);' \
 		    "$dir/sloop.json" "$1"
 	done
+}
+# The postmaster of the bench's cluster and its children (none on SQLite).
+pg_pids() {
+	[ -f "$dir/pg/data/postmaster.pid" ] || return 0
+	m=$(head -n 1 "$dir/pg/data/postmaster.pid")
+	echo "$m $(pgrep -P "$m" | tr '\n' ' ')"
+}
+# CPU a session request by process over the run just made ($dir/sloop.json):
+# a line of $dir/store_cpu.raw, printed after the store's table.
+session_cpu() { # store
+	n=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).reqs)' "$dir/sloop.json")
+	g=$(delta "$dir/g.snap" $( (gateway_pids; cut -d' ' -f1 "$dir/g.snap") | tr ' ' '\n' | sort -u))
+	p=$(delta "$dir/p.snap" $( (pg_pids; cut -d' ' -f1 "$dir/p.snap") | tr ' ' '\n' | sort -u))
+	u=$(delta "$dir/u.snap" "$upid")
+	awk -v s="$1" -v n="$n" -v hz="$(getconf CLK_TCK)" -v g="$g" -v p="$p" -v u="$u" \
+	    -v w="$(cat "$dir/time.out")" 'BEGIN { split(w, t, " "); us = 1e6 / hz / n;
+		printf "| %s | %d | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.0f µs |\n", s, n, g * us, p * us, u * us,
+		    (t[1] + t[2]) * 1e6 / n, (g + p + u) * us + (t[1] + t[2]) * 1e6 / n }' >> "$dir/store_cpu.raw"
 }
 part_store() {
 	pgv=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 |
@@ -349,6 +374,13 @@ part_store() {
 	gateway_conf "[4, 64]" 0
 	bench_gateway "$gw"
 	store_rows postgresql
+	echo
+	echo "CPU a session request at c=16 by process (utime + stime from \`/proc\`, the client's"
+	echo "from \`time\`), over the runs above: the two cores are shared by all of them."
+	echo
+	echo "| store | requests | gateway (responders, master, reaper) | PostgreSQL server | fakes | client | all |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
+	cat "$dir/store_cpu.raw"
 	echo
 	kill "$lpid"; wait "$lpid" 2>/dev/null || true
 	sh "$root/tests/pg/stop.sh" "$pgd" >/dev/null 2>&1 || true
