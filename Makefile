@@ -105,6 +105,11 @@ $(B)/bench/proxyfloor: $(B)/obj/bench/proxyfloor.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -lcurl
 
+# One bare libcurl transfer at a time: its instructions, its wall time.
+$(B)/bench/curl_floor: $(B)/obj/bench/curl_floor.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl
+
 # Each fuzz target as a plain program that replays files (fuzz/replay.c).
 $(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(B)/libsandgate.a
 	@mkdir -p $(@D)
@@ -140,7 +145,7 @@ fuzz:
 # loopback only: the FastCGI floor, /healthz and passthrough at 1, 16 and
 # 64 connections, the interception loop, memory, the local sandbox.
 # Writes bench/RESULTS.md (its "make bench" part); BENCH_SECS per row.
-bench: all $(B)/bench/floor $(B)/bench/proxyfloor
+bench: all $(B)/bench/floor $(B)/bench/proxyfloor $(B)/bench/curl_floor
 	@sh tests/install-deps.sh bench
 	sh bench/run.sh
 

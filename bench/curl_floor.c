@@ -4,12 +4,18 @@
  * header list, a progress callback, keep-alive), N POSTs of the bench's
  * chat body on one handle. bench/curl_floor.sh runs it under callgrind at
  * two counts: the difference over the extra transfers is libcurl's
- * instructions a transfer, the floor under sandgate's passthrough.
- *   curl_floor URL N
+ * instructions a transfer, the floor under sandgate's passthrough. With
+ * -t it prints the wall time a transfer takes (p50 and p99 over the N,
+ * in µs, the first left out): what one HTTP exchange costs on this
+ * machine before the gateway does anything with it.
+ *   curl_floor [-t] URL N
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
@@ -33,6 +39,23 @@ progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return 0;
 }
 
+static double
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int
+by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -44,11 +67,15 @@ main(int argc, char **argv)
 	struct curl_slist *hdrs = NULL;
 	CURLU *u;
 	CURL *h;
+	double *took = NULL, t0;
+	int n, k, timed = argc == 4 && strcmp(argv[1], "-t") == 0;
 	size_t i;
-	int n, k;
 
-	if (argc != 3 || (n = atoi(argv[2])) < 1) {
-		fprintf(stderr, "usage: curl_floor URL N\n");
+	argv += timed;
+	argc -= timed;
+	if (argc != 3 || (n = atoi(argv[2])) < 2 ||
+	    (took = calloc((size_t)n, sizeof(*took))) == NULL) {
+		fprintf(stderr, "usage: curl_floor [-t] URL N (N > 1)\n");
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_ALL);
@@ -70,11 +97,19 @@ main(int argc, char **argv)
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drop);
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, progress);
 		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		t0 = now_us();
 		if (curl_easy_perform(h) != CURLE_OK) {
 			fprintf(stderr, "curl_floor: transfer %d failed\n", k);
 			return 1;
 		}
+		took[k] = now_us() - t0;
 	}
+	if (timed) {
+		qsort(took + 1, (size_t)n - 1, sizeof(*took), by_value);
+		printf("a transfer: p50 %.0f µs, p99 %.0f µs (%d)\n",
+		    took[1 + (n - 1) / 2], took[1 + (n - 1) * 99 / 100], n - 1);
+	}
+	free(took);
 	curl_slist_free_all(hdrs);
 	curl_url_cleanup(u);
 	curl_easy_cleanup(h);

@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 secs=${BENCH_SECS:-5}
 parts=${BENCH_PARTS:-floor cpu loop memory local pool store queue ledger background}
 bench_setup
-make -s -C "$root" build/bench/floor build/bench/proxyfloor
+make -s -C "$root" build/bench/floor build/bench/proxyfloor build/bench/curl_floor
 out="$dir/results.md"
 base=$((20000 + $$ % 9000))
 up=$base e2b=$((base + 1)) gw=$((base + 2))
@@ -250,6 +250,9 @@ for (const [k, v] of Object.entries(all)) {
 	printf '{"code":"print(\\"req-1 0\\")"}' > "$dir/run.body"
 	set -- $(HEADER="E2b-Sandbox-Id: ibench" wrk_row 64 "http://127.0.0.1:$e2b/execute" "$dir/run.body")
 	echo "- fake sandbox run alone: $1 req/s, p50 $2 µs"
+	echo "- one libcurl transfer at a time, nothing else (\`bench/curl_floor.c -t\`, chat JSON" \
+	    "from the fake model): $("$root/build/bench/curl_floor" -t \
+	    "http://127.0.0.1:$up/v1/chat/completions" 5000 | sed 's/^a transfer: //')"
 	curl -s "http://127.0.0.1:$up/__times" >/dev/null
 	echo
 }
