@@ -47,7 +47,12 @@ int	 sg_sbxd_memfd(const char *name, const void *buf, size_t len);
  * sandbox ending) is no reason to give up: these retry on EINTR. */
 int	 sg_sbxd_readable(int fd, int64_t ms);
 ssize_t	 sg_sbxd_read(int fd, void *buf, size_t len);
-void	 sg_sbxd_write_all(int fd, const char *p, size_t len);
+/* All of p to fd: 0, or -1 (errno kept). An interrupted write is tried
+ * again, SG_SBXD_EINTR_MAX times in a row at most: cgroup v1's memory
+ * files answer EINTR whenever any signal is pending (a kernel's SIGCHLD
+ * is enough), and a bound keeps a storm of signals from holding us. */
+#define SG_SBXD_EINTR_MAX	100
+int	 sg_sbxd_write_all(int fd, const char *p, size_t len);
 /* Remove name in at and, if it is a directory, what it holds (depth
  * levels down at most), never following a link. */
 void	 sg_sbxd_rmtree(int at, const char *name, int depth);

@@ -35,28 +35,24 @@ sg_cg_join(char *out, size_t sz, const char *a, const char *b)
 	return n < 0 || (size_t)n >= sz ? -1 : 0;
 }
 
-/* Write text to dir/file: 0 or -1 (errno set). v1's memory limits answer
- * EINTR whenever any signal is pending (the kernel checks before it even
- * looks at the group: a child's SIGCHLD is enough), so an interrupted
- * write is tried again, a bounded number of times. */
+/* Write text to dir/file: 0 or -1 (errno set). An interrupted write is
+ * tried again (sg_sbxd_write_all): v1's memory limits answer EINTR
+ * whenever any signal is pending. */
 int
 sg_cg_put(const char *dir, const char *file, const char *text)
 {
 	char path[700];
-	ssize_t n;
-	int fd, tries = 0, saved;
+	int fd, rc, saved;
 
 	if (sg_cg_join(path, sizeof(path), dir, file) == -1)
 		return -1;
 	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return -1;
-	do
-		n = write(fd, text, strlen(text));
-	while (n == -1 && errno == EINTR && ++tries < 100);
+	rc = sg_sbxd_write_all(fd, text, strlen(text));
 	saved = errno;
 	close(fd);
 	errno = saved;
-	return n == (ssize_t)strlen(text) ? 0 : -1;
+	return rc;
 }
 
 /* Read dir/file into buf (NUL-terminated): bytes, or -1. */

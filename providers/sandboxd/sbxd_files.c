@@ -311,19 +311,23 @@ sg_sbxd_read(int fd, void *buf, size_t len)
 	return n;
 }
 
-void
+int
 sg_sbxd_write_all(int fd, const char *p, size_t len)
 {
 	ssize_t n;
+	int eintr = 0;
 
 	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1 && errno == EINTR)
+		if ((n = write(fd, p, len)) == -1 && errno == EINTR &&
+		    ++eintr < SG_SBXD_EINTR_MAX)
 			continue;
 		if (n <= 0)
-			return;
+			return -1;
 		p += n;
 		len -= (size_t)n;
+		eintr = 0;
 	}
+	return 0;
 }
 
 void
