@@ -36,6 +36,8 @@ END {
 		for (c = 16; c <= 64; c *= 4) {
 			r = rps[pt, c] / rps[hz, c]
 			row("passthrough " kind " req/s at c=" c " ÷ /healthz's", sprintf("%.0f%%", 100 * r), "≥ 75%", r >= 0.75)
+			r = rps[pt, c] / rps[pf, c]
+			row("passthrough " kind " req/s at c=" c " ÷ the passthrough floor's", sprintf("%.0f%%", 100 * r), "≥ 90%", r >= 0.9)
 		}
 	}
 }
