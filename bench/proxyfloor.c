@@ -12,47 +12,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <curl/curl.h>
 
 struct reply {
 	FCGX_Request	*r;
 	CURL		*h;
-	char		 type[128];	/* the upstream's Content-Type */
 	int		 started;	/* our headers written */
 	int		 stream;	/* flush each chunk */
 };
 
-static size_t
-on_header(char *p, size_t size, size_t n, void *arg)
-{
-	struct reply *rp = arg;
-	size_t len = size * n, k;
-
-	if (len > 13 && strncasecmp(p, "content-type:", 13) == 0) {
-		p += 13;
-		len -= 13;
-		while (len > 0 && *p == ' ')
-			p++, len--;
-		while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == '\n'))
-			len--;
-		k = len < sizeof(rp->type) - 1 ? len : sizeof(rp->type) - 1;
-		memcpy(rp->type, p, k);
-		rp->type[k] = '\0';
-		rp->stream = strncmp(rp->type, "text/event-stream", 17) == 0;
-	}
-	return size * n;
-}
-
 static void
 start(struct reply *rp)
 {
+	const char *type = NULL;
 	long code = 502;
 
 	curl_easy_getinfo(rp->h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(rp->h, CURLINFO_CONTENT_TYPE, &type);
+	if (type == NULL)
+		type = "application/json";
+	rp->stream = strncmp(type, "text/event-stream", 17) == 0;
 	FCGX_FPrintF(rp->r->out, "Status: %ld\r\nContent-Type: %s\r\n\r\n",
-	    code, rp->type[0] != '\0' ? rp->type : "application/json");
+	    code, type);
 	rp->started = 1;
 }
 
@@ -93,7 +75,7 @@ read_body(FCGX_Request *r, char **buf, size_t *cap)
 static void
 serve(FCGX_Request *r, CURL *h, char **buf, size_t *cap)
 {
-	struct reply rp = { r, h, "", 0, 0 };
+	struct reply rp = { r, h, 0, 0 };
 	long len;
 
 	if ((len = read_body(r, buf, cap)) < 0) {
@@ -102,7 +84,6 @@ serve(FCGX_Request *r, CURL *h, char **buf, size_t *cap)
 	}
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, *buf);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &rp);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &rp);
 	if (curl_easy_perform(h) != CURLE_OK && !rp.started)
 		FCGX_PutS("Status: 502\r\n\r\n", r->out);
@@ -136,7 +117,6 @@ main(void)
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	while (FCGX_Accept_r(&r) >= 0) {
 		serve(&r, h, &buf, &cap);
