@@ -143,6 +143,9 @@ gateway_pids() {
 floor_pids() { pgrep -f "^$root/build/bench/floor" | tr '\n' ' '; }
 pfloor_pids() { pgrep -f "^$root/build/bench/proxyfloor" | tr '\n' ' '; }
 no_pids() { :; }
+since() { # snap-file pids-function: ticks used by those pids and the snapped ones
+	delta "$1" $( ($2; cut -d' ' -f1 "$1") | tr ' ' '\n' | sort -u)
+}
 wrk16() { # URL BODY|"" SECS: wrk at c=16, its CPU time into $dir/time.out
 	if [ -n "$2" ]; then
 		BODY_FILE=$2 /usr/bin/time -f "%U %S" -o "$dir/time.out" wrk -t2 -c16 -d"$3s" \
@@ -157,7 +160,7 @@ cpu_row() { # label URL BODY|"" backend-pids-function
 	snap "$light" > "$dir/l.snap"; snap $($4) > "$dir/b.snap"; snap "$upid" > "$dir/u.snap"
 	wrk16 "$2" "$3" "$secs" > "$dir/wrk.out"
 	n=$(awk '/requests in/ { print $1 }' "$dir/wrk.out")
-	l=$(delta "$dir/l.snap" "$light"); b=$(delta "$dir/b.snap" $( ($4; cut -d' ' -f1 "$dir/b.snap") | tr ' ' '\n' | sort -u))
+	l=$(delta "$dir/l.snap" "$light"); b=$(since "$dir/b.snap" "$4")
 	u=$(delta "$dir/u.snap" "$upid")
 	awk -v n="$n" -v hz="$(getconf CLK_TCK)" -v b="$b" -v label="$1" \
 	    'BEGIN { printf "%s|%.1f\n", label, b * 1e6 / hz / n }' >> "$dir/cpu.raw"
@@ -342,8 +345,8 @@ pg_pids() {
 # a line of $dir/store_cpu.raw, printed after the store's table.
 session_cpu() { # store
 	n=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).reqs)' "$dir/sloop.json")
-	g=$(delta "$dir/g.snap" $( (gateway_pids; cut -d' ' -f1 "$dir/g.snap") | tr ' ' '\n' | sort -u))
-	p=$(delta "$dir/p.snap" $( (pg_pids; cut -d' ' -f1 "$dir/p.snap") | tr ' ' '\n' | sort -u))
+	g=$(since "$dir/g.snap" gateway_pids)
+	p=$(since "$dir/p.snap" pg_pids)
 	u=$(delta "$dir/u.snap" "$upid")
 	awk -v s="$1" -v n="$n" -v hz="$(getconf CLK_TCK)" -v g="$g" -v p="$p" -v u="$u" \
 	    -v w="$(cat "$dir/time.out")" 'BEGIN { split(w, t, " "); us = 1e6 / hz / n;
