@@ -185,20 +185,43 @@ value(struct sg_buf *b, const json_t *v)
 	}
 }
 
-int
-sg_jdump(struct sg_buf *b, const json_t *v)
+/* rc; when -1, b's length and its NUL put back as they were (len). */
+static int
+ended(struct sg_buf *b, size_t len, int rc)
 {
-	size_t len = b->len;
-
-	if (v == NULL || value(b, v) == -1) {
+	if (rc == -1) {
 		b->len = len;
 		if (b->p != NULL)
 			b->p[len] = '\0';
 		return -1;
 	}
-	/* A buffer is NUL-terminated once anything was added. */
 	b->p[b->len] = '\0';
 	return 0;
+}
+
+int
+sg_jdump(struct sg_buf *b, const json_t *v)
+{
+	size_t len = b->len;
+
+	/* A buffer is NUL-terminated once anything was added. */
+	return ended(b, len, v == NULL ? -1 : value(b, v));
+}
+
+int
+sg_jdump_str(struct sg_buf *b, const char *s, size_t n)
+{
+	size_t len = b->len;
+
+	return ended(b, len, string(b, s, n));
+}
+
+int
+sg_jdump_int(struct sg_buf *b, json_int_t v)
+{
+	size_t len = b->len;
+
+	return ended(b, len, integer(b, v));
 }
 
 char *

@@ -19,5 +19,11 @@
 int	 sg_jdump(struct sg_buf *b, const json_t *v);
 /* New text of v, its length in *len (may be NULL); NULL as sg_jdump. */
 char	*sg_jdump_text(const json_t *v, size_t *len);
+/* Append s[0..n) as a JSON string, as sg_jdump writes one: 0, or -1 (not
+ * UTF-8, out of memory; b's length then as it was). For text written
+ * without a tree of values. */
+int	 sg_jdump_str(struct sg_buf *b, const char *s, size_t n);
+/* Append v as sg_jdump writes an integer: 0, or -1. */
+int	 sg_jdump_int(struct sg_buf *b, json_int_t v);
 
 #endif

@@ -1,6 +1,9 @@
 /*
  * A request's trace (trace.h): recorded as plain rows while the request
- * runs, made JSON once at its end.
+ * runs, made JSON once at its end, written as text: a run's detail is
+ * its JSON text from the start, so its size is its length, and the
+ * rounds are written out straight from the rows (no tree of values is
+ * built, counted and dumped).
  *
  * Bounds: each run's code and outputs are cut as they are recorded; the
  * details (code, outputs) kept in memory are those of the first runs up
@@ -52,9 +55,11 @@ struct run {
 	int	 images;
 	int	 images_omitted;	/* PNGs past the images' bounds */
 	char	*failed;	/* owned; NULL: nothing failed */
-	json_t	*detail;	/* code and outputs; NULL: none, or dropped */
+	char	*detail;	/* owned: code and outputs as an object's
+				 * members' text; NULL: none, or dropped */
 	int	 dropped;	/* it had detail, freed for the bound */
-	size_t	 size;		/* detail's bytes as JSON */
+	int	 shown;		/* its detail is in the text being written */
+	size_t	 size;		/* detail's bytes as a JSON object */
 };
 
 static struct {
@@ -129,71 +134,107 @@ bounded(const char *s, size_t max)
 	return strndup(s, n);
 }
 
-/* New reference: the first max bytes of s[0..len) (its last max when
- * last), not cut inside a character, as a JSON string; *cut set when
- * shortened. */
-static json_t *
-part(const char *s, size_t len, size_t max, int last, int *cut)
+/* Append s[0..n) as a JSON string, made UTF-8 where it is not (as
+ * sg_json_string_lossy makes it): 0, or -1. */
+static int
+put_text(struct sg_buf *b, const char *s, size_t n)
+{
+	size_t flen;
+	char *fixed;
+	int rc;
+
+	if (sg_jdump_str(b, s, n) == 0)
+		return 0;
+	if ((fixed = sg_utf8_fix(s, n, &flen)) == NULL)
+		return -1;
+	rc = sg_jdump_str(b, fixed, flen);
+	free(fixed);
+	return rc;
+}
+
+/* Append a string, or null for NULL and "": 0, or -1. */
+static int
+put_or_null(struct sg_buf *b, const char *s)
+{
+	return s != NULL && s[0] != '\0' ? put_text(b, s, strlen(s)) :
+	    sg_buf_add(b, "null", 4);
+}
+
+/* Append a literal: 0, or -1. */
+static int
+put_lit(struct sg_buf *b, const char *lit)
+{
+	return sg_buf_add(b, lit, strlen(lit));
+}
+
+static int
+put_bool(struct sg_buf *b, int yes)
+{
+	return yes ? sg_buf_add(b, "true", 4) : sg_buf_add(b, "false", 5);
+}
+
+/*
+ * Append `"key":"…","key_truncated":cut` (sep first): the first max bytes
+ * of p[0..len) (its last max when last), not cut inside a character.
+ * 0, or -1.
+ */
+static int
+put_part(struct sg_buf *b, const char *sep, const char *key, const char *p,
+    size_t len, size_t max, int last)
 {
 	size_t from = 0, n = len;
 
-	*cut = len > max;
-	if (*cut && last) {
+	if (len > max && last) {
 		for (from = len - max; from < len &&
-		    ((unsigned char)s[from] & 0xC0) == 0x80; from++)
+		    ((unsigned char)p[from] & 0xC0) == 0x80; from++)
 			;
 		n = len - from;
-	} else if (*cut)
-		for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
+	} else if (len > max)
+		for (n = max; n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80; n--)
 			;
-	return sg_json_string_lossy(s + from, n);
+	return put_lit(b, sep) == -1 || sg_buf_printf(b, "\"%s\":", key) ==
+	    -1 || put_text(b, p + from, n) == -1 || sg_buf_printf(b,
+	    ",\"%s_truncated\":", key) == -1 || put_bool(b, len > max) == -1 ?
+	    -1 : 0;
 }
 
-/* Set o's key to s's part, and key_truncated when it was cut. */
-static void
-set_part(json_t *o, const char *key, const json_t *s, size_t max, int last)
+/* put_part of o's member key: a string, else "". */
+static int
+put_member(struct sg_buf *b, const char *sep, const json_t *o, const char *key,
+    size_t max, int last)
 {
-	char flag[32];
-	int cut;
+	const json_t *s = json_object_get(o, key);
 
-	json_object_set_new(o, key, part(json_string_value(s) != NULL ?
-	    json_string_value(s) : "", json_string_length(s), max, last, &cut));
-	snprintf(flag, sizeof(flag), "%s_truncated", key);
-	json_object_set_new(o, flag, json_boolean(cut));
+	return put_part(b, sep, key, json_is_string(s) ? json_string_value(s) :
+	    "", json_string_length(s), max, last);
 }
 
-/* New reference: a run's code and outputs, bounded. */
-static json_t *
+/* New text: a run's code and outputs, bounded, as an object's members
+ * (no braces); NULL when out of memory. */
+static char *
 detail_of(const char *code, const json_t *result)
 {
 	const json_t *e = json_object_get(result, "error");
-	json_t *d = json_object(), *c, *err;
+	struct sg_buf b = { 0 };
+	int rc;
 
-	if (d == NULL)
-		return NULL;
-	c = json_string(code);
-	set_part(d, "code", c, SG_TRACE_CODE_MAX, 0);
-	json_decref(c);
-	if (result == NULL)
-		return d;
-	set_part(d, "stdout", json_object_get(result, "stdout"),
-	    SG_TRACE_OUT_MAX, 0);
-	set_part(d, "stderr", json_object_get(result, "stderr"),
-	    SG_TRACE_OUT_MAX, 0);
-	if (!json_is_object(e)) {
-		json_object_set_new(d, "error", json_null());
-		return d;
-	}
+	rc = put_part(&b, "", "code", code, strlen(code), SG_TRACE_CODE_MAX, 0);
+	if (rc == 0 && result != NULL)
+		rc = put_member(&b, ",", result, "stdout", SG_TRACE_OUT_MAX,
+		    0) == -1 || put_member(&b, ",", result, "stderr",
+		    SG_TRACE_OUT_MAX, 0) == -1 ? -1 : 0;
 	/* A traceback's end says what raised. */
-	if ((err = json_object()) != NULL) {
-		set_part(err, "name", json_object_get(e, "name"), ENAME_MAX, 0);
-		set_part(err, "value", json_object_get(e, "value"), EVALUE_MAX,
-		    0);
-		set_part(err, "traceback", json_object_get(e, "traceback"),
-		    SG_TRACE_OUT_MAX, 1);
+	if (rc == 0 && result != NULL)
+		rc = !json_is_object(e) ? put_lit(&b, ",\"error\":null") :
+		    put_member(&b, ",\"error\":{", e, "name", ENAME_MAX, 0) ==
+		    -1 || put_member(&b, ",", e, "value", EVALUE_MAX, 0) == -1 ||
+		    put_member(&b, ",", e, "traceback", SG_TRACE_OUT_MAX, 1) ==
+		    -1 || put_lit(&b, "}") == -1 ? -1 : 0;
+	if (rc == -1) {
+		free(b.p);
+		return NULL;
 	}
-	json_object_set_new(d, "error", err);
-	return d;
+	return b.p;
 }
 
 /* Images in a result, of any kind (trace_img.c keeps the PNGs). */
@@ -210,76 +251,14 @@ images_in(const json_t *result)
 	return n;
 }
 
-/* Bytes of s[0..n) in a JSON string as Jansson writes it, quotes too. */
-static size_t
-string_size(const char *s, size_t n)
-{
-	size_t k = n + 2, i;
-	unsigned char c;
-
-	for (i = 0; i < n; i++) {
-		c = (unsigned char)s[i];
-		if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' ||
-		    c == '\r' || c == '\t')
-			k += 1;
-		else if (c < 0x20)
-			k += 5;
-	}
-	return k;
-}
-
-/*
- * Bytes of v as compact JSON (json_dumps' length), counted without
- * writing it: the bound is checked on every run and round, and a dump
- * costs several times a count. A real (none is recorded) is dumped.
- */
-static size_t
-size_of(const json_t *v)
-{
-	char num[32], *text;
-	const char *k;
-	size_t n, i;
-	json_t *m;
-
-	if (v == NULL)	/* a round that could not be made */
-		return SG_TRACE_MAX + 1;
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		n = json_object_size(v) > 0 ? json_object_size(v) + 1 : 2;
-		json_object_foreach((json_t *)v, k, m)
-			n += string_size(k, strlen(k)) + 1 + size_of(m);
-		return n;
-	case JSON_ARRAY:
-		n = json_array_size(v) > 0 ? json_array_size(v) + 1 : 2;
-		json_array_foreach(v, i, m)
-			n += size_of(m);
-		return n;
-	case JSON_STRING:
-		return string_size(json_string_value(v), json_string_length(v));
-	case JSON_INTEGER:
-		return (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
-		    json_integer_value(v));
-	case JSON_TRUE:
-	case JSON_NULL:
-		return 4;
-	case JSON_FALSE:
-		return 5;
-	default:
-		text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		n = text != NULL ? strlen(text) : SG_TRACE_MAX + 1;
-		free(text);
-		return n;
-	}
-}
-
 /* Keep run p's detail within the memory bound: the first runs' up to
  * SG_TRACE_MAX, then the latest up to as many, older ones of those
  * freed. */
 static void
-keep_detail(struct run *p, json_t *detail)
+keep_detail(struct run *p, char *detail)
 {
 	p->detail = detail;
-	p->size = size_of(detail);
+	p->size = strlen(detail) + 2;
 	if (!tr.tailing && tr.head + p->size <= SG_TRACE_MAX) {
 		tr.head += p->size;
 		return;
@@ -295,7 +274,7 @@ keep_detail(struct run *p, json_t *detail)
 		if (o->detail == NULL)
 			continue;
 		tr.tail -= o->size;
-		json_decref(o->detail);
+		free(o->detail);
 		o->detail = NULL;
 		o->dropped = 1;
 	}
@@ -349,7 +328,7 @@ sg_trace_run(const char *tool, const char *id, const char *code, int64_t t0,
     int64_t ms, const json_t *result, const char *failed)
 {
 	struct run *p;
-	json_t *d;
+	char *d;
 
 	if ((p = new_run()) == NULL) {
 		tr.untraced++;
@@ -376,7 +355,7 @@ sg_trace_reset(void)
 		free(tr.rounds[i].error);
 	for (i = 0; i < tr.nruns; i++) {
 		free(tr.runs[i].failed);
-		json_decref(tr.runs[i].detail);
+		free(tr.runs[i].detail);
 	}
 	free(tr.rounds);
 	free(tr.runs);
@@ -384,68 +363,98 @@ sg_trace_reset(void)
 	sg_timg_reset();
 }
 
-/* New reference: a string, or null for NULL and "". */
-static json_t *
-text_or_null(const char *s)
-{
-	return s != NULL && s[0] != '\0' ? json_string(s) : json_null();
-}
-
-/* New reference: run p's summary, without its detail. */
-static json_t *
-run_json(const struct run *p, int64_t start)
-{
-	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:i,s:i,s:o,s:b}", "call_id",
-	    text_or_null(p->call_id), "tool", text_or_null(p->tool),
-	    "sandbox_id", text_or_null(p->sandbox), "started_ms",
-	    (json_int_t)(p->t0 - start), "duration_ms",
-	    (json_int_t)p->ms, "images", p->images, "images_omitted",
-	    p->images_omitted, "failed",
-	    text_or_null(p->failed), "omitted", p->detail != NULL ||
-	    p->dropped);
-}
-
-/* New reference: round i's summary (its runs' in runs, borrowed). */
-static json_t *
-round_json(size_t i, int64_t start, json_t *runs)
-{
-	const struct round *r = &tr.rounds[i];
-	json_t *model = json_null();
-
-	if (r->model)
-		model = json_pack("{s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:I}}",
-		    "started_ms", (json_int_t)(r->t0 - start), "duration_ms",
-		    (json_int_t)r->ms, "status", r->status > 0 ?
-		    json_integer(r->status) : json_null(), "error",
-		    text_or_null(r->error), "usage", "input_tokens",
-		    (json_int_t)r->in, "input_cached_tokens",
-		    (json_int_t)r->cached, "output_tokens", (json_int_t)r->out,
-		    "reasoning_tokens", (json_int_t)r->reasoning);
-	return json_pack("{s:I,s:o,s:O}", "round", (json_int_t)(i + 1),
-	    "model", model, "code_runs", runs);
-}
-
-/* Attach run k's detail to its summary o when it fits in *left. */
+/* Append run p's summary, and its detail when shown: 0, or -1. */
 static int
-attach(size_t k, json_t *o, size_t *left)
+run_text(struct sg_buf *b, const struct run *p, int64_t start)
+{
+	return put_lit(b, "{\"call_id\":") == -1 ||
+	    put_or_null(b, p->call_id) == -1 ||
+	    put_lit(b, ",\"tool\":") == -1 || put_or_null(b, p->tool) == -1 ||
+	    put_lit(b, ",\"sandbox_id\":") == -1 ||
+	    put_or_null(b, p->sandbox) == -1 ||
+	    put_lit(b, ",\"started_ms\":") == -1 ||
+	    sg_jdump_int(b, p->t0 - start) == -1 ||
+	    put_lit(b, ",\"duration_ms\":") == -1 ||
+	    sg_jdump_int(b, p->ms) == -1 ||
+	    put_lit(b, ",\"images\":") == -1 || sg_jdump_int(b, p->images) == -1 ||
+	    put_lit(b, ",\"images_omitted\":") == -1 ||
+	    sg_jdump_int(b, p->images_omitted) == -1 ||
+	    put_lit(b, ",\"failed\":") == -1 || put_or_null(b, p->failed) == -1 ||
+	    put_lit(b, ",\"omitted\":") == -1 ||
+	    put_bool(b, !p->shown && (p->detail != NULL || p->dropped)) == -1 ||
+	    (p->shown && (put_lit(b, ",") == -1 ||
+	    put_lit(b, p->detail) == -1)) ||
+	    put_lit(b, "}") == -1 ? -1 : 0;
+}
+
+/* Append round i's model turn: 0, or -1. */
+static int
+model_text(struct sg_buf *b, const struct round *r, int64_t start)
+{
+	if (!r->model)
+		return put_lit(b, "null");
+	return put_lit(b, "{\"started_ms\":") == -1 ||
+	    sg_jdump_int(b, r->t0 - start) == -1 ||
+	    put_lit(b, ",\"duration_ms\":") == -1 ||
+	    sg_jdump_int(b, r->ms) == -1 ||
+	    put_lit(b, ",\"status\":") == -1 || (r->status > 0 ?
+	    sg_jdump_int(b, r->status) : put_lit(b, "null")) == -1 ||
+	    put_lit(b, ",\"error\":") == -1 || put_or_null(b, r->error) == -1 ||
+	    put_lit(b, ",\"usage\":{\"input_tokens\":") == -1 ||
+	    sg_jdump_int(b, r->in) == -1 ||
+	    put_lit(b, ",\"input_cached_tokens\":") == -1 ||
+	    sg_jdump_int(b, r->cached) == -1 ||
+	    put_lit(b, ",\"output_tokens\":") == -1 ||
+	    sg_jdump_int(b, r->out) == -1 ||
+	    put_lit(b, ",\"reasoning_tokens\":") == -1 ||
+	    sg_jdump_int(b, r->reasoning) == -1 || put_lit(b, "}}") == -1 ?
+	    -1 : 0;
+}
+
+/* Append round i (its runs from *k on, *k moved past them): 0, or -1.
+ * Past the rounds, the element counting the runs left out. */
+static int
+round_text(struct sg_buf *b, size_t i, int64_t start, size_t *k)
+{
+	size_t first = *k;
+
+	if (i == tr.nrounds)
+		return put_lit(b, "{\"omitted_runs\":") == -1 ||
+		    sg_jdump_int(b, (json_int_t)tr.untraced) == -1 ||
+		    put_lit(b, "}") == -1 ? -1 : 0;
+	if (put_lit(b, "{\"round\":") == -1 ||
+	    sg_jdump_int(b, (json_int_t)(i + 1)) == -1 ||
+	    put_lit(b, ",\"model\":") == -1 ||
+	    model_text(b, &tr.rounds[i], start) == -1 ||
+	    put_lit(b, ",\"code_runs\":[") == -1)
+		return -1;
+	for (; *k < tr.nruns && tr.runs[*k].round == i; (*k)++)
+		if ((*k > first && put_lit(b, ",") == -1) ||
+		    run_text(b, &tr.runs[*k], start) == -1)
+			return -1;
+	return put_lit(b, "]}");
+}
+
+/* Show run k's detail when it fits in *left. */
+static int
+attach(size_t k, size_t *left)
 {
 	struct run *p = &tr.runs[k];
 
 	if (p->detail == NULL || p->size > *left)
 		return 0;
 	*left -= p->size;
-	json_object_update(o, p->detail);
-	json_object_set_new(o, "omitted", json_false());
+	p->shown = 1;
 	return 1;
 }
 
 /*
  * The details that fit in left, from both ends towards the middle: the
  * first runs' while they fit in half, then the last runs' while they
- * fit, then the first runs' again. sums holds each run's summary.
+ * fit, then the first runs' again.
  */
 static void
-details(json_t **sums, size_t left)
+details(size_t left)
 {
 	size_t i = 0, j = tr.nruns, half = left / 2, used;
 
@@ -455,27 +464,23 @@ details(json_t **sums, size_t left)
 		if (tr.runs[i].size > half)
 			break;
 		used = left;
-		attach(i, sums[i], &left);
+		attach(i, &left);
 		half -= used - left;
 	}
 	for (; j > i; j--)
-		if (tr.runs[j - 1].detail != NULL && !attach(j - 1, sums[j - 1],
-		    &left))
+		if (tr.runs[j - 1].detail != NULL && !attach(j - 1, &left))
 			break;
 	for (; i < j; i++)
-		if (tr.runs[i].detail != NULL && !attach(i, sums[i], &left))
+		if (tr.runs[i].detail != NULL && !attach(i, &left))
 			break;
 }
 
-/* The rounds whose summaries pass the bound: the first and the last
- * that fit, one element between them saying how many are left out
- * (rounds [*from, *to)). */
-static json_t *
-ends_only(json_t *all, const size_t *sizes, size_t *from, size_t *to)
+/* The elements (n, each sizes[] long) whose summaries pass the bound:
+ * the first and the last that fit; those of [*from, *to) left out. */
+static void
+ends_only(const size_t *sizes, size_t n, size_t *from, size_t *to)
 {
-	size_t n = json_array_size(all), room = SG_TRACE_MAX - SLACK, used = 0,
-	    i, j = n, k;
-	json_t *kept = json_array();
+	size_t room = SG_TRACE_MAX - SLACK, used = 0, i, j = n;
 
 	for (i = 0; i < n && used + sizes[i] + 1 <= room / 2; i++)
 		used += sizes[i] + 1;
@@ -483,58 +488,77 @@ ends_only(json_t *all, const size_t *sizes, size_t *from, size_t *to)
 		used += sizes[j - 1] + 1;
 	*from = i;
 	*to = j;
-	for (k = 0; k < n; k++) {
-		if (k == i)
-			json_array_append_new(kept, json_pack("{s:I}",
-			    "omitted_rounds", (json_int_t)(j - i)));
-		if (k < i || k >= j)
-			json_array_append(kept, json_array_get(all, k));
+}
+
+/* Append the elements, but [from, to) (one element counting them in
+ * their place, when cut): 0, or -1. */
+static int
+all_text(struct sg_buf *b, size_t n, int64_t start, int cut, size_t from,
+    size_t to)
+{
+	size_t i, k = 0, sep = 0;
+
+	if (put_lit(b, "[") == -1)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (cut && i == from && ((sep++ > 0 && put_lit(b, ",") == -1) ||
+		    put_lit(b, "{\"omitted_rounds\":") == -1 ||
+		    sg_jdump_int(b, (json_int_t)(to - from)) == -1 ||
+		    put_lit(b, "}") == -1))
+			return -1;
+		if (cut && i >= from && i < to) {
+			while (k < tr.nruns && tr.runs[k].round == i)
+				k++;
+			continue;
+		}
+		if ((sep++ > 0 && put_lit(b, ",") == -1) ||
+		    round_text(b, i, start, &k) == -1)
+			return -1;
 	}
-	json_decref(all);
-	return kept;
+	return put_lit(b, "]");
 }
 
 char *
 sg_trace_json(int64_t start, char **images)
 {
-	json_t *all = json_array(), **sums = NULL, *runs, *r;
-	size_t i, k = 0, total = SLACK, *sizes = NULL, from = 0, to = 0;
-	char *text = NULL;
+	struct sg_buf b = { 0 }, one = { 0 };
+	size_t i, k = 0, total = SLACK, *sizes = NULL, n, from = 0, to = 0;
+	int cut = 0, rc = -1;
 
 	if (images != NULL)
 		*images = NULL;
 	if (tr.nrounds == 0 && tr.untraced == 0)
-		goto done;
-	if (all == NULL || (sums = calloc(tr.nruns + 1, sizeof(*sums))) ==
-	    NULL || (sizes = calloc(tr.nrounds + 1, sizeof(*sizes))) == NULL)
+		return NULL;
+	/* The rounds, and the element counting the runs past the cap. */
+	n = tr.nrounds + (tr.untraced > 0);
+	for (i = 0; i < tr.nruns; i++)
+		tr.runs[i].shown = 0;
+	if ((sizes = calloc(n + 1, sizeof(*sizes))) == NULL)
 		goto done;
 	for (i = 0; i < tr.nrounds; i++) {
-		runs = json_array();
-		for (; k < tr.nruns && tr.runs[k].round == i; k++) {
-			sums[k] = run_json(&tr.runs[k], start);
-			json_array_append_new(runs, sums[k]);
-		}
-		r = round_json(i, start, runs);
-		json_decref(runs);
-		sizes[i] = size_of(r);
+		one.len = 0;
+		if (round_text(&one, i, start, &k) == -1)
+			goto done;
+		sizes[i] = one.len;
 		total += sizes[i] + 1;
-		json_array_append_new(all, r);
 	}
-	if (tr.untraced > 0)
-		json_array_append_new(all, json_pack("{s:I}", "omitted_runs",
-		    (json_int_t)tr.untraced));
 	if (total <= SG_TRACE_MAX)
-		details(sums, SG_TRACE_MAX - total);
-	else
-		all = ends_only(all, sizes, &from, &to);
-	text = sg_jdump_text(all, NULL);
-	if (text != NULL && images != NULL)
+		details(SG_TRACE_MAX - total);
+	else {
+		cut = 1;
+		ends_only(sizes, n, &from, &to);
+	}
+	rc = all_text(&b, n, start, cut, from, to);
+	if (rc == 0 && images != NULL)
 		*images = sg_timg_json(from, to);
 done:
-	json_decref(all);
-	free(sums);
+	free(one.p);
 	free(sizes);
-	return text;
+	if (rc == -1) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
 }
 
 void

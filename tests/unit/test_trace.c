@@ -189,6 +189,37 @@ refused_and_failed(void **state)
 	sg_trace_reset();
 }
 
+/* Text that is not UTF-8 (code the model sent, a message with a cut
+ * provider's line) is kept, its bad bytes replaced: the code is not
+ * lost, and the other rounds are not left out for it. */
+static void
+not_utf8_kept(void **state)
+{
+	json_t *res = result("ok", "", NULL, NULL), *all;
+	const json_t *r;
+
+	(void)state;
+	sg_trace_turn(START, 10, 200, "bad \xff byte", NULL);
+	sg_trace_call("call_1", NULL);
+	sg_trace_run("e2b", "cntr_1", "print('\xff')", START + 20, 5, res,
+	    NULL);
+	sg_trace_call("call_2", NULL);
+	sg_trace_run("e2b", "cntr_1", "x = 1", START + 30, 5, NULL,
+	    "it failed: \xfe");
+	all = rounds();
+	assert_int_equal(json_array_size(all), 1);
+	r = run_of(all, 0, 0);
+	assert_string_equal(str(r, "code"), "print('\xef\xbf\xbd')");
+	assert_string_equal(str(r, "stdout"), "ok");
+	r = run_of(all, 0, 1);
+	assert_string_equal(str(r, "failed"), "it failed: \xef\xbf\xbd");
+	assert_string_equal(str(json_object_get(json_array_get(all, 0),
+	    "model"), "error"), "bad \xef\xbf\xbd byte");
+	json_decref(all);
+	json_decref(res);
+	sg_trace_reset();
+}
+
 /* Many big runs: the JSON stays under its bound, the first and the last
  * runs keep their code, the middle's say "omitted". */
 static void
@@ -375,6 +406,7 @@ main(void)
 		T(two_rounds),
 		T(bounds),
 		T(refused_and_failed),
+		T(not_utf8_kept),
 		T(middle_detail_dropped),
 		T(bound_counts_escapes),
 		T(middle_rounds_dropped),
