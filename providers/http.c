@@ -166,14 +166,87 @@ on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return 0;
 }
 
-static CURL *
-handle(struct sg_prov *prov)
+/*
+ * The prov's handle, kept between calls, and the URLs it went to,
+ * parsed once (a URL given as text is parsed again on every transfer,
+ * and a reset costs as much: ~16 k instructions a call together, against
+ * ~72 k for a whole transfer). A call that sets only the options every
+ * call sets (perform) and a JSON body, or none, is "plain"; the next one
+ * of the same kind sets them all again over it, without a reset. Any
+ * other (a file up, a form) is reset before and after.
+ */
+#define URLS_KEPT	4
+
+struct sg_phttp {
+	CURL	*h;
+	int	 kind;			/* the last call's: KIND_*, -1 none */
+	CURLU	*u[URLS_KEPT];
+	char	*text[URLS_KEPT];	/* u[i]'s URL as given */
+	unsigned next;			/* the slot to take next */
+};
+
+enum { KIND_NOBODY, KIND_JSON, KIND_OTHER };
+
+void
+sg_phttp_free(struct sg_prov *prov)
 {
-	if (prov->curl == NULL)
-		prov->curl = curl_easy_init();
-	else
-		curl_easy_reset(prov->curl);
-	return prov->curl;
+	struct sg_phttp *ph = prov->http;
+	int i;
+
+	if (ph == NULL)
+		return;
+	if (ph->h != NULL)
+		curl_easy_cleanup(ph->h);
+	for (i = 0; i < URLS_KEPT; i++) {
+		curl_url_cleanup(ph->u[i]);
+		free(ph->text[i]);
+	}
+	free(ph);
+	prov->http = NULL;
+}
+
+/* The handle for a call of kind, reset unless the last call was of the
+ * same plain kind; NULL when out of memory. */
+static CURL *
+handle(struct sg_prov *prov, int kind)
+{
+	struct sg_phttp *ph = prov->http;
+
+	if (ph == NULL && (ph = prov->http = calloc(1, sizeof(*ph))) == NULL)
+		return NULL;
+	if (ph->h == NULL) {
+		if ((ph->h = curl_easy_init()) == NULL)
+			return NULL;
+	} else if (kind != ph->kind || kind == KIND_OTHER)
+		curl_easy_reset(ph->h);
+	ph->kind = kind;
+	return ph->h;
+}
+
+/* url parsed, kept among the last URLS_KEPT; NULL when it cannot be
+ * (curl then parses the text, and says what is wrong with it). */
+static CURLU *
+parsed(struct sg_prov *prov, const char *url)
+{
+	struct sg_phttp *ph = prov->http;
+	unsigned i;
+
+	for (i = 0; i < URLS_KEPT; i++)
+		if (ph->text[i] != NULL && strcmp(ph->text[i], url) == 0)
+			return ph->u[i];
+	i = ph->next++ % URLS_KEPT;
+	curl_url_cleanup(ph->u[i]);
+	free(ph->text[i]);
+	ph->text[i] = NULL;
+	if ((ph->u[i] = curl_url()) == NULL)
+		return NULL;
+	if (curl_url_set(ph->u[i], CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    (ph->text[i] = strdup(url)) == NULL) {
+		curl_url_cleanup(ph->u[i]);
+		ph->u[i] = NULL;
+		return NULL;
+	}
+	return ph->u[i];
 }
 
 /*
@@ -224,10 +297,12 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 {
 	char detail[CURL_ERROR_SIZE] = "", *text = NULL;
 	struct curl_slist *sl = NULL, *n;
+	CURLU *u;
 	CURLcode rc;
-	int i;
+	int i, kind = c->mime != NULL || c->up_fd >= 0 ? KIND_OTHER :
+	    body != NULL ? KIND_JSON : KIND_NOBODY;
 
-	if ((c->h = handle(prov)) == NULL)
+	if ((c->h = handle(prov, kind)) == NULL)
 		return sg_prov_fail(err, SG_PROV_FAILED, 0, "out of memory");
 	for (i = 0; hdrs != NULL && i < hdrs->n; i++)
 		if ((n = curl_slist_append(sl, hdrs->h[i])) != NULL)
@@ -251,7 +326,12 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 	if (prov->deadline_ms > 0 && (c->deadline == 0 ||
 	    prov->deadline_ms < c->deadline))
 		c->deadline = prov->deadline_ms;
-	curl_easy_setopt(c->h, CURLOPT_URL, url);
+	if ((u = parsed(prov, url)) != NULL)
+		curl_easy_setopt(c->h, CURLOPT_CURLU, u);
+	else {
+		curl_easy_setopt(c->h, CURLOPT_CURLU, NULL);
+		curl_easy_setopt(c->h, CURLOPT_URL, url);
+	}
 	curl_easy_setopt(c->h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, sl);
 	curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
@@ -264,9 +344,17 @@ perform(struct sg_prov *prov, struct call *c, const char *method,
 	curl_easy_setopt(c->h, CURLOPT_XFERINFODATA, c);
 	curl_easy_setopt(c->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
-	if (prov->unix_socket != NULL)
-		curl_easy_setopt(c->h, CURLOPT_UNIX_SOCKET_PATH, prov->unix_socket);
+	/* NULL (TCP) as well: a kept handle may have had a path. */
+	curl_easy_setopt(c->h, CURLOPT_UNIX_SOCKET_PATH, prov->unix_socket);
 	rc = curl_easy_perform(c->h);
+	/* Nothing of this call's (its headers, body, buffers on this stack)
+	 * is left pointed at by the kept handle. */
+	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, NULL);
+	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, NULL);
+	curl_easy_setopt(c->h, CURLOPT_XFERINFODATA, NULL);
+	if (kind == KIND_JSON)
+		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, "");
 	curl_slist_free_all(sl);
 	free(text);
 	if (rc != CURLE_OK)
@@ -388,7 +476,8 @@ sg_phttp_upload_form(struct sg_prov *prov, const char *url,
 	CURL *h;
 	int i, rc;
 
-	if ((h = handle(prov)) == NULL || (mime = curl_mime_init(h)) == NULL)
+	if ((h = handle(prov, KIND_OTHER)) == NULL ||
+	    (mime = curl_mime_init(h)) == NULL)
 		return sg_prov_fail(err, SG_PROV_FAILED, 0, "out of memory");
 	for (i = 0; i < n; i++) {
 		if ((mp = curl_mime_addpart(mime)) == NULL)

@@ -18,6 +18,8 @@ void	 sg_hdrs_add(struct sg_hdrs *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	 sg_hdrs_free(struct sg_hdrs *);
 
+/* The prov's kept handle and parsed URLs freed (sg_prov_free). */
+void	 sg_phttp_free(struct sg_prov *);
 /*
  * One JSON call. 0 when an HTTP answer came (any status: *status, and
  * *resp a new reference to its JSON body, or NULL when empty or not

@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 
 #include "provider.h"
+#include "internal.h"
 
 extern const struct sg_provider_ops sg_e2b_ops;
 extern const struct sg_provider_ops sg_osb_ops;
@@ -65,7 +66,5 @@ sg_prov_init(struct sg_prov *p)
 void
 sg_prov_free(struct sg_prov *p)
 {
-	if (p->curl != NULL)
-		curl_easy_cleanup(p->curl);
-	p->curl = NULL;
+	sg_phttp_free(p);
 }

@@ -83,8 +83,10 @@ struct sg_exec {
 
 /* Per-process context of provider calls: a reused libcurl handle, and
  * when to give up. */
+struct sg_phttp;
+
 struct sg_prov {
-	void	*curl;			/* CURL *, made lazily */
+	struct sg_phttp *http;		/* http.c's kept handle, made lazily */
 	size_t	 output_cap;		/* bytes; 0: 10 MiB */
 	int64_t	 deadline_ms;		/* sg_now_ms() clock; 0: none */
 	/* Set by the local provider around its calls: they go over this
