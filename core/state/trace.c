@@ -30,7 +30,7 @@
 #include "../../store/store.h"
 #include "../../store/usage.h"
 #include "../../lib/util.h"
-#include "../../lib/jdump.h"
+#include "../../lib/jtw.h"
 
 #define MESSAGE_MAX	512	/* a failure's or an error's message */
 #define ENAME_MAX	256	/* an exception's name */
@@ -134,52 +134,12 @@ bounded(const char *s, size_t max)
 	return strndup(s, n);
 }
 
-/* Append s[0..n) as a JSON string, made UTF-8 where it is not (as
- * sg_json_string_lossy makes it): 0, or -1. */
-static int
-put_text(struct sg_buf *b, const char *s, size_t n)
-{
-	size_t flen;
-	char *fixed;
-	int rc;
-
-	if (sg_jdump_str(b, s, n) == 0)
-		return 0;
-	if ((fixed = sg_utf8_fix(s, n, &flen)) == NULL)
-		return -1;
-	rc = sg_jdump_str(b, fixed, flen);
-	free(fixed);
-	return rc;
-}
-
-/* Append a string, or null for NULL and "": 0, or -1. */
-static int
-put_or_null(struct sg_buf *b, const char *s)
-{
-	return s != NULL && s[0] != '\0' ? put_text(b, s, strlen(s)) :
-	    sg_buf_add(b, "null", 4);
-}
-
-/* Append a literal: 0, or -1. */
-static int
-put_lit(struct sg_buf *b, const char *lit)
-{
-	return sg_buf_add(b, lit, strlen(lit));
-}
-
-static int
-put_bool(struct sg_buf *b, int yes)
-{
-	return yes ? sg_buf_add(b, "true", 4) : sg_buf_add(b, "false", 5);
-}
-
 /*
- * Append `"key":"…","key_truncated":cut` (sep first): the first max bytes
- * of p[0..len) (its last max when last), not cut inside a character.
- * 0, or -1.
+ * sep"key":"…","key_truncated":cut: the first max bytes of p[0..len)
+ * (its last max when last), not cut inside a character.
  */
-static int
-put_part(struct sg_buf *b, const char *sep, const char *key, const char *p,
+static void
+tw_part(struct sg_jtw *w, const char *sep, const char *key, const char *p,
     size_t len, size_t max, int last)
 {
 	size_t from = 0, n = len;
@@ -192,21 +152,23 @@ put_part(struct sg_buf *b, const char *sep, const char *key, const char *p,
 	} else if (len > max)
 		for (n = max; n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80; n--)
 			;
-	return put_lit(b, sep) == -1 || sg_buf_printf(b, "\"%s\":", key) ==
-	    -1 || put_text(b, p + from, n) == -1 || sg_buf_printf(b,
-	    ",\"%s_truncated\":", key) == -1 || put_bool(b, len > max) == -1 ?
-	    -1 : 0;
+	sg_jtw_key(w, sep, key);
+	sg_jtw_text(w, p + from, n);
+	sg_jtw_lit(w, ",\"");
+	sg_jtw_lit(w, key);
+	sg_jtw_lit(w, "_truncated\":");
+	sg_jtw_bool(w, len > max);
 }
 
-/* put_part of o's member key: a string, else "". */
-static int
-put_member(struct sg_buf *b, const char *sep, const json_t *o, const char *key,
+/* tw_part of o's member key: a string, else "". */
+static void
+tw_member(struct sg_jtw *w, const char *sep, const json_t *o, const char *key,
     size_t max, int last)
 {
 	const json_t *s = json_object_get(o, key);
 
-	return put_part(b, sep, key, json_is_string(s) ? json_string_value(s) :
-	    "", json_string_length(s), max, last);
+	tw_part(w, sep, key, json_is_string(s) ? json_string_value(s) : "",
+	    json_string_length(s), max, last);
 }
 
 /* New text: a run's code and outputs, bounded, as an object's members
@@ -215,26 +177,23 @@ static char *
 detail_of(const char *code, const json_t *result)
 {
 	const json_t *e = json_object_get(result, "error");
-	struct sg_buf b = { 0 };
-	int rc;
+	struct sg_jtw w = { { 0 }, 0 };
 
-	rc = put_part(&b, "", "code", code, strlen(code), SG_TRACE_CODE_MAX, 0);
-	if (rc == 0 && result != NULL)
-		rc = put_member(&b, ",", result, "stdout", SG_TRACE_OUT_MAX,
-		    0) == -1 || put_member(&b, ",", result, "stderr",
-		    SG_TRACE_OUT_MAX, 0) == -1 ? -1 : 0;
-	/* A traceback's end says what raised. */
-	if (rc == 0 && result != NULL)
-		rc = !json_is_object(e) ? put_lit(&b, ",\"error\":null") :
-		    put_member(&b, ",\"error\":{", e, "name", ENAME_MAX, 0) ==
-		    -1 || put_member(&b, ",", e, "value", EVALUE_MAX, 0) == -1 ||
-		    put_member(&b, ",", e, "traceback", SG_TRACE_OUT_MAX, 1) ==
-		    -1 || put_lit(&b, "}") == -1 ? -1 : 0;
-	if (rc == -1) {
-		free(b.p);
-		return NULL;
+	tw_part(&w, "", "code", code, strlen(code), SG_TRACE_CODE_MAX, 0);
+	if (result == NULL)
+		return sg_jtw_end(&w);
+	tw_member(&w, ",", result, "stdout", SG_TRACE_OUT_MAX, 0);
+	tw_member(&w, ",", result, "stderr", SG_TRACE_OUT_MAX, 0);
+	if (!json_is_object(e)) {
+		sg_jtw_lit(&w, ",\"error\":null");
+		return sg_jtw_end(&w);
 	}
-	return b.p;
+	/* A traceback's end says what raised. */
+	tw_member(&w, ",\"error\":{", e, "name", ENAME_MAX, 0);
+	tw_member(&w, ",", e, "value", EVALUE_MAX, 0);
+	tw_member(&w, ",", e, "traceback", SG_TRACE_OUT_MAX, 1);
+	sg_jtw_lit(&w, "}");
+	return sg_jtw_end(&w);
 }
 
 /* Images in a result, of any kind (trace_img.c keeps the PNGs). */
@@ -363,76 +322,74 @@ sg_trace_reset(void)
 	sg_timg_reset();
 }
 
-/* Append run p's summary, and its detail when shown: 0, or -1. */
-static int
-run_text(struct sg_buf *b, const struct run *p, int64_t start)
+/* Run p's summary, and its detail when shown. */
+static void
+run_text(struct sg_jtw *w, const struct run *p, int64_t start)
 {
-	return put_lit(b, "{\"call_id\":") == -1 ||
-	    put_or_null(b, p->call_id) == -1 ||
-	    put_lit(b, ",\"tool\":") == -1 || put_or_null(b, p->tool) == -1 ||
-	    put_lit(b, ",\"sandbox_id\":") == -1 ||
-	    put_or_null(b, p->sandbox) == -1 ||
-	    put_lit(b, ",\"started_ms\":") == -1 ||
-	    sg_jdump_int(b, p->t0 - start) == -1 ||
-	    put_lit(b, ",\"duration_ms\":") == -1 ||
-	    sg_jdump_int(b, p->ms) == -1 ||
-	    put_lit(b, ",\"images\":") == -1 || sg_jdump_int(b, p->images) == -1 ||
-	    put_lit(b, ",\"images_omitted\":") == -1 ||
-	    sg_jdump_int(b, p->images_omitted) == -1 ||
-	    put_lit(b, ",\"failed\":") == -1 || put_or_null(b, p->failed) == -1 ||
-	    put_lit(b, ",\"omitted\":") == -1 ||
-	    put_bool(b, !p->shown && (p->detail != NULL || p->dropped)) == -1 ||
-	    (p->shown && (put_lit(b, ",") == -1 ||
-	    put_lit(b, p->detail) == -1)) ||
-	    put_lit(b, "}") == -1 ? -1 : 0;
+	sg_jtw_mstr(w, "{", "call_id", p->call_id);
+	sg_jtw_mstr(w, ",", "tool", p->tool);
+	sg_jtw_mstr(w, ",", "sandbox_id", p->sandbox);
+	sg_jtw_mint(w, ",", "started_ms", p->t0 - start);
+	sg_jtw_mint(w, ",", "duration_ms", p->ms);
+	sg_jtw_mint(w, ",", "images", p->images);
+	sg_jtw_mint(w, ",", "images_omitted", p->images_omitted);
+	sg_jtw_mstr(w, ",", "failed", p->failed);
+	sg_jtw_key(w, ",", "omitted");
+	sg_jtw_bool(w, !p->shown && (p->detail != NULL || p->dropped));
+	if (p->shown) {
+		sg_jtw_lit(w, ",");
+		sg_jtw_lit(w, p->detail);
+	}
+	sg_jtw_lit(w, "}");
 }
 
-/* Append round i's model turn: 0, or -1. */
-static int
-model_text(struct sg_buf *b, const struct round *r, int64_t start)
+/* Round r's model turn. */
+static void
+model_text(struct sg_jtw *w, const struct round *r, int64_t start)
 {
-	if (!r->model)
-		return put_lit(b, "null");
-	return put_lit(b, "{\"started_ms\":") == -1 ||
-	    sg_jdump_int(b, r->t0 - start) == -1 ||
-	    put_lit(b, ",\"duration_ms\":") == -1 ||
-	    sg_jdump_int(b, r->ms) == -1 ||
-	    put_lit(b, ",\"status\":") == -1 || (r->status > 0 ?
-	    sg_jdump_int(b, r->status) : put_lit(b, "null")) == -1 ||
-	    put_lit(b, ",\"error\":") == -1 || put_or_null(b, r->error) == -1 ||
-	    put_lit(b, ",\"usage\":{\"input_tokens\":") == -1 ||
-	    sg_jdump_int(b, r->in) == -1 ||
-	    put_lit(b, ",\"input_cached_tokens\":") == -1 ||
-	    sg_jdump_int(b, r->cached) == -1 ||
-	    put_lit(b, ",\"output_tokens\":") == -1 ||
-	    sg_jdump_int(b, r->out) == -1 ||
-	    put_lit(b, ",\"reasoning_tokens\":") == -1 ||
-	    sg_jdump_int(b, r->reasoning) == -1 || put_lit(b, "}}") == -1 ?
-	    -1 : 0;
+	if (!r->model) {
+		sg_jtw_lit(w, "null");
+		return;
+	}
+	sg_jtw_mint(w, "{", "started_ms", r->t0 - start);
+	sg_jtw_mint(w, ",", "duration_ms", r->ms);
+	sg_jtw_key(w, ",", "status");
+	if (r->status > 0)
+		sg_jtw_int(w, r->status);
+	else
+		sg_jtw_lit(w, "null");
+	sg_jtw_mstr(w, ",", "error", r->error);
+	sg_jtw_key(w, ",", "usage");
+	sg_jtw_mint(w, "{", "input_tokens", r->in);
+	sg_jtw_mint(w, ",", "input_cached_tokens", r->cached);
+	sg_jtw_mint(w, ",", "output_tokens", r->out);
+	sg_jtw_mint(w, ",", "reasoning_tokens", r->reasoning);
+	sg_jtw_lit(w, "}}");
 }
 
-/* Append round i (its runs from *k on, *k moved past them): 0, or -1.
- * Past the rounds, the element counting the runs left out. */
-static int
-round_text(struct sg_buf *b, size_t i, int64_t start, size_t *k)
+/* Round i, its runs from *k on (*k moved past them); past the rounds,
+ * the element counting the runs left out. */
+static void
+round_text(struct sg_jtw *w, size_t i, int64_t start, size_t *k)
 {
 	size_t first = *k;
 
-	if (i == tr.nrounds)
-		return put_lit(b, "{\"omitted_runs\":") == -1 ||
-		    sg_jdump_int(b, (json_int_t)tr.untraced) == -1 ||
-		    put_lit(b, "}") == -1 ? -1 : 0;
-	if (put_lit(b, "{\"round\":") == -1 ||
-	    sg_jdump_int(b, (json_int_t)(i + 1)) == -1 ||
-	    put_lit(b, ",\"model\":") == -1 ||
-	    model_text(b, &tr.rounds[i], start) == -1 ||
-	    put_lit(b, ",\"code_runs\":[") == -1)
-		return -1;
-	for (; *k < tr.nruns && tr.runs[*k].round == i; (*k)++)
-		if ((*k > first && put_lit(b, ",") == -1) ||
-		    run_text(b, &tr.runs[*k], start) == -1)
-			return -1;
-	return put_lit(b, "]}");
+	if (i == tr.nrounds) {
+		sg_jtw_mint(w, "{", "omitted_runs", (int64_t)tr.untraced);
+		sg_jtw_lit(w, "}");
+		return;
+	}
+	sg_jtw_mint(w, "{", "round", (int64_t)(i + 1));
+	sg_jtw_key(w, ",", "model");
+	model_text(w, &tr.rounds[i], start);
+	sg_jtw_key(w, ",", "code_runs");
+	sg_jtw_lit(w, "[");
+	for (; *k < tr.nruns && tr.runs[*k].round == i; (*k)++) {
+		if (*k > first)
+			sg_jtw_lit(w, ",");
+		run_text(w, &tr.runs[*k], start);
+	}
+	sg_jtw_lit(w, "]}");
 }
 
 /* Show run k's detail when it fits in *left. */
@@ -490,40 +447,40 @@ ends_only(const size_t *sizes, size_t n, size_t *from, size_t *to)
 	*to = j;
 }
 
-/* Append the elements, but [from, to) (one element counting them in
- * their place, when cut): 0, or -1. */
-static int
-all_text(struct sg_buf *b, size_t n, int64_t start, int cut, size_t from,
+/* The elements, but [from, to) when cut (one element counting them in
+ * their place). */
+static void
+all_text(struct sg_jtw *w, size_t n, int64_t start, int cut, size_t from,
     size_t to)
 {
-	size_t i, k = 0, sep = 0;
+	size_t i, k = 0, out = 0;
 
-	if (put_lit(b, "[") == -1)
-		return -1;
+	sg_jtw_lit(w, "[");
 	for (i = 0; i < n; i++) {
-		if (cut && i == from && ((sep++ > 0 && put_lit(b, ",") == -1) ||
-		    put_lit(b, "{\"omitted_rounds\":") == -1 ||
-		    sg_jdump_int(b, (json_int_t)(to - from)) == -1 ||
-		    put_lit(b, "}") == -1))
-			return -1;
+		if (cut && i == from) {
+			sg_jtw_key(w, out++ > 0 ? ",{" : "{", "omitted_rounds");
+			sg_jtw_int(w, (int64_t)(to - from));
+			sg_jtw_lit(w, "}");
+		}
 		if (cut && i >= from && i < to) {
 			while (k < tr.nruns && tr.runs[k].round == i)
 				k++;
 			continue;
 		}
-		if ((sep++ > 0 && put_lit(b, ",") == -1) ||
-		    round_text(b, i, start, &k) == -1)
-			return -1;
+		if (out++ > 0)
+			sg_jtw_lit(w, ",");
+		round_text(w, i, start, &k);
 	}
-	return put_lit(b, "]");
+	sg_jtw_lit(w, "]");
 }
 
 char *
 sg_trace_json(int64_t start, char **images)
 {
-	struct sg_buf b = { 0 }, one = { 0 };
-	size_t i, k = 0, total = SLACK, *sizes = NULL, n, from = 0, to = 0;
-	int cut = 0, rc = -1;
+	struct sg_jtw w = { { 0 }, 0 }, one = { { 0 }, 0 };
+	size_t i, k = 0, total = SLACK, *sizes, n, from = 0, to = 0;
+	int cut = 0;
+	char *text;
 
 	if (images != NULL)
 		*images = NULL;
@@ -531,15 +488,14 @@ sg_trace_json(int64_t start, char **images)
 		return NULL;
 	/* The rounds, and the element counting the runs past the cap. */
 	n = tr.nrounds + (tr.untraced > 0);
+	if ((sizes = calloc(n + 1, sizeof(*sizes))) == NULL)
+		return NULL;
 	for (i = 0; i < tr.nruns; i++)
 		tr.runs[i].shown = 0;
-	if ((sizes = calloc(n + 1, sizeof(*sizes))) == NULL)
-		goto done;
 	for (i = 0; i < tr.nrounds; i++) {
-		one.len = 0;
-		if (round_text(&one, i, start, &k) == -1)
-			goto done;
-		sizes[i] = one.len;
+		one.b.len = 0;
+		round_text(&one, i, start, &k);
+		sizes[i] = one.b.len;
 		total += sizes[i] + 1;
 	}
 	if (total <= SG_TRACE_MAX)
@@ -548,17 +504,13 @@ sg_trace_json(int64_t start, char **images)
 		cut = 1;
 		ends_only(sizes, n, &from, &to);
 	}
-	rc = all_text(&b, n, start, cut, from, to);
-	if (rc == 0 && images != NULL)
-		*images = sg_timg_json(from, to);
-done:
-	free(one.p);
+	w.failed = one.failed;
+	free(one.b.p);
 	free(sizes);
-	if (rc == -1) {
-		free(b.p);
-		return NULL;
-	}
-	return b.p;
+	all_text(&w, n, start, cut, from, to);
+	if ((text = sg_jtw_end(&w)) != NULL && images != NULL)
+		*images = sg_timg_json(from, to);
+	return text;
 }
 
 void

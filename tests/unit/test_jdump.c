@@ -2,7 +2,9 @@
  * sg_jdump: byte for byte json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
  * on many random values (every escape, multibyte characters, NULs in
  * strings and keys, the integers' ends, reals, empty and nested
- * containers), and a failure where Jansson fails (not UTF-8).
+ * containers), and a failure where Jansson fails (not UTF-8). sg_jtw:
+ * its strings and integers as sg_jdump writes them, text that is not
+ * UTF-8 made so, pieces put together.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../../lib/jdump.h"
+#include "../../lib/jtw.h"
 
 static unsigned seed = 7;
 
@@ -122,9 +125,69 @@ not_utf8(void **state)
 		/* What was there stays, and only it. */
 		assert_int_equal(b.len, 1);
 		assert_string_equal(b.p, "x");
+		assert_int_equal(sg_jdump_str(&b, bad[i], strlen(bad[i])), -1);
+		assert_int_equal(b.len, 1);
+		assert_string_equal(b.p, "x");
 		json_decref(v);
 	}
 	free(b.p);
+}
+
+/* A string and an integer written alone are what Jansson writes. */
+static void
+pieces_as_jansson(void **state)
+{
+	char s[256], *want, *got;
+	struct sg_jtw w;
+	json_int_t n;
+	json_t *v;
+	size_t len;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 5000; i++) {
+		memset(&w, 0, sizeof(w));
+		len = text(s, sizeof(s) - 1);
+		n = (json_int_t)rnd(1u << 30) * (rnd(2) ? -1 : 1) *
+		    (json_int_t)rnd(1u << 30);
+		sg_jtw_text(&w, s, len);
+		sg_jtw_lit(&w, ",");
+		sg_jtw_int(&w, n);
+		v = json_pack("[s%,I]", s, len, n);
+		assert_non_null(want = json_dumps(v, JSON_COMPACT));
+		assert_non_null(got = sg_jtw_end(&w));
+		/* Jansson's array, less its brackets. */
+		want[strlen(want) - 1] = '\0';
+		assert_string_equal(got, want + 1);
+		free(want);
+		free(got);
+		json_decref(v);
+	}
+}
+
+static void
+jtw_pieces(void **state)
+{
+	struct sg_jtw w = { { 0 }, 0 };
+	char *got;
+
+	(void)state;
+	assert_string_equal(got = sg_jtw_end(&w), "");
+	free(got);
+	memset(&w, 0, sizeof(w));
+	sg_jtw_mint(&w, "{", "a", -12);
+	sg_jtw_mstr(&w, ",", "b", NULL);
+	sg_jtw_key(&w, ",", "c");
+	sg_jtw_str(&w, "");
+	sg_jtw_key(&w, ",", "d");
+	sg_jtw_bool(&w, 1);
+	sg_jtw_key(&w, ",", "e");
+	sg_jtw_str(&w, "x\xffy\"");
+	sg_jtw_lit(&w, "}");
+	assert_non_null(got = sg_jtw_end(&w));
+	assert_string_equal(got, "{\"a\":-12,\"b\":null,\"c\":null,"
+	    "\"d\":true,\"e\":\"x\xef\xbf\xbdy\\\"\"}");
+	free(got);
 }
 
 int
@@ -133,6 +196,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(same_as_jansson),
 		cmocka_unit_test(not_utf8),
+		cmocka_unit_test(pieces_as_jansson),
+		cmocka_unit_test(jtw_pieces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
