@@ -7,8 +7,11 @@
  * instructions a transfer, the floor under sandgate's passthrough. With
  * -t it prints the wall time a transfer takes (p50 and p99 over the N,
  * in µs, the first left out): what one HTTP exchange costs on this
- * machine before the gateway does anything with it.
- *   curl_floor [-t] URL N
+ * machine before the gateway does anything with it. What a handle's
+ * use costs on top: -r resets the handle before each transfer (every
+ * option set again), -s gives the URL as text (parsed each transfer)
+ * instead of a prepared CURLU.
+ *   curl_floor [-t] [-r] [-s] URL N
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -68,14 +71,22 @@ main(int argc, char **argv)
 	CURLU *u;
 	CURL *h;
 	double *took = NULL, t0;
-	int n, k, timed = argc == 4 && strcmp(argv[1], "-t") == 0;
+	int n, k, timed = 0, reset = 0, text = 0;
 	size_t i;
 
-	argv += timed;
-	argc -= timed;
+	for (; argc > 1 && argv[1][0] == '-'; argc--, argv++)
+		if (strcmp(argv[1], "-t") == 0)
+			timed = 1;
+		else if (strcmp(argv[1], "-r") == 0)
+			reset = 1;
+		else if (strcmp(argv[1], "-s") == 0)
+			text = 1;
+		else
+			break;
 	if (argc != 3 || (n = atoi(argv[2])) < 2 ||
 	    (took = calloc((size_t)n, sizeof(*took))) == NULL) {
-		fprintf(stderr, "usage: curl_floor [-t] URL N (N > 1)\n");
+		fprintf(stderr, "usage: curl_floor [-t] [-r] [-s] URL N "
+		    "(N > 1)\n");
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_ALL);
@@ -85,7 +96,12 @@ main(int argc, char **argv)
 	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		hdrs = curl_slist_append(hdrs, lines[i]);
 	for (k = 0; k < n; k++) {
-		curl_easy_setopt(h, CURLOPT_CURLU, u);
+		if (reset)
+			curl_easy_reset(h);
+		if (text)
+			curl_easy_setopt(h, CURLOPT_URL, argv[1]);
+		else
+			curl_easy_setopt(h, CURLOPT_CURLU, u);
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,

@@ -2,9 +2,11 @@
 # libcurl's instructions a passthrough transfer, sandgate aside: builds
 # bench/curl_floor.c, runs it under callgrind for 50 and 250 transfers to
 # bench/fakes.mjs, and prints the difference over 200 (the first
-# transfer's connect and libcurl's start cancel out).
-#   sh bench/curl_floor.sh
+# transfer's connect and libcurl's start cancel out). Flags for
+# curl_floor (-r, -s: a reset a transfer, the URL as text) are passed on.
+#   sh bench/curl_floor.sh [-r] [-s]
 set -eu
+flags="$*"
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d /tmp/sgcurl.XXXXXX)
 trap 'kill $fpid 2>/dev/null || true; rm -rf "$out"' EXIT
@@ -17,7 +19,7 @@ for i in $(seq 100); do
 done
 ir() {
 	valgrind --tool=callgrind --callgrind-out-file="$out/cg.$1" \
-	    "$out/curl_floor" "http://127.0.0.1:$port/v1/chat/completions" "$1" \
+	    "$out/curl_floor" $flags "http://127.0.0.1:$port/v1/chat/completions" "$1" \
 	    2>&1 | sed -n 's/.*refs: *\([0-9,]*\).*/\1/p' | tr -d ,
 }
 a=$(ir 50)
