@@ -173,13 +173,14 @@ on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
  * ~72 k for a whole transfer). A call that sets only the options every
  * call sets (perform) and a JSON body, or none, is "plain"; the next one
  * of the same kind sets them all again over it, without a reset. Any
- * other (a file up, a form) is reset before and after.
+ * other (a file up, a form) is reset before it, and the call after it
+ * resets what it set.
  */
 #define URLS_KEPT	4
 
 struct sg_phttp {
 	CURL	*h;
-	int	 kind;			/* the last call's: KIND_*, -1 none */
+	int	 kind;			/* the last call's: KIND_* */
 	CURLU	*u[URLS_KEPT];
 	char	*text[URLS_KEPT];	/* u[i]'s URL as given */
 	unsigned next;			/* the slot to take next */
