@@ -458,8 +458,8 @@ all_text(struct sg_jtw *w, size_t n, int64_t start, int cut, size_t from,
 	sg_jtw_lit(w, "[");
 	for (i = 0; i < n; i++) {
 		if (cut && i == from) {
-			sg_jtw_key(w, out++ > 0 ? ",{" : "{", "omitted_rounds");
-			sg_jtw_int(w, (int64_t)(to - from));
+			sg_jtw_mint(w, out++ > 0 ? ",{" : "{", "omitted_rounds",
+			    (int64_t)(to - from));
 			sg_jtw_lit(w, "}");
 		}
 		if (cut && i >= from && i < to) {
