@@ -5,7 +5,9 @@
  * json_loadb accepts and build a value that dumps to the same bytes;
  * sg_jscan_object must refuse what Jansson refuses as an object, and find
  * each member's value as Jansson reads it; sg_jdump of any value parsed
- * must be json_dumps's compact bytes.
+ * must be json_dumps's compact bytes; sg_jtw_text of the text, whatever
+ * its bytes, must be Jansson's dump of it made UTF-8
+ * (sg_json_string_lossy).
  *
  * Input: the first byte chooses JSON_DECODE_ANY (bit 0); the rest is the
  * text.
@@ -18,6 +20,7 @@
 
 #include "../lib/jdump.h"
 #include "../lib/jscan.h"
+#include "../lib/jtw.h"
 #include "../lib/util.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -42,6 +45,24 @@ same_dump(const json_t *v)
 		abort();
 	free(want);
 	free(got);
+}
+
+/* Any bytes written as a string by sg_jtw are Jansson's dump of them
+ * made UTF-8. */
+static void
+same_text(const char *p, size_t n)
+{
+	struct sg_jtw w = { { 0 }, 0 };
+	json_t *s = sg_json_string_lossy(p, n);
+	char *want = s != NULL ? dumped(s) : NULL, *got;
+
+	sg_jtw_text(&w, p, n);
+	got = sg_jtw_end(&w);
+	if (want == NULL || got == NULL || strcmp(want, got) != 0)
+		abort();
+	free(want);
+	free(got);
+	json_decref(s);
 }
 
 /* The members the scanner found are Jansson's. */
@@ -105,6 +126,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		same_dump(want);
 	}
 	same_members(p, n, want);
+	same_text(p, n);
 	json_decref(want);
 	json_decref(got);
 	return 0;
