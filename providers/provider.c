@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#include <curl/curl.h>
 
 #include "provider.h"
 #include "internal.h"

@@ -122,16 +122,24 @@ new_run(void)
 	return p;
 }
 
-/* New copy of s, at most max bytes and not cut inside a character. */
-static char *
-bounded(const char *s, size_t max)
+/* How many of s's len bytes to keep for at most max, not cutting inside
+ * a character. */
+static size_t
+head(const char *s, size_t len, size_t max)
 {
-	size_t n = strlen(s);
+	size_t n = len;
 
 	if (n > max)
 		for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
 			;
-	return strndup(s, n);
+	return n;
+}
+
+/* New copy of s, at most max bytes and not cut inside a character. */
+static char *
+bounded(const char *s, size_t max)
+{
+	return strndup(s, head(s, strlen(s), max));
 }
 
 /*
@@ -142,16 +150,14 @@ static void
 tw_part(struct sg_jtw *w, const char *sep, const char *key, const char *p,
     size_t len, size_t max, int last)
 {
-	size_t from = 0, n = len;
+	size_t from = 0, n = head(p, len, max);
 
 	if (len > max && last) {
 		for (from = len - max; from < len &&
 		    ((unsigned char)p[from] & 0xC0) == 0x80; from++)
 			;
 		n = len - from;
-	} else if (len > max)
-		for (n = max; n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80; n--)
-			;
+	}
 	sg_jtw_key(w, sep, key);
 	sg_jtw_text(w, p + from, n);
 	sg_jtw_lit(w, ",\"");

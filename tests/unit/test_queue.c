@@ -28,6 +28,8 @@ struct fx {
 	struct sg_board	*board;		/* shared with the children */
 	struct sg_cfg	 cfg;
 	struct sg_seat	 seat;
+	pid_t		 kids[8];	/* forked by this case */
+	int		 nkids;
 };
 
 /* sg_out that is always there, or gone after `alive` checks. */
@@ -64,14 +66,37 @@ setup(void **state)
 	return 0;
 }
 
+/*
+ * A failed case ends at its assertion, before it reaps what it forked:
+ * a child left waiting would outlive the binary and keep its output
+ * open, so whatever reads it would never see the end.
+ */
 static int
 teardown(void **state)
 {
 	struct fx *fx = *state;
+	int i, status;
 
+	for (i = 0; i < fx->nkids; i++)
+		if (waitpid(fx->kids[i], &status, WNOHANG) == 0) {
+			kill(fx->kids[i], SIGKILL);
+			waitpid(fx->kids[i], &status, 0);
+		}
 	munmap(fx->board, sizeof(*fx->board));
 	free(fx);
 	return 0;
+}
+
+/* fork(), the child noted for teardown. */
+static pid_t
+kid(struct fx *fx)
+{
+	pid_t pid;
+
+	assert_true(fx->nkids < (int)(sizeof(fx->kids) / sizeof(fx->kids[0])));
+	if ((pid = fork()) > 0)
+		fx->kids[fx->nkids++] = pid;
+	return pid;
 }
 
 /* Admit a heavy request of tenant on slot (cap: its key's; -1 none). */
@@ -102,7 +127,7 @@ child(struct fx *fx, int slot, const char *tenant, int cap)
 	pid_t pid;
 	int sig;
 
-	if ((pid = fork()) != 0)
+	if ((pid = kid(fx)) != 0)
 		return pid;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -342,7 +367,7 @@ deaths_free_what_they_held(void **state)
 	k1 = child(fx, 1, "k1", -1);
 	until_q(fx, 0, SG_Q_RUNNING);
 	until_q(fx, 1, SG_Q_RUNNING);
-	if ((locker = fork()) == 0) {
+	if ((locker = kid(fx)) == 0) {
 		lock(fx->board);
 		_exit(0);	/* dies holding it */
 	}
@@ -376,7 +401,7 @@ a_forged_lock_does_not_stall(void **state)
 	assert_int_equal(admit(fx, 0, "a", -1, -1, &err), 0);
 	assert_true(sg_now_ms() - t0 < SG_SHLOCK_STALE_MS);
 	assert_int_equal(fx->board->qlock.word, 0);
-	if ((sleeper = fork()) == 0) {
+	if ((sleeper = kid(fx)) == 0) {
 		pause();
 		_exit(0);
 	}
