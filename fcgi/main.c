@@ -105,6 +105,7 @@ main(int argc, char *argv[])
 	size_t i;
 	int c, fd;
 
+	sg_tune_malloc(argv);
 	while ((c = getopt_long(argc, argv, "c:l:w:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': config = optarg; break;
