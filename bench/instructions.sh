@@ -9,6 +9,9 @@
 #   loop     /v1/responses with code_interpreter, three code rounds in a
 #            session on the e2b fake (bench/loop_client.mjs ci-3 sticky)
 #   sh bench/instructions.sh SECS ROOT...   (each ROOT with build/sandgate-fcgi)
+# BENCH_KEEP=1 keeps each root's profiles (callgrind_annotate them; the
+# folder is printed); BENCH_ONLY=FN collects only inside FN (the
+# profiles then hold one request kind's cost alone, e.g. sg_gw_handle).
 # Prints per ROOT: | root | requests | in sg_gw_handle | the responder's
 # whole loop (accept to finish: libfcgi, the log) | the reaper's ledger |,
 # each per request.
@@ -43,7 +46,7 @@ server.document-root = "$out/www"
 server.modules += ( "mod_fastcgi" )
 \$HTTP["url"] =~ "^/(v1/|healthz$|metrics$)" {
   fastcgi.server = ( "/" => (( "socket" => "$out/fcgi.sock",
-    "bin-path" => "/usr/bin/valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=$out/cg.%p $root/build/sandgate-fcgi --config $out/sandgate.conf",
+    "bin-path" => "/usr/bin/valgrind --tool=callgrind${BENCH_ONLY:+ --toggle-collect=$BENCH_ONLY} --trace-children=yes --callgrind-out-file=$out/cg.%p $root/build/sandgate-fcgi --config $out/sandgate.conf",
     "max-procs" => 1, "check-local" => "disable" )) )
 }
 CONF
@@ -115,5 +118,9 @@ for f in glob.glob(out + '/cg.*'):
 print("| %s | %d | %.0f | %.0f | %.0f |" % (root, n, sum(steady) / len(steady),
     sum(whole) / len(whole), reaper / n))
 PY
-	rm -rf "$out"
+	if [ -n "${BENCH_KEEP:-}" ]; then
+		echo "profiles of $root kept in $out"
+	else
+		rm -rf "$out"
+	fi
 done

@@ -130,7 +130,7 @@ sg_json_size(const char *buf, size_t len, int *depth)
 }
 
 int
-sg_buf_add(struct sg_buf *b, const void *p, size_t n)
+sg_buf_reserve(struct sg_buf *b, size_t n)
 {
 	size_t cap = b->cap ? b->cap : 256;
 	char *np;
@@ -143,6 +143,14 @@ sg_buf_add(struct sg_buf *b, const void *p, size_t n)
 		b->p = np;
 		b->cap = cap;
 	}
+	return 0;
+}
+
+int
+sg_buf_add(struct sg_buf *b, const void *p, size_t n)
+{
+	if (sg_buf_reserve(b, n) == -1)
+		return -1;
 	memcpy(b->p + b->len, p, n);
 	b->len += n;
 	b->p[b->len] = '\0';

@@ -39,6 +39,9 @@ struct sg_buf {
 	size_t	 len, cap;
 };
 
+/* Room for n more bytes at once (a writer that knows its length grows
+ * the buffer once): 0, or -1 when out of memory (b is then unchanged). */
+int	 sg_buf_reserve(struct sg_buf *, size_t n);
 /* Append n bytes: 0, or -1 when out of memory (b is then unchanged). */
 int	 sg_buf_add(struct sg_buf *, const void *, size_t n);
 /* Append printf's text: 0, or -1 when out of memory (b unchanged). */

@@ -54,10 +54,31 @@ set_wal(struct sg_store *st)
 	return rc == SQLITE_OK ? SG_STORE_OK : dberr(st, "journal_mode=WAL");
 }
 
+/*
+ * Before SQLite's first use in the process (its settings are the
+ * process's): no process of sandgate uses SQLite from two threads, so
+ * none of its mutexes; and no count of the memory it holds, which took
+ * a mutex at every malloc and free (~70 k instructions of a code round's
+ * request, bench/RESULTS.md).
+ */
+static void
+configure(void)
+{
+	static int done;
+
+	if (done)
+		return;
+	done = 1;
+	(void)sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int
 sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
 {
 	int fd;
+
+	configure();
 
 	/* Create it ourselves: SQLite would take the umask (0644). */
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1) {

@@ -414,12 +414,12 @@ attach(size_t k, size_t *left)
 /*
  * The details that fit in left, from both ends towards the middle: the
  * first runs' while they fit in half, then the last runs' while they
- * fit, then the first runs' again.
+ * fit, then the first runs' again. The bytes they take.
  */
-static void
+static size_t
 details(size_t left)
 {
-	size_t i = 0, j = tr.nruns, half = left / 2, used;
+	size_t i = 0, j = tr.nruns, half = left / 2, used, start = left;
 
 	for (; i < j; i++) {
 		if (tr.runs[i].detail == NULL)
@@ -436,6 +436,7 @@ details(size_t left)
 	for (; i < j; i++)
 		if (tr.runs[i].detail != NULL && !attach(i, &left))
 			break;
+	return start - left;
 }
 
 /* The elements (n, each sizes[] long) whose summaries pass the bound:
@@ -505,12 +506,14 @@ sg_trace_json(int64_t start, char **images)
 		total += sizes[i] + 1;
 	}
 	if (total <= SG_TRACE_MAX)
-		details(SG_TRACE_MAX - total);
+		total += details(SG_TRACE_MAX - total);
 	else {
 		cut = 1;
 		ends_only(sizes, n, &from, &to);
+		total = SG_TRACE_MAX;
 	}
-	w.failed = one.failed;
+	/* The text's length is known: one buffer, not one per doubling. */
+	w.failed = one.failed || sg_buf_reserve(&w.b, total) == -1;
 	free(one.b.p);
 	free(sizes);
 	all_text(&w, n, start, cut, from, to);
