@@ -58,8 +58,8 @@ set_wal(struct sg_store *st)
  * Before SQLite's first use in the process (its settings are the
  * process's): no process of sandgate uses SQLite from two threads, so
  * none of its mutexes; and no count of the memory it holds, which took
- * a mutex at every malloc and free (~70 k instructions of a code round's
- * request, bench/RESULTS.md).
+ * a mutex at every malloc and free (with the trace's one buffer, 76 k
+ * instructions of a three-round request, bench/RESULTS.md).
  */
 static void
 configure(void)
