@@ -200,10 +200,8 @@ int	 sg_drop_privileges(const struct sg_cfg *);
  * never holds a SQLite connection, and root never owns -wal/-shm). */
 int	 sg_prepare_store(const struct sg_cfg *, char *err, size_t errsz);
 
-/* GLIBC_TUNABLES with a deeper malloc cache added to tunables (NULL:
- * the operator's says how deep already, or out of memory); new. */
-char	*sg_tune_value(const char *tunables);
-/* Executes the program again with it, once, first thing in main. */
+/* tune.c: executes the program again, once, with a deeper malloc cache
+ * in GLIBC_TUNABLES; first thing in main. */
 void	 sg_tune_malloc(char *argv[]);
 
 /* master.c; workers: --workers MIN, MAX, kept across reloads ({0, 0}:

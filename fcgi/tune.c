@@ -26,8 +26,10 @@
 /* What GLIBC_TUNABLES was before the exec: "" unset, "=value" set. */
 #define WAS		"SANDGATE_GLIBC_TUNABLES_WAS"
 
-char *
-sg_tune_value(const char *tunables)
+/* GLIBC_TUNABLES with the deeper cache added to tunables (NULL: the
+ * operator's says how deep already, or out of memory); new. */
+static char *
+tune_value(const char *tunables)
 {
 	const char *p, *colon;
 	char *v;
@@ -71,7 +73,7 @@ sg_tune_malloc(char *argv[])
 		put_back();
 		return;
 	}
-	if ((value = sg_tune_value(old)) == NULL)
+	if ((value = tune_value(old)) == NULL)
 		return;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0 && asprintf(&was, "%s%s", old != NULL ? "=" : "",

@@ -26,20 +26,20 @@ value_added_or_left(void **state)
 	char *v;
 
 	(void)state;
-	assert_string_equal(v = sg_tune_value(NULL), TCACHE_COUNT);
+	assert_string_equal(v = tune_value(NULL), TCACHE_COUNT);
 	free(v);
-	assert_string_equal(v = sg_tune_value(""), TCACHE_COUNT);
+	assert_string_equal(v = tune_value(""), TCACHE_COUNT);
 	free(v);
-	assert_string_equal(v = sg_tune_value("glibc.malloc.mxfast=0"),
+	assert_string_equal(v = tune_value("glibc.malloc.mxfast=0"),
 	    "glibc.malloc.mxfast=0:" TCACHE_COUNT);
 	free(v);
 	/* A name that only begins like it is another tunable. */
-	assert_string_equal(v = sg_tune_value("glibc.malloc.tcache_countx=1"),
+	assert_string_equal(v = tune_value("glibc.malloc.tcache_countx=1"),
 	    "glibc.malloc.tcache_countx=1:" TCACHE_COUNT);
 	free(v);
-	assert_null(sg_tune_value("glibc.malloc.tcache_count=7"));
-	assert_null(sg_tune_value("a=1:glibc.malloc.tcache_count=7:b=2"));
-	assert_null(sg_tune_value("a=1:glibc.malloc.tcache_count=0"));
+	assert_null(tune_value("glibc.malloc.tcache_count=7"));
+	assert_null(tune_value("a=1:glibc.malloc.tcache_count=7:b=2"));
+	assert_null(tune_value("a=1:glibc.malloc.tcache_count=0"));
 }
 
 /* Bytes in malloc's fast bins after 100 small chunks freed: 0 when the
