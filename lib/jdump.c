@@ -3,42 +3,6 @@
 
 #include "jdump.h"
 
-/* Bytes that end a run of plain ones: a quote, a backslash, a control
- * character, the start of a multibyte character. */
-static int
-plain(unsigned char c)
-{
-	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
-}
-
-/* The length of the UTF-8 character at s (n bytes left), as Jansson's
- * utf8_check_full accepts it, or 0. */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned v, min;
-	size_t len, k;
-
-	if (s[0] >= 0xC2 && s[0] <= 0xDF)
-		len = 2, v = s[0] & 0x1F, min = 0x80;
-	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-		len = 3, v = s[0] & 0x0F, min = 0x800;
-	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-		len = 4, v = s[0] & 0x07, min = 0x10000;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (k = 1; k < len; k++) {
-		if ((s[k] & 0xC0) != 0x80)
-			return 0;
-		v = (v << 6) | (s[k] & 0x3F);
-	}
-	if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-		return 0;
-	return len;
-}
-
 /* Room for k more bytes and the NUL after them: 0, or -1. */
 static int
 reserve(struct sg_buf *b, size_t k)
@@ -68,6 +32,16 @@ put(struct sg_buf *b, const char *p, size_t n)
 	return 0;
 }
 
+/* One byte: most puts of a dump are a brace, a comma or a colon. */
+static int
+put1(struct sg_buf *b, char c)
+{
+	if (b->len + 2 > b->cap && reserve(b, 1) == -1)
+		return -1;
+	b->p[b->len++] = c;
+	return 0;
+}
+
 static int
 string(struct sg_buf *b, const char *p, size_t n)
 {
@@ -81,14 +55,14 @@ string(struct sg_buf *b, const char *p, size_t n)
 		return -1;
 	b->p[b->len++] = '"';
 	while (i < n) {
-		for (from = i; i < n && plain(s[i]); i++)
-			;
+		from = i;
+		i += sg_json_plain(p + i, n - i);
 		if (i > from && put(b, p + from, i - from) == -1)
 			return -1;
 		if (i >= n)
 			break;
 		if (s[i] >= 0x80) {
-			if ((k = utf8_len(s + i, n - i)) == 0 ||
+			if ((k = sg_utf8_len(s + i, n - i)) == 0 ||
 			    put(b, p + i, k) == -1)
 				return -1;
 			i += k;
@@ -146,26 +120,26 @@ value(struct sg_buf *b, const json_t *v)
 
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
-		if (put(b, "{", 1) == -1)
+		if (put1(b, '{') == -1)
 			return -1;
 		for (it = json_object_iter((json_t *)v), i = 0; it != NULL;
 		    it = json_object_iter_next((json_t *)v, it), i++) {
 			k = json_object_iter_key(it);
-			if ((i > 0 && put(b, ",", 1) == -1) ||
+			if ((i > 0 && put1(b, ',') == -1) ||
 			    string(b, k, json_object_iter_key_len(it)) == -1 ||
-			    put(b, ":", 1) == -1 ||
+			    put1(b, ':') == -1 ||
 			    value(b, json_object_iter_value(it)) == -1)
 				return -1;
 		}
-		return put(b, "}", 1);
+		return put1(b, '}');
 	case JSON_ARRAY:
-		if (put(b, "[", 1) == -1)
+		if (put1(b, '[') == -1)
 			return -1;
 		for (i = 0; i < json_array_size(v); i++)
-			if ((i > 0 && put(b, ",", 1) == -1) ||
+			if ((i > 0 && put1(b, ',') == -1) ||
 			    value(b, json_array_get(v, i)) == -1)
 				return -1;
-		return put(b, "]", 1);
+		return put1(b, ']');
 	case JSON_STRING:
 		return string(b, json_string_value(v), json_string_length(v));
 	case JSON_INTEGER:

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "jscan.h"
+#include "util.h"
 
 #define DEPTH_MAX	2048	/* Jansson's JSON_PARSER_MAX_DEPTH */
 
@@ -117,9 +118,7 @@ string(struct scan *s, int *esc)
 	*esc = 0;
 	for (s->i++; s->i < s->n; ) {
 		/* A run of plain ASCII first: most of a string. */
-		while (s->i < s->n && (c = (unsigned char)s->p[s->i]) >= 0x20 &&
-		    c < 0x80 && c != '"' && c != '\\')
-			s->i++;
+		s->i += sg_json_plain(s->p + s->i, s->n - s->i);
 		if (s->i >= s->n)
 			break;
 		c = (unsigned char)s->p[s->i];

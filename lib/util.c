@@ -14,6 +14,60 @@
 
 #include "util.h"
 
+#define ONES	0x0101010101010101ULL
+#define HIGHS	0x8080808080808080ULL
+
+/* Nonzero when a byte of x is below b (b <= 0x80). A borrow may mark a
+ * byte above the one found too, so only "any" is exact, which is all
+ * sg_json_plain asks. */
+static uint64_t
+any_below(uint64_t x, uint64_t b)
+{
+	return (x - ONES * b) & ~x & HIGHS;
+}
+
+size_t
+sg_utf8_prefix(const char *p, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i = 0, k;
+	uint64_t x;
+
+	while (i < n) {
+		if (i + 8 <= n) {
+			memcpy(&x, s + i, 8);
+			if ((x & HIGHS) == 0) {
+				i += 8;
+				continue;
+			}
+		}
+		if ((k = sg_utf8_len(s + i, n - i)) == 0)
+			break;
+		i += k;
+	}
+	return i;
+}
+
+size_t
+sg_json_plain(const char *p, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i;
+	uint64_t x;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&x, s + i, 8);
+		if (((x & HIGHS) | any_below(x, 0x20) |
+		    any_below(x ^ (ONES * '"'), 1) |
+		    any_below(x ^ (ONES * '\\'), 1)) != 0)
+			break;
+	}
+	while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
+	    s[i] != '\\')
+		i++;
+	return i;
+}
+
 size_t
 sg_utf8_len(const unsigned char *s, size_t n)
 {

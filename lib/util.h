@@ -20,6 +20,15 @@ json_t	*sg_json_string_lossy(const char *buf, size_t len);
  * form, surrogate or value past U+10FFFF), or 0. */
 size_t	 sg_utf8_len(const unsigned char *s, size_t n);
 
+/* How many of the bytes at p[0..n) are well-formed UTF-8, from the
+ * first (n when all are); ASCII eight bytes a step. */
+size_t	 sg_utf8_prefix(const char *p, size_t n);
+
+/* How many of the bytes at p[0..n) may stand in a JSON string as they
+ * are, from the first: printable ASCII but a quote and a backslash. Eight
+ * bytes a step (a model turn's text is mostly such runs). */
+size_t	 sg_json_plain(const char *p, size_t n);
+
 /* New NUL-terminated copy of buf[0..len) with invalid UTF-8 replaced by
  * U+FFFD; its length in *outlen. NULL only when out of memory. */
 char	*sg_utf8_fix(const char *buf, size_t len, size_t *outlen);

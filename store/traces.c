@@ -16,16 +16,14 @@
 static const char *
 text(const char *s, char **fixed)
 {
-	size_t len, i, n, fixed_len;
+	size_t len, fixed_len;
 
 	*fixed = NULL;
 	if (s == NULL)
 		return NULL;
 	len = strlen(s);
-	for (i = 0; i < len; i += n)
-		if ((n = sg_utf8_len((const unsigned char *)s + i, len - i)) ==
-		    0)
-			return *fixed = sg_utf8_fix(s, len, &fixed_len);
+	if (sg_utf8_prefix(s, len) < len)
+		return *fixed = sg_utf8_fix(s, len, &fixed_len);
 	return s;
 }
 

@@ -379,11 +379,85 @@ buf_printf_appends(void **state)
 	free(b.p);
 }
 
+/* Every byte value at every place of a run longer than a word step: the
+ * plain run ends exactly at the first byte a JSON string must escape or
+ * that starts a multibyte character, and a run of all plain bytes is
+ * taken whole, whatever its length. */
+static void
+json_plain_stops_at_the_first_special(void **state)
+{
+	char buf[40];
+	size_t len, at, want;
+	int c;
+
+	(void)state;
+	for (len = 0; len <= sizeof(buf); len++) {
+		memset(buf, 'a', sizeof(buf));
+		assert_int_equal(sg_json_plain(buf, len), len);
+	}
+	for (c = 0; c < 256; c++)
+		for (at = 0; at < 24; at++) {
+			memset(buf, 'x', sizeof(buf));
+			buf[at] = (char)c;
+			want = c >= 0x20 && c < 0x80 && c != '"' && c != '\\' ?
+			    sizeof(buf) : at;
+			assert_int_equal(sg_json_plain(buf, sizeof(buf)), want);
+			/* And a special byte after the end is not looked at. */
+			assert_int_equal(sg_json_plain(buf, at), at);
+		}
+	/* Bytes just inside and outside each bound, side by side: a
+	 * borrow across bytes must not hide one nor invent one. */
+	memcpy(buf, "\x20\x7e!#[]~\x21\x5b\x5d\x7f", 11);
+	assert_int_equal(sg_json_plain(buf, 11), 11);
+	memcpy(buf, "\x20\x20\x20\x20\x20\x20\x20\x1f", 8);
+	assert_int_equal(sg_json_plain(buf, 8), 7);
+	memcpy(buf, "\x21\x21\x21\x21\x21\x21\x21\x22", 8);
+	assert_int_equal(sg_json_plain(buf, 8), 7);
+	memcpy(buf, "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x80", 8);
+	assert_int_equal(sg_json_plain(buf, 8), 7);
+	memcpy(buf, "\x5d\x5d\x5d\x5d\x5d\x5d\x5d\x5c", 8);
+	assert_int_equal(sg_json_plain(buf, 8), 7);
+	memcpy(buf, "\x23\x23\x23\x23\x23\x23\x23\x00", 8);
+	assert_int_equal(sg_json_plain(buf, 8), 7);
+}
+
+/* The well-formed prefix is what sg_utf8_len, a character at a time,
+ * finds: a bad byte after a long ASCII run, inside a word step, or in a
+ * character cut at the end, is where it stops. */
+static void
+utf8_prefix_stops_at_the_first_bad_byte(void **state)
+{
+	static const char *const bad[] = { "\xff", "\xc3", "\xe2\x82",
+	    "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80" };
+	char buf[64];
+	size_t at, k, n, c, want;
+
+	(void)state;
+	assert_int_equal(sg_utf8_prefix("", 0), 0);
+	memcpy(buf, "abcdefgh\xc3\xa9ijklmnop\xe2\x82\xac", 22);
+	assert_int_equal(sg_utf8_prefix(buf, 22), 22);
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+		for (at = 0; at < 20; at++) {
+			memset(buf, 'a', sizeof(buf));
+			n = strlen(bad[k]);
+			memcpy(buf + at, bad[k], n);
+			for (want = 0; want < at + n; want += c)
+				if ((c = sg_utf8_len((unsigned char *)buf +
+				    want, at + n - want)) == 0)
+					break;
+			assert_int_equal(sg_utf8_prefix(buf, at + n), want);
+			assert_true(want <= at);
+			assert_int_equal(sg_utf8_prefix(buf, at), at);
+		}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_size_counts_outside_strings),
+		cmocka_unit_test(json_plain_stops_at_the_first_special),
+		cmocka_unit_test(utf8_prefix_stops_at_the_first_bad_byte),
 		cmocka_unit_test(buf_printf_appends),
 		cmocka_unit_test(lossy_valid_ascii_unchanged),
 		cmocka_unit_test(lossy_valid_multibyte_unchanged),
