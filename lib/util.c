@@ -18,8 +18,8 @@
 #define HIGHS	0x8080808080808080ULL
 
 /* Nonzero when a byte of x is below b (b <= 0x80). A borrow may mark a
- * byte above the one found too, so only "any" is exact, which is all
- * sg_json_plain asks. */
+ * byte above one below b too, never one under it: the lowest byte
+ * marked is the first below b. */
 static uint64_t
 any_below(uint64_t x, uint64_t b)
 {
@@ -48,19 +48,32 @@ sg_utf8_prefix(const char *p, size_t n)
 	return i;
 }
 
+/* The bytes of x a JSON string must escape or that start a multibyte
+ * character, each marked by its high bit (on a little-endian machine,
+ * the lowest mark is the first such byte). */
+static uint64_t
+specials(uint64_t x)
+{
+	return (x & HIGHS) | any_below(x, 0x20) |
+	    any_below(x ^ (ONES * '"'), 1) | any_below(x ^ (ONES * '\\'), 1);
+}
+
 size_t
 sg_json_plain(const char *p, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)p;
 	size_t i;
-	uint64_t x;
+	uint64_t x, m;
 
 	for (i = 0; i + 8 <= n; i += 8) {
 		memcpy(&x, s + i, 8);
-		if (((x & HIGHS) | any_below(x, 0x20) |
-		    any_below(x ^ (ONES * '"'), 1) |
-		    any_below(x ^ (ONES * '\\'), 1)) != 0)
+		if ((m = specials(x)) != 0) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return i + (size_t)__builtin_ctzll(m) / 8;
+#else
 			break;
+#endif
+		}
 	}
 	while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
 	    s[i] != '\\')
