@@ -20,6 +20,12 @@ json_t	*sg_json_string_lossy(const char *buf, size_t len);
  * form, surrogate or value past U+10FFFF), or 0. */
 size_t	 sg_utf8_len(const unsigned char *s, size_t n);
 
+/* 1 when the environment names a proxy libcurl would take for an http or
+ * https URL, or hosts to reach without one (no_proxy); read once. When it
+ * names none, a handle told so (an empty CURLOPT_PROXY and NOPROXY) does
+ * not look again on each transfer. */
+int	 sg_proxy_env(void);
+
 /* How many of the bytes at p[0..n) are well-formed UTF-8, from the
  * first (n when all are); ASCII eight bytes a step. */
 size_t	 sg_utf8_prefix(const char *p, size_t n);

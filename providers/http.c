@@ -220,7 +220,15 @@ handle(struct sg_prov *prov, int kind)
 			return NULL;
 	} else if (kind != ph->kind || kind == KIND_OTHER)
 		curl_easy_reset(ph->h);
+	else
+		return ph->h;
 	ph->kind = kind;
+	/* No proxy named: libcurl is told so, not left to look again in
+	 * the environment on each transfer (five getenv calls). */
+	if (!sg_proxy_env()) {
+		curl_easy_setopt(ph->h, CURLOPT_PROXY, "");
+		curl_easy_setopt(ph->h, CURLOPT_NOPROXY, "");
+	}
 	return ph->h;
 }
 

@@ -65,6 +65,11 @@ sg_upstream_new(void)
 		free(up);
 		return NULL;
 	}
+	/* Kept: the handle is never reset. */
+	if (!sg_proxy_env()) {
+		curl_easy_setopt(up->h, CURLOPT_PROXY, "");
+		curl_easy_setopt(up->h, CURLOPT_NOPROXY, "");
+	}
 	return up;
 }
 
