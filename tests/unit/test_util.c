@@ -386,6 +386,10 @@ buf_printf_appends(void **state)
 static void
 json_plain_stops_at_the_first_special(void **state)
 {
+	/* Seven plain bytes at a bound, then the byte past it. */
+	static const char *const edges[] = { "\x20\x20\x20\x20\x20\x20\x20\x1f",
+	    "\x21\x21\x21\x21\x21\x21\x21\x22", "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x80",
+	    "\x5d\x5d\x5d\x5d\x5d\x5d\x5d\x5c", "\x23\x23\x23\x23\x23\x23\x23\x00" };
 	char buf[40];
 	size_t len, at, want;
 	int c;
@@ -409,16 +413,8 @@ json_plain_stops_at_the_first_special(void **state)
 	 * borrow across bytes must not hide one nor invent one. */
 	memcpy(buf, "\x20\x7e!#[]~\x21\x5b\x5d\x7f", 11);
 	assert_int_equal(sg_json_plain(buf, 11), 11);
-	memcpy(buf, "\x20\x20\x20\x20\x20\x20\x20\x1f", 8);
-	assert_int_equal(sg_json_plain(buf, 8), 7);
-	memcpy(buf, "\x21\x21\x21\x21\x21\x21\x21\x22", 8);
-	assert_int_equal(sg_json_plain(buf, 8), 7);
-	memcpy(buf, "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x80", 8);
-	assert_int_equal(sg_json_plain(buf, 8), 7);
-	memcpy(buf, "\x5d\x5d\x5d\x5d\x5d\x5d\x5d\x5c", 8);
-	assert_int_equal(sg_json_plain(buf, 8), 7);
-	memcpy(buf, "\x23\x23\x23\x23\x23\x23\x23\x00", 8);
-	assert_int_equal(sg_json_plain(buf, 8), 7);
+	for (at = 0; at < sizeof(edges) / sizeof(edges[0]); at++)
+		assert_int_equal(sg_json_plain(edges[at], 8), 7);
 }
 
 /* The well-formed prefix is what sg_utf8_len, a character at a time,
