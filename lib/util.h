@@ -31,7 +31,8 @@ int	 sg_proxy_env(void);
 size_t	 sg_utf8_prefix(const char *p, size_t n);
 
 /* How many of the bytes at p[0..n) may stand in a JSON string as they
- * are, from the first: printable ASCII but a quote and a backslash. Eight
+ * are, from the first: ASCII from the space up but a quote and a
+ * backslash (what sg_jdump writes as it is, and sg_jparse reads). Eight
  * bytes a step (a model turn's text is mostly such runs). */
 size_t	 sg_json_plain(const char *p, size_t n);
 
