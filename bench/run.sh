@@ -5,7 +5,7 @@
 # the "make bench" markers (the rest of that file is kept).
 #   BENCH_SECS    seconds per wrk row (default 5)
 #   BENCH_PARTS   which parts (default "floor cpu loop memory local pool
-#                 store queue ledger background")
+#                 oneshot store queue ledger background")
 #   BENCH_BASE    the commit the ledger part compares with (default: the
 #                 last one before the ledger and limits)
 #   BENCH_NO_WRITE=1  print only, leave RESULTS.md alone
@@ -17,7 +17,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 secs=${BENCH_SECS:-5}
-parts=${BENCH_PARTS:-floor cpu loop memory local pool store queue ledger background}
+parts=${BENCH_PARTS:-floor cpu loop memory local pool oneshot store queue ledger background}
 bench_setup
 make -s -C "$root" build/bench/floor build/bench/proxyfloor build/bench/curl_floor
 out="$dir/results.md"
@@ -586,6 +586,18 @@ part_pool() {
 	echo "same 700 ms pause. Create = \`POST /v1/sandboxes\` (a claim, or a cold create)."
 	echo
 	sh "$here/pool.sh" 30 700 2>&1
+	echo
+}
+
+part_oneshot() {
+	echo "### One-shot code runs"
+	echo
+	echo "\`sh bench/oneshot.sh 40 300\`: \`POST /v1/code\` (a sandbox made, or claimed from"
+	echo "a warm pool of 2, one run, the sandbox deleted after the answer) against a run in a"
+	echo "live sandbox, on the e2b fake, 40 rounds each 300 ms apart. Target: one-shot p50"
+	echo "≤ 1.5× the live run's where the pool is warm."
+	echo
+	sh "$here/oneshot.sh" 40 300 2>&1
 	echo
 }
 
