@@ -20,6 +20,7 @@ secs=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 for root in "$@"; do
+	root=$(cd "$root" && pwd)	# lighttpd starts the binary from elsewhere
 	out=$(mktemp -d /tmp/sgcg.XXXXXX)
 	chmod 1777 "$out"	# the responders (nobody) write their profiles here
 	mkdir -p "$out/www" "$out/store"
