@@ -26,24 +26,6 @@ any_below(uint64_t x, uint64_t b)
 	return (x - ONES * b) & ~x & HIGHS;
 }
 
-int
-sg_proxy_env(void)
-{
-	/* libcurl reads http_proxy in lower case only (HTTP_PROXY could be a
-	 * CGI client's Proxy: header), the others in both. */
-	static const char *const names[] = { "http_proxy", "https_proxy",
-	    "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
-	    NULL };
-	static int named = -1;
-	int i;
-
-	if (named == -1)
-		for (named = 0, i = 0; names[i] != NULL; i++)
-			if (getenv(names[i]) != NULL)
-				named = 1;
-	return named;
-}
-
 size_t
 sg_utf8_prefix(const char *p, size_t n)
 {
@@ -97,6 +79,24 @@ sg_json_plain(const char *p, size_t n)
 	    s[i] != '\\')
 		i++;
 	return i;
+}
+
+int
+sg_proxy_env(void)
+{
+	/* libcurl reads http_proxy in lower case only (HTTP_PROXY could be a
+	 * CGI client's Proxy: header), the others in both. */
+	static const char *const names[] = { "http_proxy", "https_proxy",
+	    "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+	    NULL };
+	static int named = -1;
+	int i;
+
+	if (named == -1)
+		for (named = 0, i = 0; names[i] != NULL; i++)
+			if (getenv(names[i]) != NULL)
+				named = 1;
+	return named;
 }
 
 size_t
