@@ -166,6 +166,9 @@ int	 sg_st_batch_run(struct sg_store *, struct sg_st_batch *, int lock);
  * round trip and its transaction, or at sg_store_flush (the caller's to
  * call before it waits on anything). Run at once on SQLite. */
 int	 sg_st_batch_later(struct sg_store *, struct sg_st_batch *);
+/* A session's touch ("iss": now, tenant, session id), as run with a
+ * session's use and a run's end (session.c). */
+extern const char sg_st_sess_touch_sql[];
 
 /* The backends (sqlite.c, pg.c), as db.c calls them. */
 int	 sg_sq_open(struct sg_store *, const char *path, char *err,

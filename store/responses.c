@@ -30,7 +30,10 @@ put_items(struct sg_store *st, const struct sg_store_resp *r, int output,
 	return rc;
 }
 
-/* A response of a few items: one batch, so one round trip. */
+/* A response of a few items: one batch, so one round trip. Rows only
+ * added, each under its own new key, conflict with no claim: no lock
+ * (on PostgreSQL, every box's saves would queue behind one another's
+ * commits). */
 static int
 save_batch(struct sg_store *st, const struct sg_store_resp *r,
     const struct sg_store_item *in, size_t nin,
@@ -49,7 +52,7 @@ save_batch(struct sg_store *st, const struct sg_store_resp *r,
 		sg_st_batch_add(st, &b, item_sql, "ssiisss", r->id, r->tenant,
 		    (int64_t)1, (int64_t)i, out[i].id, out[i].item,
 		    out[i].upstream);
-	return sg_st_batch_run(st, &b, 1);
+	return sg_st_batch_run(st, &b, 0);
 }
 
 int
@@ -61,7 +64,7 @@ sg_store_resp_save(struct sg_store *st, const struct sg_store_resp *r,
 
 	if (1 + nin + nout <= SG_ST_BATCH_MAX)
 		return save_batch(st, r, in, nin, out, nout);
-	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
+	if ((rc = sg_st_begin_batch(st)) != SG_STORE_OK)
 		return rc;
 	rc = sg_st_exec_args(st, NULL, resp_sql, "ssssssssi", r->id, r->tenant,
 	    r->upstream_id != NULL ? r->upstream_id : "", r->model,
