@@ -178,6 +178,18 @@ open_store(const struct sg_cfg *cfg, struct sg_sbx_env *env)
 	return -1;
 }
 
+/* Logged once a streak of failures, not every tick. */
+static void
+checkpoint(struct sg_sbx_env *env)
+{
+	static int failing;
+
+	if (sg_store_checkpoint(env->store) == SG_STORE_OK)
+		failing = 0;
+	else if (!failing++)
+		sg_log("sandgate: reaper: %s", sg_store_errmsg(env->store));
+}
+
 struct pool_turn {
 	char	 lease[96];	/* each box fills its own pool */
 	char	 holder[96];
@@ -210,8 +222,9 @@ tend_pool(struct sg_sbx_env *env, struct pool_turn *p)
 
 /*
  * Every DRAIN_MS (or TICK_MS while the ring fills) the responders' ledger
- * rows go to the store; every TICK_MS, with warm sandboxes wanted, the
- * pool is tended (a claimed one is replaced at once); every
+ * rows go to the store; every TICK_MS the WAL is checkpointed (so no
+ * request's commit does it) and, with warm sandboxes wanted, the pool is
+ * tended (a claimed one is replaced at once); every
  * SG_ST_INTERVAL seconds the overview gets a sample; every REAP_EVERY
  * seconds, a sweep. At the end
  * (a stop, or a reload: the new reaper makes them again with the new
@@ -243,6 +256,7 @@ reaper_loop(const struct sg_cfg *cfg, struct sg_sbx_env *env,
 			fail_orphans(env);
 			next_jobs = sg_now_ms() + JOBS_EVERY_MS;
 		}
+		checkpoint(env);
 		if (pooled)
 			tend_pool(env, &p);
 		if (sg_now_ms() >= next_sample) {

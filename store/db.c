@@ -306,6 +306,12 @@ sg_store_flush(struct sg_store *st)
 }
 
 int
+sg_store_checkpoint(struct sg_store *st)
+{
+	return st->kind == SG_ST_SQLITE ? sg_sq_checkpoint(st) : SG_STORE_OK;
+}
+
+int
 sg_st_batch_run(struct sg_store *st, struct sg_st_batch *b, int lock)
 {
 	struct sg_st_cur *cur;

@@ -94,12 +94,31 @@ sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
 	}
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 	if (set_wal(st) != SG_STORE_OK || sg_sq_exec(st,
-	    "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;") !=
-	    SG_STORE_OK) {
+	    "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+	    "PRAGMA wal_autocheckpoint=" SG_SQ_WAL_PAGES ";") != SG_STORE_OK) {
 		snprintf(err, errsz, "%s: %s", path, st->err);
 		return SG_STORE_ERROR;
 	}
 	return SG_STORE_OK;
+}
+
+/*
+ * The WAL's frames copied into the database as far as no reader needs
+ * them, waiting on no one. The reaper's, every tick: a commit that finds
+ * the WAL past SQLite's threshold checkpoints it there and then, fsyncs
+ * included, so one request in a few dozen paid milliseconds for all;
+ * with the reaper's checkpoints each connection's own threshold
+ * (SG_SQ_WAL_PAGES) is only a net for a reaper held up.
+ */
+int
+sg_sq_checkpoint(struct sg_store *st)
+{
+	int rc;
+
+	rc = sqlite3_wal_checkpoint_v2(st->db, NULL,
+	    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	return rc == SQLITE_OK || rc == SQLITE_BUSY ? SG_STORE_OK :
+	    dberr(st, "checkpoint");
 }
 
 void

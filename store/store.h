@@ -69,6 +69,9 @@ int	 sg_store_copy(struct sg_store *from, struct sg_store *to,
 	    int64_t *rows);
 /* A cheap query: 0 when the store answers. */
 int	 sg_store_ping(struct sg_store *);
+/* SQLite: the WAL copied into the database as far as it can be without
+ * waiting (the reaper's, off every request's path). PostgreSQL: nothing. */
+int	 sg_store_checkpoint(struct sg_store *);
 
 /* EXISTS when an active key already has this name. */
 int	 sg_store_key_add(struct sg_store *, const char *name,
