@@ -186,8 +186,10 @@ checkpoint(struct sg_sbx_env *env)
 
 	if (sg_store_checkpoint(env->store) == SG_STORE_OK)
 		failing = 0;
-	else if (!failing++)
+	else if (!failing) {
+		failing = 1;
 		sg_log("sandgate: reaper: %s", sg_store_errmsg(env->store));
+	}
 }
 
 struct pool_turn {
