@@ -166,9 +166,12 @@ int	 sg_st_batch_run(struct sg_store *, struct sg_st_batch *, int lock);
  * round trip and its transaction, or at sg_store_flush (the caller's to
  * call before it waits on anything). Run at once on SQLite. */
 int	 sg_st_batch_later(struct sg_store *, struct sg_st_batch *);
-/* A session's touch ("iss": now, tenant, session id), as run with a
- * session's use and a run's end (session.c). */
-extern const char sg_st_sess_touch_sql[];
+/* A session's touch ("iss": now, tenant, session id), with its use and
+ * a run's end. Once a second at most: a request's runs in one second
+ * leave the row (its page, its WAL frame, its dead tuple) as it was, and
+ * a later time is never set back. */
+#define SG_ST_SESS_TOUCH_SQL	"UPDATE sessions SET last_used_at = ?1 " \
+	"WHERE tenant = ?2 AND session_id = ?3 AND last_used_at < ?1"
 
 /* The backends (sqlite.c, pg.c), as db.c calls them. */
 int	 sg_sq_open(struct sg_store *, const char *path, char *err,

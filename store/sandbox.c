@@ -156,7 +156,7 @@ sg_store_sbx_run_done(struct sg_store *st, const char *id, int64_t pid,
 		    "NULL, runner_start = NULL, runner_until = 0 WHERE id = ? "
 		    "AND runner_pid = ?", "si", id, pid);
 	if (session_id != NULL)
-		sg_st_batch_add(st, &b, sg_st_sess_touch_sql, "iss",
+		sg_st_batch_add(st, &b, SG_ST_SESS_TOUCH_SQL, "iss",
 		    (int64_t)time(NULL), tenant, session_id);
 	return later ? sg_st_batch_later(st, &b) : sg_st_batch_run(st, &b, 0);
 }

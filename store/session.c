@@ -86,17 +86,11 @@ sg_store_sess_detach(struct sg_store *st, const char *tenant,
 	    tenant, session_id, sbx);
 }
 
-/* Touched once a second at most: a request's runs in one second leave
- * the row (and its page, its WAL frame, its dead tuple) as it was, and
- * a later time is never set back. */
-const char sg_st_sess_touch_sql[] = "UPDATE sessions SET last_used_at = ?1 "
-    "WHERE tenant = ?2 AND session_id = ?3 AND last_used_at < ?1";
-
 int
 sg_store_sess_touch(struct sg_store *st, const char *tenant,
     const char *session_id)
 {
-	return sg_st_exec_args(st, NULL, sg_st_sess_touch_sql, "iss",
+	return sg_st_exec_args(st, NULL, SG_ST_SESS_TOUCH_SQL, "iss",
 	    (int64_t)time(NULL), tenant, session_id);
 }
 
@@ -152,8 +146,8 @@ sg_store_sess_use(struct sg_store *st, const char *tenant,
 	 * lock, the answer's save): a commit less. */
 	if ((rc = sess_one(st, tenant, session_id, 0, out)) != SG_STORE_OK)
 		return rc;
-	sg_st_batch_add(st, &b, sg_st_sess_touch_sql, "iss", (int64_t)time(NULL),
-	    tenant, session_id);
+	sg_st_batch_add(st, &b, SG_ST_SESS_TOUCH_SQL, "iss",
+	    (int64_t)time(NULL), tenant, session_id);
 	return sg_st_batch_later(st, &b);
 }
 
