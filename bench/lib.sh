@@ -1,6 +1,7 @@
 # Shared by the bench scripts (sourced): a gateway behind lighttpd, in a
 # fresh directory, stopped and removed on exit.
 #   bench_setup            $dir (world-traversable), $root, cleanup trap
+#   bench_fakes UP E2B [SLOW]  bench/fakes.mjs, waited for ($upid)
 #   bench_gateway PORT [CONF]  lighttpd on PORT spawning sandgate-fcgi with
 #                          $dir/sandgate.conf (and CONF, more lighttpd
 #                          settings); returns once /healthz answers. The
@@ -24,6 +25,17 @@ bench_cleanup() {
 	[ -n "${upid:-}" ] && kill "$upid" 2>/dev/null || true
 	sleep 1
 	rm -rf "$dir"
+}
+
+# bench/fakes.mjs (the model on UP, e2b on E2B; a slow stream lasts SLOW
+# seconds, default 10): its pid in $upid (bench_cleanup stops it);
+# returns once it answers.
+bench_fakes() { # UP E2B [SLOW]
+	SLOW_S=${3:-10} node "$root/bench/fakes.mjs" "$1" "$2" & upid=$!
+	for i in $(seq 100); do
+		curl -sf -o /dev/null "http://127.0.0.1:$1/v1/models" && break
+		sleep 0.1
+	done
 }
 
 # The e2b fake (tests/fakes/e2b.py) on a port of its own: its URL in $e2b,

@@ -17,11 +17,7 @@ bench_setup
 base=$((20000 + $$ % 9000))
 up=$base e2b=$((base + 1)) gw=$((base + 2))
 key=bench-key
-node "$here/fakes.mjs" "$up" "$e2b" & upid=$!
-for i in $(seq 100); do
-	curl -sf -o /dev/null "http://127.0.0.1:$up/v1/models" && break
-	sleep 0.1
-done
+bench_fakes "$up" "$e2b"
 pgd="$dir/pg"
 pg=$(sh "$root/tests/pg/start.sh" "$pgd")
 . "$root/tests/pg/lib.sh"

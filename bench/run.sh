@@ -25,11 +25,7 @@ base=$((20000 + $$ % 9000))
 up=$base e2b=$((base + 1)) gw=$((base + 2))
 key=bench-key
 key2=bench-key-2
-SLOW_S=15 node "$here/fakes.mjs" "$up" "$e2b" & upid=$!
-for i in $(seq 100); do
-	curl -sf -o /dev/null "http://127.0.0.1:$up/v1/models" && break
-	sleep 0.1
-done
+bench_fakes "$up" "$e2b" 15
 printf '{"status":"ok"}\n' > "$dir/www/static.json"
 
 # The gateway: WORKERS, keys with MAXC concurrent requests (0: no cap of
