@@ -178,8 +178,6 @@ int	 sg_sq_open(struct sg_store *, const char *path, char *err,
 	    size_t errsz);
 void	 sg_sq_close(struct sg_store *);
 int	 sg_sq_checkpoint(struct sg_store *);
-/* Each connection's WAL threshold (pages of 4 KiB: 32 MiB). */
-#define SG_SQ_WAL_PAGES	"8000"
 int	 sg_sq_exec(struct sg_store *, const char *sql);
 int	 sg_sq_run(struct sg_store *, struct sg_st_cur *, const char *sql,
 	    const struct sg_st_arg *, int n);

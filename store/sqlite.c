@@ -34,6 +34,10 @@ sg_sq_exec(struct sg_store *st, const char *sql)
 	return SG_STORE_OK;
 }
 
+/* Each connection's WAL threshold, in pages of 4 KiB (32 MiB): past it a
+ * commit checkpoints by itself (sg_sq_checkpoint says why so far). */
+#define WAL_PAGES	"8000"
+
 /*
  * Switching a new file to WAL takes a lock SQLite does not wait for with
  * the busy handler: a second process opening the store at that moment
@@ -95,7 +99,7 @@ sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 	if (set_wal(st) != SG_STORE_OK || sg_sq_exec(st,
 	    "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-	    "PRAGMA wal_autocheckpoint=" SG_SQ_WAL_PAGES ";") != SG_STORE_OK) {
+	    "PRAGMA wal_autocheckpoint=" WAL_PAGES ";") != SG_STORE_OK) {
 		snprintf(err, errsz, "%s: %s", path, st->err);
 		return SG_STORE_ERROR;
 	}
@@ -108,7 +112,7 @@ sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
  * the WAL past SQLite's threshold checkpoints it there and then, fsyncs
  * included, so one request in a few dozen paid milliseconds for all;
  * with the reaper's checkpoints each connection's own threshold
- * (SG_SQ_WAL_PAGES) is only a net for a reaper held up.
+ * (WAL_PAGES) is only a net for a reaper held up.
  */
 int
 sg_sq_checkpoint(struct sg_store *st)
