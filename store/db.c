@@ -311,13 +311,47 @@ sg_store_checkpoint(struct sg_store *st)
 	return st->kind == SG_ST_SQLITE ? sg_sq_checkpoint(st) : SG_STORE_OK;
 }
 
+/* The key sg_st_touch_* keep: "" when it does not fit (never kept). */
+static void
+touch_key(const char *tenant, const char *session_id, char *key, size_t sz)
+{
+	if ((size_t)snprintf(key, sz, "%s\n%s", tenant, session_id) >= sz)
+		key[0] = '\0';
+}
+
+int
+sg_st_touch_done(struct sg_store *st, const char *tenant,
+    const char *session_id, int64_t now)
+{
+	char key[sizeof(st->touched)];
+
+	touch_key(tenant, session_id, key, sizeof(key));
+	return st->touched_at == now && key[0] != '\0' &&
+	    strcmp(key, st->touched) == 0;
+}
+
+void
+sg_st_touch_mark(struct sg_store *st, const char *tenant,
+    const char *session_id, int64_t now)
+{
+	touch_key(tenant, session_id, st->touched, sizeof(st->touched));
+	st->touched_at = now;
+}
+
 int
 sg_st_batch_run(struct sg_store *st, struct sg_st_batch *b, int lock)
 {
 	struct sg_st_cur *cur;
 	int i, rc = b->failed;
 
-	if (rc == SG_STORE_OK && b->n > 0) {
+	if (rc == SG_STORE_OK && b->n == 1 && st->kind == SG_ST_SQLITE) {
+		/* One statement is a transaction of its own on SQLite (a
+		 * write takes the write lock as it starts, as BEGIN
+		 * IMMEDIATE does): no BEGIN and COMMIT to run around it. */
+		rc = sg_st_runa(st, &cur, b->s[0].sql, b->s[0].args, b->s[0].n);
+		sg_st_done(st, cur);
+		rc = rc < 0 ? rc : SG_STORE_OK;
+	} else if (rc == SG_STORE_OK && b->n > 0) {
 		if (st->kind == SG_ST_PG)
 			rc = batch_pg(st, b, lock);
 		else if ((rc = sg_st_begin(st)) == SG_STORE_OK) {

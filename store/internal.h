@@ -66,6 +66,9 @@ struct sg_store {
 	struct sg_st_cached	 cache[SG_ST_CACHE];
 	int			 ncache;
 	uint64_t		 trips;		/* round trips (PostgreSQL) */
+	/* The session this connection last touched, and when (unix s). */
+	char			 touched[65 + SG_STORE_SESSION_MAX + 2];
+	int64_t			 touched_at;
 };
 
 /* Fill st->err; SG_STORE_ERROR. Inline: db.c and the backends it calls
@@ -172,6 +175,13 @@ int	 sg_st_batch_later(struct sg_store *, struct sg_st_batch *);
  * a later time is never set back. */
 #define SG_ST_SESS_TOUCH_SQL	"UPDATE sessions SET last_used_at = ?1 " \
 	"WHERE tenant = ?2 AND session_id = ?3 AND last_used_at < ?1"
+/* Whether this connection set the session's last_used_at to now already
+ * (its touch would then change nothing: the statement is left out, and
+ * with it, on SQLite, a transaction); sg_st_touch_mark says it did. */
+int	 sg_st_touch_done(struct sg_store *, const char *tenant,
+	    const char *session_id, int64_t now);
+void	 sg_st_touch_mark(struct sg_store *, const char *tenant,
+	    const char *session_id, int64_t now);
 
 /* The backends (sqlite.c, pg.c), as db.c calls them. */
 int	 sg_sq_open(struct sg_store *, const char *path, char *err,

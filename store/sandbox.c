@@ -121,16 +121,21 @@ sg_store_sbx_run_take(struct sg_store *st, const char *id, int64_t pid,
     int64_t start, int64_t until, struct sg_store_sbx *out)
 {
 	struct sg_st_cur *stmt;
+	const char *seen;
 	int rc;
 
 	rc = sg_st_run(st, &stmt, "UPDATE sandboxes SET runner_pid = ?, "
 	    "runner_start = ?, runner_until = ? WHERE id = ? AND runner_until "
-	    "< ? RETURNING " SG_ST_SBX_COLUMNS, "iiisi", pid, start, until, id,
-	    (int64_t)time(NULL));
+	    "< ? RETURNING " SG_ST_SBX_COLUMNS ", seen", "iiisi", pid, start,
+	    until, id, (int64_t)time(NULL));
 	if (rc < 0)
 		return rc;
-	if (rc == SG_ST_ROW)
+	if (rc == SG_ST_ROW) {
 		sg_st_sbx_row(stmt, out);
+		/* Nothing listed yet is nothing seen. */
+		seen = sg_st_text(stmt, 17);
+		out->seen = strdup(seen != NULL ? seen : "{}");
+	}
 	sg_st_done(st, stmt);
 	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_EXISTS;
 }
@@ -141,6 +146,8 @@ sg_store_sbx_run_done(struct sg_store *st, const char *id, int64_t pid,
     int later)
 {
 	struct sg_st_batch b = { .n = 0 };
+	int64_t now = (int64_t)time(NULL);
+	int rc;
 
 	/* Every SET reads the row as it was: the lock goes only if ours. */
 	if (expires_at > 0)
@@ -149,16 +156,20 @@ sg_store_sbx_run_done(struct sg_store *st, const char *id, int64_t pid,
 		    "?4 THEN NULL ELSE runner_start END, runner_until = CASE "
 		    "WHEN runner_pid = ?4 THEN 0 ELSE runner_until END, "
 		    "runner_pid = CASE WHEN runner_pid = ?4 THEN NULL ELSE "
-		    "runner_pid END WHERE id = ?3", "iisi", (int64_t)time(NULL),
-		    expires_at, id, pid);
+		    "runner_pid END WHERE id = ?3", "iisi", now, expires_at, id,
+		    pid);
 	else
 		sg_st_batch_add(st, &b, "UPDATE sandboxes SET runner_pid = "
 		    "NULL, runner_start = NULL, runner_until = 0 WHERE id = ? "
 		    "AND runner_pid = ?", "si", id, pid);
-	if (session_id != NULL)
-		sg_st_batch_add(st, &b, SG_ST_SESS_TOUCH_SQL, "iss",
-		    (int64_t)time(NULL), tenant, session_id);
-	return later ? sg_st_batch_later(st, &b) : sg_st_batch_run(st, &b, 0);
+	if (session_id != NULL && !sg_st_touch_done(st, tenant, session_id,
+	    now))
+		sg_st_batch_add(st, &b, SG_ST_SESS_TOUCH_SQL, "iss", now,
+		    tenant, session_id);
+	if ((rc = later ? sg_st_batch_later(st, &b) : sg_st_batch_run(st, &b,
+	    0)) == SG_STORE_OK && session_id != NULL)
+		sg_st_touch_mark(st, tenant, session_id, now);
+	return rc;
 }
 
 int
@@ -336,6 +347,8 @@ sg_store_sbx_clear(struct sg_store_sbx *s)
 {
 	free(s->handle);
 	s->handle = NULL;
+	free(s->seen);
+	s->seen = NULL;
 }
 
 int

@@ -90,8 +90,15 @@ int
 sg_store_sess_touch(struct sg_store *st, const char *tenant,
     const char *session_id)
 {
-	return sg_st_exec_args(st, NULL, SG_ST_SESS_TOUCH_SQL, "iss",
-	    (int64_t)time(NULL), tenant, session_id);
+	int64_t now = (int64_t)time(NULL);
+	int rc;
+
+	if (sg_st_touch_done(st, tenant, session_id, now))
+		return SG_STORE_OK;
+	if ((rc = sg_st_exec_args(st, NULL, SG_ST_SESS_TOUCH_SQL, "iss", now,
+	    tenant, session_id)) == SG_STORE_OK)
+		sg_st_touch_mark(st, tenant, session_id, now);
+	return rc;
 }
 
 /* The session's sandbox, and the session touched when touch: one
@@ -109,14 +116,16 @@ sess_one(struct sg_store *st, const char *tenant, const char *session_id,
 	    "s.tenant = ?1 AND s.session_id = ?2";
 	struct sg_st_cur *stmt;
 	const char *v;
+	int64_t now = (int64_t)time(NULL);
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	rc = touch ? sg_st_run(st, &stmt, use, "ssi", tenant, session_id,
-	    (int64_t)time(NULL)) : sg_st_run(st, &stmt, get, "ss", tenant,
-	    session_id);
+	    now) : sg_st_run(st, &stmt, get, "ss", tenant, session_id);
 	if (rc < 0)
 		return rc;
+	if (touch && rc == SG_ST_ROW)
+		sg_st_touch_mark(st, tenant, session_id, now);
 	if (rc == SG_ST_ROW) {
 		snprintf(out->tenant, sizeof(out->tenant), "%s", tenant);
 		snprintf(out->session_id, sizeof(out->session_id), "%s",
@@ -138,17 +147,22 @@ sg_store_sess_use(struct sg_store *st, const char *tenant,
     const char *session_id, struct sg_store_sess *out)
 {
 	struct sg_st_batch b = { .n = 0 };
+	int64_t now = (int64_t)time(NULL);
 	int rc;
 
 	if (st->kind != SG_ST_PG)
-		return sess_one(st, tenant, session_id, 1, out);
+		return sess_one(st, tenant, session_id, !sg_st_touch_done(st,
+		    tenant, session_id, now), out);
 	/* PostgreSQL: read now, touched with the next statement (the run's
 	 * lock, the answer's save): a commit less. */
-	if ((rc = sess_one(st, tenant, session_id, 0, out)) != SG_STORE_OK)
+	if ((rc = sess_one(st, tenant, session_id, 0, out)) != SG_STORE_OK ||
+	    sg_st_touch_done(st, tenant, session_id, now))
 		return rc;
-	sg_st_batch_add(st, &b, SG_ST_SESS_TOUCH_SQL, "iss",
-	    (int64_t)time(NULL), tenant, session_id);
-	return sg_st_batch_later(st, &b);
+	sg_st_batch_add(st, &b, SG_ST_SESS_TOUCH_SQL, "iss", now, tenant,
+	    session_id);
+	if ((rc = sg_st_batch_later(st, &b)) == SG_STORE_OK)
+		sg_st_touch_mark(st, tenant, session_id, now);
+	return rc;
 }
 
 int

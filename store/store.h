@@ -120,6 +120,10 @@ struct sg_store_sbx {
 	char	 pool_gen[24];		/* warm: its tool's settings, hashed */
 	char	 box[SG_STORE_BOX_MAX + 1];	/* whose processes own it; ""
 					 * for rows from before boxes */
+	char	*seen;			/* its files when last listed ("{}":
+					 * none), owned; read by
+					 * sg_store_sbx_run_take only (or
+					 * out of memory), else NULL */
 };
 
 /* An ephemeral sandbox's row. */
@@ -144,8 +148,8 @@ int	 sg_store_sbx_begin_kind(struct sg_store *, const char *id,
 int	 sg_store_sbx_run_begin(struct sg_store *, const char *id, int64_t pid,
 	    int64_t start, int64_t until);
 int	 sg_store_sbx_run_end(struct sg_store *, const char *id, int64_t pid);
-/* sg_store_sbx_run_begin that reads the row in the same statement: OK
- * with it in *out (sg_store_sbx_clear), or EXISTS. */
+/* sg_store_sbx_run_begin that reads the row (seen too) in the same
+ * statement: OK with it in *out (sg_store_sbx_clear), or EXISTS. */
 int	 sg_store_sbx_run_take(struct sg_store *, const char *id, int64_t pid,
 	    int64_t start, int64_t until, struct sg_store_sbx *out);
 /* The end of pid's run, in one transaction (one round trip): its lock

@@ -138,16 +138,23 @@ stamp(const json_t *e)
 	    json_object_get(e, "size")), mtime != NULL ? mtime : "");
 }
 
-/* New reference: what the sandbox's row says was seen ({} when nothing
- * or unreadable). */
+/*
+ * New reference: what the sandbox's row says was seen ({} when nothing
+ * or unreadable). An unheld look right after a run takes what the run's
+ * lock read: only a holder changes it, and one that did since makes the
+ * files differ from it, which sends the look to the held one (read
+ * afresh, as every held look's is).
+ */
 static json_t *
 seen_load(struct look *l)
 {
 	char *text = NULL;
 	json_t *seen = NULL;
 
-	if (sg_store_sbx_seen(l->env->store, l->id, &text) == SG_STORE_OK &&
-	    text != NULL)
+	if (!l->held && l->row.seen != NULL)
+		seen = sg_jparse(l->row.seen, strlen(l->row.seen), 0);
+	else if (sg_store_sbx_seen(l->env->store, l->id, &text) ==
+	    SG_STORE_OK && text != NULL)
 		seen = sg_jparse(text, strlen(text), 0);
 	free(text);
 	if (!json_is_object(seen)) {
@@ -427,8 +434,12 @@ sg_outf_collect(struct sg_sbx_env *env, const char *tenant, const char *id,
 	/* Held only when something changed: then listed again, held, so
 	 * two requests of one session never copy a file twice. */
 	if (!changed(env, tenant, id) || look_begin(&l, env, tenant, id,
-	    1) == -1)
+	    1) == -1) {
+		/* The run's deferred writes (its lock's release) go now:
+		 * the look read nothing they could ride with. */
+		sg_store_flush(env->store);
 		return;
+	}
 	if ((files = listing(&l)) == NULL) {
 		look_end(&l);
 		return;

@@ -16,7 +16,7 @@
 #define UNLOCK_TRY_MS	8000	/* longer than a database's restart */
 #define UNLOCK_PAUSE_US	100000
 
-/* The row a session's last run left (sg_sbx_forget_run). */
+/* The row the last run left (sg_sbx_forget_run). */
 static struct sg_store_sbx	 ran;
 
 void
@@ -287,8 +287,8 @@ sg_sbx_open(struct sg_sbx_env *env, const char *tenant, const char *id,
 {
 	if (ran.id[0] != '\0' && strcmp(ran.id, id) == 0 && (tenant == NULL ||
 	    strcmp(ran.tenant, tenant) == 0)) {
-		*row = ran;	/* its handle handed over */
-		ran.handle = NULL;
+		*row = ran;	/* its handle and seen handed over */
+		ran.handle = ran.seen = NULL;
 		sg_sbx_forget_run();
 		return open_row(env, id, SG_STORE_OK, row, t, ops, handle, err);
 	}
@@ -405,8 +405,11 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
     const char *code, int timeout_s, int keep, json_t **result,
     struct sg_error *err)
 {
-	return sg_sbx_run_in(env, tenant, id, NULL, code, timeout_s, keep,
+	int rc = sg_sbx_run_in(env, tenant, id, NULL, code, timeout_s, keep,
 	    result, err);
+
+	sg_sbx_forget_run();	/* no look at its files follows here */
+	return rc;
 }
 
 int
@@ -473,10 +476,11 @@ sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
 	/* Touched, released and its session touched: one round trip. */
 	unlock_touch(env, id, rc == SG_PROV_OK ? (int64_t)time(NULL) + life :
 	    0, tenant, rc == SG_PROV_OK ? session : NULL);
-	if (rc == SG_PROV_OK && session != NULL) {
+	if (rc == SG_PROV_OK) {
 		/* As the writes just sent left it. */
 		ran = row;
 		ran.handle = strdup(row.handle);
+		row.seen = NULL;	/* ran's now */
 		ran.runner_pid = ran.runner_start = ran.runner_until = 0;
 		ran.last_used_at = (int64_t)time(NULL);
 		ran.expires_at = ran.last_used_at + life;

@@ -70,10 +70,11 @@ int	 sg_sbx_run(struct sg_sbx_env *, const char *tenant, const char *id,
 int	 sg_sbx_run_in(struct sg_sbx_env *, const char *tenant, const char *id,
 	    const char *session_id, const char *code, int timeout_s, int keep,
 	    json_t **result, struct sg_error *);
-/* A session's run leaves its sandbox's row, as the run's own writes
- * left it, for the next sg_sbx_open of that sandbox in the process (the
- * look at its files right after: no read of the store); any other run,
- * lock or delete, or this, forgets it. */
+/* A run that ran leaves its sandbox's row, as the run's own writes left
+ * it (with what its files were as the run's lock read them), for the
+ * next sg_sbx_open of that sandbox in the process (the look at its files
+ * right after: no read of the store); any other run, lock or delete, or
+ * this, forgets it. */
 void	 sg_sbx_forget_run(void);
 int	 sg_sbx_delete(struct sg_sbx_env *, const char *tenant, const char *id,
 	    struct sg_error *);

@@ -78,5 +78,8 @@ describe("the store's round trips of a session request", { skip: storeKind !== "
     t.diagnostic(`${least.length} round trips (counts ${counts}):\n${list}`);
     assert.ok(least.length <= MAX_TRIPS, `${least.length} round trips (counts ${counts}):\n${list}`);
     assert.doesNotMatch(list, /pg_advisory/, `a request's write took every box's lock:\n${list}`);
+    // The look at the sandbox's files after its run compares them with
+    // what the run's lock read: not read again.
+    assert.doesNotMatch(list, /SELECT seen/, `the look read its sandbox's row again:\n${list}`);
   });
 });

@@ -78,6 +78,9 @@ session_used_in_one_statement(void **state)
 		assert_int_equal(tu_raw_sql(fx->path, "SELECT last_used_at "
 		    "FROM sessions", v, sizeof(v)), 0);
 		assert_string_equal(v, "5");
+		/* The touch above was this connection's in this second: as
+		 * if a second went by. */
+		fx->st->touched_at = 0;
 		assert_int_equal(sg_store_sess_use(fx->st, A, "s1", &s),
 		    SG_STORE_OK);
 		/* PostgreSQL's touch goes with the next statement. */
@@ -85,6 +88,22 @@ session_used_in_one_statement(void **state)
 		assert_int_equal(tu_raw_sql(fx->path, "SELECT last_used_at "
 		    "FROM sessions", v, sizeof(v)), 0);
 		assert_true(atoll(v) >= (long long)time(NULL) - 5);
+		/* Used again in the second this connection touched it: the
+		 * touch would change nothing, and is not sent (set back
+		 * here behind its back, the row shows it was not). */
+		assert_int_equal(tu_raw_sql(fx->path, "UPDATE sessions SET "
+		    "last_used_at = 5", NULL, 0), 0);
+		fx->st->touched_at = (int64_t)time(NULL);
+		mark = fx->st->trips;
+		assert_int_equal(sg_store_sess_use(fx->st, A, "s1", &s),
+		    SG_STORE_OK);
+		assert_int_equal(sg_store_flush(fx->st), SG_STORE_OK);
+		if (tu_store_url != NULL)
+			assert_int_equal(trips(fx, &mark), 1);
+		assert_int_equal(tu_raw_sql(fx->path, "SELECT last_used_at "
+		    "FROM sessions", v, sizeof(v)), 0);
+		assert_string_equal(v, "5");
+		assert_string_equal(s.sandbox_id, "cntr_1");
 	}
 	/* A session whose sandbox went: found, with no sandbox. */
 	assert_int_equal(sg_store_sbx_remove(fx->st, "cntr_1"), SG_STORE_OK);
@@ -116,6 +135,17 @@ run_lock_taken_with_its_row(void **state)
 	assert_string_equal(row.state, "ready");
 	assert_string_equal(row.handle, "{\"h\":1}");
 	assert_int_equal(row.runner_pid, 11);
+	/* What its files were, read with it: none listed yet. */
+	assert_string_equal(row.seen, "{}");
+	sg_store_sbx_clear(&row);
+	assert_null(row.seen);
+	assert_int_equal(sg_store_sbx_run_end(fx->st, "cntr_1", 11),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_set_seen(fx->st, "cntr_1",
+	    "{\"/mnt/data/a\":\"1|t\"}"), SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_run_take(fx->st, "cntr_1", 11, 7,
+	    now + 60, &row), SG_STORE_OK);
+	assert_string_equal(row.seen, "{\"/mnt/data/a\":\"1|t\"}");
 	sg_store_sbx_clear(&row);
 	/* Held: another is refused, and nothing is read back. */
 	assert_int_equal(sg_store_sbx_run_take(fx->st, "cntr_1", 22, 7,
