@@ -338,31 +338,36 @@ sg_st_touch_mark(struct sg_store *st, const char *tenant,
 	st->touched_at = now;
 }
 
+/* b's statements in order, on SQLite, until one fails. */
+static int
+batch_sq(struct sg_store *st, struct sg_st_batch *b)
+{
+	struct sg_st_cur *cur;
+	int i, rc = SG_STORE_OK;
+
+	for (i = 0; i < b->n && rc == SG_STORE_OK; i++) {
+		rc = sg_st_runa(st, &cur, b->s[i].sql, b->s[i].args, b->s[i].n);
+		sg_st_done(st, cur);
+		rc = rc < 0 ? rc : SG_STORE_OK;
+	}
+	return rc;
+}
+
 int
 sg_st_batch_run(struct sg_store *st, struct sg_st_batch *b, int lock)
 {
-	struct sg_st_cur *cur;
-	int i, rc = b->failed;
+	int rc = b->failed;
 
-	if (rc == SG_STORE_OK && b->n == 1 && st->kind == SG_ST_SQLITE) {
+	if (rc == SG_STORE_OK && b->n > 0) {
+		if (st->kind == SG_ST_PG)
+			rc = batch_pg(st, b, lock);
 		/* One statement is a transaction of its own on SQLite (a
 		 * write takes the write lock as it starts, as BEGIN
 		 * IMMEDIATE does): no BEGIN and COMMIT to run around it. */
-		rc = sg_st_runa(st, &cur, b->s[0].sql, b->s[0].args, b->s[0].n);
-		sg_st_done(st, cur);
-		rc = rc < 0 ? rc : SG_STORE_OK;
-	} else if (rc == SG_STORE_OK && b->n > 0) {
-		if (st->kind == SG_ST_PG)
-			rc = batch_pg(st, b, lock);
-		else if ((rc = sg_st_begin(st)) == SG_STORE_OK) {
-			for (i = 0; i < b->n && rc == SG_STORE_OK; i++) {
-				rc = sg_st_runa(st, &cur, b->s[i].sql,
-				    b->s[i].args, b->s[i].n);
-				sg_st_done(st, cur);
-				rc = rc < 0 ? rc : SG_STORE_OK;
-			}
-			rc = sg_st_end(st, rc);
-		}
+		else if (b->n == 1)
+			rc = batch_sq(st, b);
+		else if ((rc = sg_st_begin(st)) == SG_STORE_OK)
+			rc = sg_st_end(st, batch_sq(st, b));
 	}
 	batch_free(b);
 	return rc;

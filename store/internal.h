@@ -220,6 +220,7 @@ void	 sg_pg_in_tx(struct sg_store *, int);
 	"last_used_at, expires_at, kind, coalesce(runner_pid, 0), runner_until, " \
 	"coalesce(runner_start, 0), coalesce(name, ''), coalesce(pool_gen, ''), " \
 	"coalesce(box, '')"
+#define SG_ST_SBX_NCOLUMNS	17	/* how many: one put after them is read here */
 void	 sg_st_sbx_row(struct sg_st_cur *, struct sg_store_sbx *out);
 /* Inside a transaction, after a kept row went in: sg_store_sbx_begin_kind's
  * eviction. */

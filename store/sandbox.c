@@ -133,7 +133,7 @@ sg_store_sbx_run_take(struct sg_store *st, const char *id, int64_t pid,
 	if (rc == SG_ST_ROW) {
 		sg_st_sbx_row(stmt, out);
 		/* Nothing listed yet is nothing seen. */
-		seen = sg_st_text(stmt, 17);
+		seen = sg_st_text(stmt, SG_ST_SBX_NCOLUMNS);
 		out->seen = strdup(seen != NULL ? seen : "{}");
 	}
 	sg_st_done(st, stmt);

@@ -380,8 +380,9 @@ unlock_touch(struct sg_sbx_env *env, const char *id, int64_t expires_at,
 {
 	int64_t until = sg_now_ms() + UNLOCK_TRY_MS;
 
-	/* A session's: sent with the request's next statement (its files'
-	 * look, its answer's save), flushed at its end (sg_bind_end). */
+	/* A session's: sent with the request's next statement (the held
+	 * look's lock when its files changed), else once the look is done
+	 * (sg_outf_collect) or at the request's end (sg_bind_end). */
 	while (sg_store_sbx_run_done(env->store, id, getpid(), expires_at,
 	    tenant, session, session != NULL) != SG_STORE_OK) {
 		if (sg_now_ms() >= until) {
