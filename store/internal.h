@@ -69,6 +69,7 @@ struct sg_store {
 	/* The session this connection last touched, and when (unix s). */
 	char			 touched[65 + SG_STORE_SESSION_MAX + 2];
 	int64_t			 touched_at;
+	int64_t			 busy_since;	/* a wait's first (sg_now_ms) */
 };
 
 /* Fill st->err; SG_STORE_ERROR. Inline: db.c and the backends it calls
@@ -188,6 +189,8 @@ int	 sg_sq_open(struct sg_store *, const char *path, char *err,
 	    size_t errsz);
 void	 sg_sq_close(struct sg_store *);
 int	 sg_sq_checkpoint(struct sg_store *);
+/* The pause (µs) before the count'th try for a lock another holds. */
+long	 sg_sq_busy_us(int count);
 int	 sg_sq_exec(struct sg_store *, const char *sql);
 int	 sg_sq_run(struct sg_store *, struct sg_st_cur *, const char *sql,
 	    const struct sg_st_arg *, int n);

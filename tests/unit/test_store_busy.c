@@ -1,0 +1,130 @@
+/*
+ * store: a SQLite write that meets another connection's write lock waits
+ * for it in short pauses (sg_sq_busy_us), not SQLite's own 1, 2, 5 ...
+ * milliseconds, and gets through once the other commits. SQLite's only:
+ * PostgreSQL's writers queue in the server.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sys/wait.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "../../store/store.h"
+#include "testutil.h"
+
+struct fx {
+	char		 dir[64];
+	char		 path[128];
+	struct sg_store	*st;
+};
+
+static int
+setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+	char err[256];
+
+	if (fx == NULL || tu_mkdtemp(fx->dir, sizeof(fx->dir)) == -1) {
+		free(fx);
+		return -1;
+	}
+	snprintf(fx->path, sizeof(fx->path), "%s/sandgate.db", fx->dir);
+	*state = fx;
+	if (tu_store_open(fx->path, &fx->st, err, sizeof(err), 1) !=
+	    SG_STORE_OK || sg_store_migrate(fx->st) != SG_STORE_OK ||
+	    sg_st_exec(fx->st, "CREATE TABLE w (n INTEGER)") != SG_STORE_OK) {
+		fprintf(stderr, "open: %s\n", fx->st != NULL ?
+		    sg_store_errmsg(fx->st) : err);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	sg_store_close(fx->st);
+	tu_rmrf(fx->dir);
+	free(fx);
+	return 0;
+}
+
+/* The first pauses are far below SQLite's first millisecond; they grow,
+ * and stop growing where a long hold is asked for a few hundred times
+ * a second. */
+static void
+pauses_start_short(void **state)
+{
+	long prev = 0, us;
+	int i;
+
+	(void)state;
+	assert_true(sg_sq_busy_us(0) <= 50);
+	for (i = 0; i < 100; i++) {
+		us = sg_sq_busy_us(i);
+		assert_true(us >= prev);
+		assert_true(us <= 2000);
+		prev = us;
+	}
+	assert_true(prev >= 1000);
+}
+
+/* A child holds the write lock for a moment: the parent's write waits
+ * for it (the busy handler tries again) and both rows land. */
+static void
+write_waits_for_another(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_store *cst;
+	struct sg_st_cur *cur;
+	char err[256], c;
+	int fds[2], status;
+	pid_t pid;
+
+	assert_int_equal(pipe(fds), 0);
+	if ((pid = fork()) == 0) {
+		close(fds[0]);
+		if (tu_store_open(fx->path, &cst, err, sizeof(err), 0) !=
+		    SG_STORE_OK || sg_st_exec(cst, "BEGIN IMMEDIATE; "
+		    "INSERT INTO w VALUES (1)") != SG_STORE_OK ||
+		    write(fds[1], "x", 1) != 1)
+			_exit(1);
+		usleep(100000);
+		_exit(sg_st_exec(cst, "COMMIT") == SG_STORE_OK ? 0 : 1);
+	}
+	assert_true(pid > 0);
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &c, 1), 1);	/* the child holds it */
+	close(fds[0]);
+	assert_int_equal(sg_st_exec(fx->st, "INSERT INTO w VALUES (2)"),
+	    SG_STORE_OK);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(sg_st_run(fx->st, &cur, "SELECT count(*) FROM w",
+	    ""), SG_ST_ROW);
+	assert_int_equal(sg_st_int(cur, 0), 2);
+	sg_st_done(fx->st, cur);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(pauses_start_short),
+		cmocka_unit_test_setup_teardown(write_waits_for_another,
+		    setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
