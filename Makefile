@@ -110,6 +110,11 @@ $(B)/bench/curl_floor: $(B)/obj/bench/curl_floor.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl
 
+# A code round's HTTP exchanges alone, against the fakes: the loop's floor.
+$(B)/bench/loop_floor: $(B)/obj/bench/loop_floor.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl
+
 # Each fuzz target as a plain program that replays files (fuzz/replay.c).
 $(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(B)/libsandgate.a
 	@mkdir -p $(@D)
@@ -145,7 +150,8 @@ fuzz:
 # loopback only: the FastCGI floor, /healthz and passthrough at 1, 16 and
 # 64 connections, the interception loop, memory, the local sandbox.
 # Writes bench/RESULTS.md (its "make bench" part); BENCH_SECS per row.
-bench: all $(B)/bench/floor $(B)/bench/proxyfloor $(B)/bench/curl_floor
+bench: all $(B)/bench/floor $(B)/bench/proxyfloor $(B)/bench/curl_floor \
+	    $(B)/bench/loop_floor
 	@sh tests/install-deps.sh bench
 	sh bench/run.sh
 

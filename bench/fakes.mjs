@@ -24,7 +24,7 @@
 //
 // Timing: a request whose input (upstream) or code (sandbox) carries a
 // tag "req-<digits>" is timed by tag, a sandbox call by the sandbox's tag
-// (the first run in it names it). GET /__times on UPSTREAM_PORT returns
+// (the last run in it names it). GET /__times on UPSTREAM_PORT returns
 // {tag: [[kind, arrived_us, done_us], ...]} and forgets them; the client
 // subtracts them from its own totals and finds the gaps between them.
 import http from "node:http";
@@ -203,7 +203,9 @@ http.createServer(async (req, res) => {
     const id = req.headers["e2b-sandbox-id"];
     const code = JSON.parse(text).code || "";
     const tag = /req-\d+/.exec(code)?.[0];
-    if (tag && id && !sandboxTag.has(id)) {
+    // A sandbox's calls count for the request that ran in it last: a
+    // session's listing after a run is that request's, not the first's.
+    if (tag && id) {
       sandboxTag.set(id, tag);
       for (const [kind, a, b] of untagged.get(id) || []) {
         if (!times.has(tag)) times.set(tag, []);

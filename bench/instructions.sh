@@ -7,7 +7,8 @@
 #   chat     chat JSON passthrough, by wrk (the default)
 #   healthz  GET /healthz, by wrk
 #   loop     /v1/responses with code_interpreter, three code rounds in a
-#            session on the e2b fake (bench/loop_client.mjs ci-3 sticky)
+#            session on the e2b fake (bench/loop_client.mjs ci-3 sticky;
+#            BENCH_MODEL=ci-1 for one round: the difference is two rounds)
 #   sh bench/instructions.sh SECS ROOT...   (each ROOT with build/sandgate-fcgi)
 # BENCH_KEEP=1 keeps each root's profiles (callgrind_annotate them; the
 # folder is printed); BENCH_ONLY=FN collects only inside FN (the
@@ -34,6 +35,7 @@ server: { workers = [2, 2]; user = "nobody"; };
 store: { path = "$out/store/sandgate.db"; };
 auth: { keys = ( { name = "bench"; key_sha256 = "$(printf %s "$key" | sha256sum | cut -d' ' -f1)"; } ); };
 models = ( { name = "bench"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; model = "echo"; },
+  { name = "ci-1"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; state = "gateway"; },
   { name = "ci-3"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; state = "gateway"; } );
 sandbox_tools = ( { name = "e2b"; provider = "e2b"; api_key = "e2b_bench"; api_base = "http://127.0.0.1:$e2b";
     sandbox_url = "http://127.0.0.1:$e2b"; } );
@@ -62,7 +64,7 @@ CONF
 		    "http://127.0.0.1:$gw/v1/chat/completions" > "$out/wrk.out" ;;
 	healthz) wrk -t1 -c1 -d"${secs}s" "http://127.0.0.1:$gw/healthz" > "$out/wrk.out" ;;
 	loop)	FAKE_UPSTREAM="http://127.0.0.1:$up" node "$here/loop_client.mjs" \
-		    "http://127.0.0.1:$gw/v1/responses" "$key" ci-3 1 "$secs" sticky |
+		    "http://127.0.0.1:$gw/v1/responses" "$key" "${BENCH_MODEL:-ci-3}" 1 "$secs" sticky |
 		    node -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
 if (r.bad) console.error(`bench: ${r.bad} bad answers, first: ${r.firstBad}`);
 console.log(`${r.reqs} requests in`)' > "$out/wrk.out" ;;

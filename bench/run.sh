@@ -19,7 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 secs=${BENCH_SECS:-5}
 parts=${BENCH_PARTS:-floor cpu loop memory local pool oneshot store queue ledger background}
 bench_setup
-make -s -C "$root" build/bench/floor build/bench/proxyfloor build/bench/curl_floor
+make -s -C "$root" build/bench/floor build/bench/proxyfloor build/bench/curl_floor \
+    build/bench/loop_floor
 out="$dir/results.md"
 base=$((20000 + $$ % 9000))
 up=$base e2b=$((base + 1)) gw=$((base + 2))
@@ -252,6 +253,15 @@ for (const [k, v] of Object.entries(all)) {
 	echo "- one libcurl transfer at a time, nothing else (\`bench/curl_floor.c -t\`, chat JSON" \
 	    "from the fake model): $("$root/build/bench/curl_floor" -t \
 	    "http://127.0.0.1:$up/v1/chat/completions" 5000 | sed 's/^a transfer: //')"
+	for m in ci-1 ci-3; do
+		LOOP_FLOOR="$root/build/bench/loop_floor" E2B_BASE="http://127.0.0.1:$e2b" \
+		    FAKE_UPSTREAM="http://127.0.0.1:$up" node "$here/loop_client.mjs" - - "$m" 1 "$secs" |
+		    node -e '
+const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+console.log(`- the loop floor, ${r.model.slice(3)} round(s) a request (\`bench/loop_floor.c\`: the ` +
+  `same exchanges by libcurl, no gateway, c=1): iteration p50 ${r.iter.p50} µs, p99 ${r.iter.p99} µs; ` +
+  `total p50 ${r.total.p50} µs`);'
+	done
 	curl -s "http://127.0.0.1:$up/__times" >/dev/null
 	echo
 }
