@@ -30,7 +30,7 @@ url=$(printf %s "$pg" | sed 's|/postgres?|/sgbench?|')
 psql -d "$url" -c "CREATE EXTENSION pg_stat_statements" >/dev/null
 cat > "$dir/sandgate.conf" <<CONF
 server: { workers = [4, 64]; user = "nobody"; };
-store: { url = "$url"; };
+store: { path = "$dir/store/sandgate.db"; url = "$url"; };
 auth: { keys = ( { name = "bench"; key_sha256 = "$(printf %s "$key" | sha256sum | cut -d' ' -f1)"; } ); };
 models = ( { name = "ci-1"; api_base = "http://127.0.0.1:$up/v1"; api_key = "x"; state = "gateway"; } );
 sandbox_tools = ( { name = "e2b"; provider = "e2b"; api_key = "e2b_bench"; api_base = "http://127.0.0.1:$e2b";
