@@ -481,6 +481,45 @@ all_text(struct sg_jtw *w, size_t n, int64_t start, int cut, size_t from,
 	sg_jtw_lit(w, "]");
 }
 
+/*
+ * The text with every detail shown, in one pass: the common case, where
+ * the summaries and all the details fit. NULL when they do not (the
+ * bounded text is made then), or out of memory. Every detail fits when
+ * their sum does (details() would then show them all), so the text is
+ * the one the bounded way makes.
+ */
+static char *
+all_shown(size_t n, int64_t start)
+{
+	struct sg_jtw w = { { 0 }, 0 };
+	size_t i, j, k = 0, first, before, summaries = SLACK, shown = 0;
+
+	for (i = 0; i < tr.nruns; i++)
+		if ((tr.runs[i].shown = tr.runs[i].detail != NULL))
+			shown += tr.runs[i].size;
+	sg_jtw_lit(&w, "[");
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			sg_jtw_lit(&w, ",");
+		first = k;
+		before = w.b.len;
+		round_text(&w, i, start, &k);
+		if (i == tr.nrounds)
+			continue;	/* the element counting runs: SLACK's */
+		/* The round's summary: its text but its runs' details. */
+		summaries += w.b.len - before + 1;
+		for (j = first; j < k; j++)
+			if (tr.runs[j].shown)
+				summaries -= tr.runs[j].size;
+	}
+	sg_jtw_lit(&w, "]");
+	if (!w.failed && summaries <= SG_TRACE_MAX &&
+	    shown <= SG_TRACE_MAX - summaries)
+		return sg_jtw_end(&w);
+	free(w.b.p);
+	return NULL;
+}
+
 char *
 sg_trace_json(int64_t start, char **images)
 {
@@ -495,6 +534,11 @@ sg_trace_json(int64_t start, char **images)
 		return NULL;
 	/* The rounds, and the element counting the runs past the cap. */
 	n = tr.nrounds + (tr.untraced > 0);
+	if ((text = all_shown(n, start)) != NULL) {
+		if (images != NULL)
+			*images = sg_timg_json(0, 0);
+		return text;
+	}
 	if ((sizes = calloc(n + 1, sizeof(*sizes))) == NULL)
 		return NULL;
 	for (i = 0; i < tr.nruns; i++)

@@ -399,6 +399,64 @@ end_writes_once(void **state)
 	tu_rmrf(dir);
 }
 
+/* Three runs of big code and a fourth of x bytes: whether every run's
+ * code is in the text, and its length. */
+static int
+all_kept(size_t x, size_t *len)
+{
+	char *code = malloc(16001), *last = malloc(x + 1), *text;
+	json_t *all;
+	int i, kept = 1;
+
+	memset(code, 'c', 16000);
+	code[16000] = '\0';
+	memset(last, 'l', x);
+	last[x] = '\0';
+	for (i = 0; i < 4; i++) {
+		sg_trace_turn(START + i * 10, 5, 200, NULL, NULL);
+		sg_trace_run("local", "cntr_b", i < 3 ? code : last,
+		    START + i * 10 + 5, 1, NULL, NULL);
+	}
+	text = sg_trace_json(START, NULL);
+	*len = strlen(text);
+	assert_true(*len <= SG_TRACE_MAX);
+	assert_non_null(all = json_loads(text, 0, NULL));
+	for (i = 0; i < 4; i++)
+		if (json_object_get(run_of(all, (size_t)i, 0), "code") == NULL)
+			kept = 0;
+	json_decref(all);
+	free(text);
+	free(code);
+	free(last);
+	sg_trace_reset();
+	return kept;
+}
+
+/* At the bound: every detail is shown while all of them fit, to the
+ * byte, and one byte more leaves one out. */
+static void
+details_fill_to_the_bound(void **state)
+{
+	size_t lo = 0, hi = SG_TRACE_CODE_MAX, mid, len;
+
+	(void)state;
+	assert_true(all_kept(lo, &len));
+	assert_false(all_kept(hi, &len));
+	while (hi - lo > 1) {
+		mid = (lo + hi) / 2;
+		if (all_kept(mid, &len))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	/* Summaries and details are counted against SG_TRACE_MAX less 256
+	 * bytes kept for the brackets and commas (trace.c's SLACK): the text
+	 * of four rounds is one byte longer than what was counted. */
+	assert_true(all_kept(lo, &len));
+	assert_int_equal(len, SG_TRACE_MAX - 256 + 1);
+	assert_false(all_kept(lo + 1, &len));
+}
+
 int
 main(void)
 {
@@ -411,6 +469,7 @@ main(void)
 		T(bound_counts_escapes),
 		T(middle_rounds_dropped),
 		T(end_writes_once),
+		T(details_fill_to_the_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
