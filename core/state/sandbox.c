@@ -413,6 +413,23 @@ sg_sbx_run(struct sg_sbx_env *env, const char *tenant, const char *id,
 	return rc;
 }
 
+/*
+ * Where a run's end moves the sandbox's life to (now + life), or 0 when
+ * the row, as the run's lock read it, says so already (a run within the
+ * second of the last): the lock is then released alone. A touch rewrites
+ * what the kept sandboxes are ordered by (an index), even to the same
+ * values: on SQLite a page more a run, on PostgreSQL an update that is
+ * not HOT.
+ */
+static int64_t
+touch_to(const struct sg_store_sbx *row, int life)
+{
+	int64_t now = (int64_t)time(NULL);
+
+	return row->last_used_at == now && row->expires_at == now + life ? 0 :
+	    now + life;
+}
+
 int
 sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
     const char *session, const char *code, int timeout_s, int keep,
@@ -475,8 +492,8 @@ sg_sbx_run_in(struct sg_sbx_env *env, const char *tenant, const char *id,
 	sg_mx_sbx(t->name, rc == SG_PROV_OK ? SG_MX_RAN : SG_MX_RUN_FAILED, ms);
 	sg_use_run(t->name, ms);
 	/* Touched, released and its session touched: one round trip. */
-	unlock_touch(env, id, rc == SG_PROV_OK ? (int64_t)time(NULL) + life :
-	    0, tenant, rc == SG_PROV_OK ? session : NULL);
+	unlock_touch(env, id, rc == SG_PROV_OK ? touch_to(&row, life) : 0,
+	    tenant, rc == SG_PROV_OK ? session : NULL);
 	if (rc == SG_PROV_OK) {
 		/* As the writes just sent left it. */
 		ran = row;
