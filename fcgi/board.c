@@ -77,6 +77,30 @@ sg_board_grow(int live, int spare, int min, int most, int64_t held_since,
 	return n;
 }
 
+/*
+ * The backlog while the pool is full (want): a connection seen waiting
+ * (seen) starts *since; once one has waited SG_GROW_WAIT_MS, 1: the
+ * master forks a reserve if a connection still waits. As growth does, it
+ * lets a quick request end first: most connections seen are taken a
+ * moment later by a responder ending its request (its work after the
+ * answer), and a reserve is a process started for one connection. The
+ * listen socket (readable all the while) is polled only while *since is
+ * 0.
+ */
+int
+sg_board_backlog(int want, int seen, int64_t now, int64_t *since)
+{
+	if (!want)
+		*since = 0;
+	else if (seen)
+		*since = now;
+	else if (*since != 0 && now - *since >= SG_GROW_WAIT_MS) {
+		*since = 0;
+		return 1;
+	}
+	return 0;
+}
+
 /* Busy slots on heavy routes, running or waiting their turn. */
 int
 sg_board_heavy(const struct sg_board *b)

@@ -123,6 +123,10 @@ int	 sg_board_used(const struct sg_board *);
  * when growth waits for a quick request to end (SG_GROW_WAIT_MS). */
 int	 sg_board_grow(int live, int spare, int min, int most,
 	    int64_t held_since, int64_t now, int64_t *recheck_at);
+/* board.c: whether the master forks a reserve now, the pool full (want),
+ * a connection seen in the backlog (seen) at *since, SG_GROW_WAIT_MS
+ * ago. */
+int	 sg_board_backlog(int want, int seen, int64_t now, int64_t *since);
 /* board.c: busy slots on heavy routes, running or waiting their turn. */
 int	 sg_board_heavy(const struct sg_board *);
 /* board.c: 1 when fewer than n slots are idle or starting. */

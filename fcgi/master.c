@@ -56,6 +56,7 @@ struct master {
 	struct kid	 kids[SG_SLOTS];
 	int		 used;		/* slots ever given a responder */
 	int		 want_reserve;	/* the pool is full: watch the backlog */
+	int64_t		 backlog_since;	/* 0, or a connection seen waiting */
 	int64_t		 recheck_at;	/* 0, or when growth waits until */
 	int		 listen_fd;
 	int		 wake[2];
@@ -315,9 +316,10 @@ spare_state(int st)
  * light routes. (Read from the board, which any responder can write: a
  * lie only moves the size between those two bounds.) At its most with
  * none free, the pool is full: the master then watches the backlog, and a
- * connection waiting there gets a reserve responder (up to SG_RESERVE at
- * once) that serves it and exits. A reserve never waits for a turn, so
- * light routes still answer when the queue fills the pool.
+ * connection waiting there SG_GROW_WAIT_MS gets a reserve responder (up
+ * to SG_RESERVE at once; sg_board_backlog) that serves it and exits. A
+ * reserve never waits for a turn, so light routes still answer when the
+ * queue fills the pool.
  */
 static void
 balance_responders(struct master *m, int64_t now)
@@ -385,11 +387,13 @@ balance_responders(struct master *m, int64_t now)
 static int
 wait_ms(const struct master *m)
 {
-	int64_t left;
+	int64_t left, at = m->recheck_at, seen = m->backlog_since;
 
-	if (m->recheck_at == 0)
+	if (seen != 0 && (at == 0 || seen + SG_GROW_WAIT_MS < at))
+		at = seen + SG_GROW_WAIT_MS;
+	if (at == 0)
 		return TICK_MS;
-	left = m->recheck_at - sg_now_ms();
+	left = at - sg_now_ms();
 	return left < 1 ? 1 : left > TICK_MS ? TICK_MS : (int)left;
 }
 
@@ -548,7 +552,8 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 {
 	struct master m = { .cfg = cfg, .listen_fd = listen_fd,
 	    .kernel_src = kernel_src, .workers = { workers[0], workers[1] } };
-	struct pollfd pfd[3];
+	struct pollfd pfd[3], one;
+	int watch;
 
 	sg_master_pid = getpid();
 	apply_workers(&m, cfg);
@@ -579,10 +584,14 @@ sg_master_run(struct sg_cfg *cfg, int listen_fd, const char *listen_spec,
 		pfd[0] = (struct pollfd){ .fd = self_pipe[0], .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = m.wake[0], .events = POLLIN };
 		pfd[2] = (struct pollfd){ .fd = m.listen_fd, .events = POLLIN };
-		poll(pfd, m.want_reserve ? 3 : 2, wait_ms(&m));
+		watch = m.want_reserve && m.backlog_since == 0;
+		poll(pfd, watch ? 3 : 2, wait_ms(&m));
 		drain(self_pipe[0]);
 		drain(m.wake[0]);
-		if (m.want_reserve && (pfd[2].revents & POLLIN))
+		one = (struct pollfd){ .fd = m.listen_fd, .events = POLLIN };
+		if (sg_board_backlog(m.want_reserve, watch && (pfd[2].revents &
+		    POLLIN), sg_now_ms(), &m.backlog_since) &&
+		    poll(&one, 1, 0) == 1)
 			spawn(&m, 1);
 		reap(&m);
 		if (got_hup) {

@@ -159,6 +159,38 @@ grows_when_one_is_held(void **state)
 	assert_int_equal(again, now + SG_GROW_WAIT_MS);
 }
 
+/* A full pool's backlog: a reserve only for a connection that waited
+ * SG_GROW_WAIT_MS, not for one a responder ending its request takes a
+ * moment later (with workers [1, 1] at one connection, the next request
+ * waited out the last one's store writes and forked a reserve, ~3 a
+ * second). */
+static void
+reserve_waits_for_a_wait(void **state)
+{
+	int64_t now = 1000000, since = 0;
+
+	(void)state;
+	/* Not full: nothing watched, nothing remembered. */
+	assert_int_equal(sg_board_backlog(0, 1, now, &since), 0);
+	assert_int_equal(since, 0);
+	/* Full, a connection seen: not yet. */
+	assert_int_equal(sg_board_backlog(1, 1, now, &since), 0);
+	assert_int_equal(since, now);
+	assert_int_equal(sg_board_backlog(1, 0, now + SG_GROW_WAIT_MS - 1,
+	    &since), 0);
+	assert_int_equal(since, now);
+	/* Waited long enough: due (if one still waits), and looked for
+	 * again afresh. */
+	assert_int_equal(sg_board_backlog(1, 0, now + SG_GROW_WAIT_MS,
+	    &since), 1);
+	assert_int_equal(since, 0);
+	/* The pool got a free responder meanwhile: forgotten. */
+	assert_int_equal(sg_board_backlog(1, 1, now, &since), 0);
+	assert_int_equal(sg_board_backlog(0, 0, now + SG_GROW_WAIT_MS, &since),
+	    0);
+	assert_int_equal(since, 0);
+}
+
 int
 main(void)
 {
@@ -167,6 +199,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(metrics_text, setup, teardown),
 		cmocka_unit_test(grows_when_one_is_held),
+		cmocka_unit_test(reserve_waits_for_a_wait),
 		cmocka_unit_test_setup_teardown(short_of_free_responders, setup,
 		    teardown),
 	};
