@@ -498,7 +498,8 @@ all_shown(size_t n, int64_t start)
 		if ((tr.runs[i].shown = tr.runs[i].detail != NULL))
 			shown += tr.runs[i].size;
 	sg_jtw_lit(&w, "[");
-	for (i = 0; i < n; i++) {
+	/* Past the bound it cannot be the text: a long loop stops early. */
+	for (i = 0; i < n && w.b.len <= SG_TRACE_MAX; i++) {
 		if (i > 0)
 			sg_jtw_lit(&w, ",");
 		first = k;
@@ -513,7 +514,7 @@ all_shown(size_t n, int64_t start)
 				summaries -= tr.runs[j].size;
 	}
 	sg_jtw_lit(&w, "]");
-	if (!w.failed && summaries <= SG_TRACE_MAX &&
+	if (!w.failed && i == n && summaries <= SG_TRACE_MAX &&
 	    shown <= SG_TRACE_MAX - summaries)
 		return sg_jtw_end(&w);
 	free(w.b.p);
