@@ -24,6 +24,7 @@ struct sqlite3;
 struct sqlite3_stmt;
 struct pg_result;
 struct sg_pg;
+struct sg_st_runs;
 
 /* What a statement's run or a row step gave, besides SG_STORE_* errors
  * (negative): SQLite's own values, so callers read naturally. */
@@ -70,7 +71,27 @@ struct sg_store {
 	char			 touched[65 + SG_STORE_SESSION_MAX + 2];
 	int64_t			 touched_at;
 	int64_t			 busy_since;	/* a wait's first (sg_now_ms) */
+	/* SQLite: the run locks' table (runs.c); NULL: in the rows. */
+	struct sg_st_runs	*runs;
 };
+
+/*
+ * runs.c: a SQLite store's run locks, in a table mapped from PATH-runs
+ * (st->runs; NULL when it cannot be: the rows' runner columns then).
+ * take: pid's lock on id until until (unix s) when no lock of it lasts
+ * at now (seen_until < 0), or when its lock is still the one read, with
+ * that deadline (seen_until >= 0; 0: none): OK or EXISTS. give: the lock
+ * dropped if pid's (and start's, when nonzero). get: the lock as held
+ * now (zeros: none).
+ */
+int	 sg_st_runs_open(struct sg_store *, const char *db_path);
+void	 sg_st_runs_close(struct sg_store *);
+int	 sg_st_runs_take(struct sg_store *, const char *id, int64_t pid,
+	    int64_t start, int64_t until, int64_t now, int64_t seen_until);
+void	 sg_st_runs_give(struct sg_store *, const char *id, int64_t pid,
+	    int64_t start);
+void	 sg_st_runs_get(struct sg_store *, const char *id, int64_t *pid,
+	    int64_t *start, int64_t *until);
 
 /* Fill st->err; SG_STORE_ERROR. Inline: db.c and the backends it calls
  * (sqlite.c, pg.c) all set it, and none calls back into db.c for it. */
@@ -224,7 +245,8 @@ void	 sg_pg_in_tx(struct sg_store *, int);
 	"coalesce(runner_start, 0), coalesce(name, ''), coalesce(pool_gen, ''), " \
 	"coalesce(box, '')"
 #define SG_ST_SBX_NCOLUMNS	17	/* how many: one put after them is read here */
-void	 sg_st_sbx_row(struct sg_st_cur *, struct sg_store_sbx *out);
+void	 sg_st_sbx_row(struct sg_store *, struct sg_st_cur *,
+	    struct sg_store_sbx *out);
 /* Inside a transaction, after a kept row went in: sg_store_sbx_begin_kind's
  * eviction. */
 int	 sg_st_evict(struct sg_store *, const char *tenant, int max_kept,

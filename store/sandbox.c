@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -38,6 +39,31 @@ sg_store_sbx_begin(struct sg_store *st, const char *id, const char *tenant,
 	    owner_start, expires_at);
 }
 
+/* Whether a run holds id now, by the runs' table (a SQLite store's). */
+static int
+held(struct sg_store *st, const char *id)
+{
+	int64_t pid, start, until;
+
+	if (st->runs == NULL)
+		return 0;	/* the query's runner_until said */
+	sg_st_runs_get(st, id, &pid, &start, &until);
+	return until >= (int64_t)time(NULL);
+}
+
+/* Whether the row id is there (a lock in the runs' table is for one). */
+static int
+exists(struct sg_store *st, const char *id)
+{
+	struct sg_st_cur *stmt;
+	int rc;
+
+	rc = sg_st_run(st, &stmt, "SELECT 1 FROM sandboxes WHERE id = ?", "s",
+	    id);
+	sg_st_done(st, stmt);
+	return rc < 0 ? rc : rc == SG_ST_ROW;
+}
+
 /*
  * With the new row in, one kept sandbox too many: mark the least recently
  * used one that runs nothing "deleting" and name it. FULL when all run.
@@ -59,17 +85,19 @@ sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
 	sg_st_done(st, stmt);
 	if (n <= max_kept)
 		return SG_STORE_OK;
-	rc = sg_st_run(st, &stmt, "SELECT id FROM sandboxes WHERE tenant = ? "
-	    "AND kind != 0 AND state = 'ready' AND runner_until < ? ORDER BY "
-	    "last_used_at, rowid LIMIT 1", "si", tenant, (int64_t)time(NULL));
+	/* With the runs' table the rows do not say which run: the first
+	 * of them (a key's kept ones, a few) that none holds. */
+	for (rc = sg_st_run(st, &stmt, "SELECT id FROM sandboxes WHERE tenant "
+	    "= ? AND kind != 0 AND state = 'ready' AND runner_until < ? ORDER "
+	    "BY last_used_at, rowid", "si", tenant, (int64_t)time(NULL));
+	    rc == SG_ST_ROW && victim[0] == '\0'; rc = sg_st_next(st, stmt))
+		if (!held(st, sg_st_text(stmt, 0)))
+			snprintf(victim, 48, "%s", sg_st_text(stmt, 0));
 	if (rc < 0)
 		return rc;
-	if (rc != SG_ST_ROW) {
-		sg_st_done(st, stmt);
-		return SG_STORE_FULL;
-	}
-	snprintf(victim, 48, "%s", sg_st_text(stmt, 0));
 	sg_st_done(st, stmt);
+	if (victim[0] == '\0')
+		return SG_STORE_FULL;
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET state = "
 	    "'deleting' WHERE id = ?", "s", victim);
 }
@@ -100,6 +128,16 @@ sg_store_sbx_run_begin(struct sg_store *st, const char *id, int64_t pid,
 {
 	int changes = 0, rc;
 
+	if (st->runs != NULL) {
+		if ((rc = sg_st_runs_take(st, id, pid, start, until,
+		    (int64_t)time(NULL), -1)) != SG_STORE_OK)
+			return rc;
+		/* As the row's update: none, no lock. */
+		if ((rc = exists(st, id)) == 1)
+			return SG_STORE_OK;
+		sg_st_runs_give(st, id, pid, start);
+		return rc < 0 ? rc : SG_STORE_EXISTS;
+	}
 	rc = sg_st_exec_args(st, &changes, "UPDATE sandboxes SET runner_pid = "
 	    "?, runner_start = ?, runner_until = ? WHERE id = ? AND "
 	    "runner_until < ?", "iiisi", pid, start, until, id,
@@ -111,6 +149,10 @@ sg_store_sbx_run_begin(struct sg_store *st, const char *id, int64_t pid,
 int
 sg_store_sbx_run_end(struct sg_store *st, const char *id, int64_t pid)
 {
+	if (st->runs != NULL) {
+		sg_st_runs_give(st, id, pid, 0);
+		return SG_STORE_OK;
+	}
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET runner_pid = "
 	    "NULL, runner_start = NULL, runner_until = 0 WHERE id = ? AND "
 	    "runner_pid = ?", "si", id, pid);
@@ -124,14 +166,23 @@ sg_store_sbx_run_take(struct sg_store *st, const char *id, int64_t pid,
 	const char *seen;
 	int rc;
 
-	rc = sg_st_run(st, &stmt, "UPDATE sandboxes SET runner_pid = ?, "
-	    "runner_start = ?, runner_until = ? WHERE id = ? AND runner_until "
-	    "< ? RETURNING " SG_ST_SBX_COLUMNS ", seen", "iiisi", pid, start,
-	    until, id, (int64_t)time(NULL));
+	if (st->runs != NULL && (rc = sg_st_runs_take(st, id, pid, start,
+	    until, (int64_t)time(NULL), -1)) != SG_STORE_OK)
+		return rc;
+	if (st->runs != NULL)
+		rc = sg_st_run(st, &stmt, "SELECT " SG_ST_SBX_COLUMNS ", seen "
+		    "FROM sandboxes WHERE id = ?", "s", id);
+	else
+		rc = sg_st_run(st, &stmt, "UPDATE sandboxes SET runner_pid = "
+		    "?, runner_start = ?, runner_until = ? WHERE id = ? AND "
+		    "runner_until < ? RETURNING " SG_ST_SBX_COLUMNS ", seen",
+		    "iiisi", pid, start, until, id, (int64_t)time(NULL));
+	if (st->runs != NULL && rc != SG_ST_ROW)
+		sg_st_runs_give(st, id, pid, start);	/* no row, no lock */
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW) {
-		sg_st_sbx_row(stmt, out);
+		sg_st_sbx_row(st, stmt, out);
 		/* Nothing listed yet is nothing seen. */
 		seen = sg_st_text(stmt, SG_ST_SBX_NCOLUMNS);
 		out->seen = strdup(seen != NULL ? seen : "{}");
@@ -150,7 +201,13 @@ sg_store_sbx_run_done(struct sg_store *st, const char *id, int64_t pid,
 	int rc;
 
 	/* Every SET reads the row as it was: the lock goes only if ours. */
-	if (expires_at > 0)
+	if (st->runs != NULL) {
+		sg_st_runs_give(st, id, pid, 0);
+		if (expires_at > 0)
+			sg_st_batch_add(st, &b, "UPDATE sandboxes SET "
+			    "last_used_at = ?, expires_at = ? WHERE id = ?",
+			    "iis", now, expires_at, id);
+	} else if (expires_at > 0)
 		sg_st_batch_add(st, &b, "UPDATE sandboxes SET last_used_at = "
 		    "?1, expires_at = ?2, runner_start = CASE WHEN runner_pid = "
 		    "?4 THEN NULL ELSE runner_start END, runner_until = CASE "
@@ -176,6 +233,10 @@ int
 sg_store_sbx_run_drop(struct sg_store *st, const char *id, int64_t pid,
     int64_t start)
 {
+	if (st->runs != NULL) {
+		sg_st_runs_give(st, id, pid, start);
+		return SG_STORE_OK;
+	}
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET runner_pid = "
 	    "NULL, runner_start = NULL, runner_until = 0 WHERE id = ? AND "
 	    "runner_pid = ? AND runner_start = ?", "sii", id, pid, start);
@@ -263,17 +324,27 @@ sg_store_sbx_mark(struct sg_store *st, const char *id, const char *state)
 int
 sg_store_sbx_claim_delete(struct sg_store *st, const struct sg_store_sbx *seen)
 {
+	int64_t now = (int64_t)time(NULL);
 	int changes = 0, rc;
 
-	if ((rc = sg_st_begin(st)) != SG_STORE_OK)
-		return rc;
-	rc = sg_st_exec_args(st, &changes, "UPDATE sandboxes SET state = CASE "
-	    "WHEN state = 'creating' THEN state ELSE 'deleting' END WHERE id = ? "
-	    "AND state = ? AND runner_until = ?", "ssi", seen->id, seen->state,
-	    seen->runner_until);
-	if (rc == SG_STORE_OK && changes == 0)
-		rc = SG_STORE_NOTFOUND;
-	return sg_st_end(st, rc);
+	/* With the runs' table, its lock as seen is the claim's while it is
+	 * made: no run begins in between (one after finds it deleting). */
+	if (st->runs != NULL && sg_st_runs_take(st, seen->id, getpid(), 0,
+	    now + 60, now, seen->runner_until) != SG_STORE_OK)
+		return SG_STORE_NOTFOUND;
+	if ((rc = sg_st_begin(st)) == SG_STORE_OK) {
+		rc = sg_st_exec_args(st, &changes, "UPDATE sandboxes SET state "
+		    "= CASE WHEN state = 'creating' THEN state ELSE "
+		    "'deleting' END WHERE id = ? AND state = ? AND (? = 1 OR "
+		    "runner_until = ?)", "ssii", seen->id, seen->state,
+		    (int64_t)(st->runs != NULL), seen->runner_until);
+		if (rc == SG_STORE_OK && changes == 0)
+			rc = SG_STORE_NOTFOUND;
+		rc = sg_st_end(st, rc);
+	}
+	if (st->runs != NULL)
+		sg_st_runs_give(st, seen->id, getpid(), 0);
+	return rc;
 }
 
 int
@@ -284,7 +355,8 @@ sg_store_sbx_remove(struct sg_store *st, const char *id)
 }
 
 void
-sg_st_sbx_row(struct sg_st_cur *stmt, struct sg_store_sbx *out)
+sg_st_sbx_row(struct sg_store *st, struct sg_st_cur *stmt,
+    struct sg_store_sbx *out)
 {
 	const char *h = sg_st_text(stmt, 4);
 
@@ -306,6 +378,9 @@ sg_st_sbx_row(struct sg_st_cur *stmt, struct sg_store_sbx *out)
 	out->runner_pid = sg_st_int(stmt, 11);
 	out->runner_until = sg_st_int(stmt, 12);
 	out->runner_start = sg_st_int(stmt, 13);
+	if (st->runs != NULL)
+		sg_st_runs_get(st, out->id, &out->runner_pid,
+		    &out->runner_start, &out->runner_until);
 	snprintf(out->name, sizeof(out->name), "%s",
 	    sg_st_text(stmt, 14));
 	snprintf(out->pool_gen, sizeof(out->pool_gen), "%s",
@@ -334,7 +409,7 @@ sg_store_sbx_get(struct sg_store *st, const char *id, const char *tenant,
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW) {
-		sg_st_sbx_row(stmt, out);
+		sg_st_sbx_row(st, stmt, out);
 		rc = SG_STORE_OK;
 	} else
 		rc = SG_STORE_NOTFOUND;
@@ -363,7 +438,7 @@ sg_store_sbx_list(struct sg_store *st, const char *tenant,
 	    "sandboxes WHERE ?1 IS NULL OR tenant = ?1 ORDER BY created_at, "
 	    "rowid", "s", tenant); !stop && rc == SG_ST_ROW;
 	    rc = sg_st_next(st, stmt)) {
-		sg_st_sbx_row(stmt, &row);
+		sg_st_sbx_row(st, stmt, &row);
 		stop = fn(arg, &row) == -1;
 		sg_store_sbx_clear(&row);
 	}

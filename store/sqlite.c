@@ -134,6 +134,9 @@ sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
 		snprintf(err, errsz, "%s: %s", path, st->err);
 		return SG_STORE_ERROR;
 	}
+	/* Without its table (a read-only directory) the run locks stay in
+	 * the rows, as on PostgreSQL. */
+	(void)sg_st_runs_open(st, path);
 	return SG_STORE_OK;
 }
 
@@ -166,6 +169,7 @@ sg_sq_close(struct sg_store *st)
 		free(st->cache[i].sql);
 	}
 	sqlite3_close_v2(st->db);
+	sg_st_runs_close(st);
 }
 
 /* A prepared statement for sql: a cached one when it is free, else a new

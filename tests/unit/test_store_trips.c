@@ -152,14 +152,23 @@ run_lock_taken_with_its_row(void **state)
 	    now + 60, &row), SG_STORE_EXISTS);
 }
 
-/* runner_pid and expires_at of cntr_1, read by another connection. */
+/* The run lock's holder and expires_at of cntr_1, read by another
+ * connection (on SQLite the lock is in the runs' table, not the row). */
 static void
 lock_of(struct tu_store_fx *fx, char pid[32], char exp[32])
 {
-	assert_int_equal(tu_raw_sql(fx->path, "SELECT coalesce(runner_pid, 0) "
-	    "FROM sandboxes WHERE id = 'cntr_1'", pid, 32), 0);
-	assert_int_equal(tu_raw_sql(fx->path, "SELECT expires_at FROM "
-	    "sandboxes WHERE id = 'cntr_1'", exp, 32), 0);
+	struct sg_store_sbx row;
+	struct sg_store *other;
+	char err[256];
+
+	assert_int_equal(tu_store_open(fx->path, &other, err, sizeof(err), 0),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_sbx_get(other, "cntr_1", NULL, &row),
+	    SG_STORE_OK);
+	snprintf(pid, 32, "%lld", (long long)row.runner_pid);
+	snprintf(exp, 32, "%lld", (long long)row.expires_at);
+	sg_store_sbx_clear(&row);
+	sg_store_close(other);
 }
 
 static void
