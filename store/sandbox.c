@@ -342,7 +342,12 @@ sg_store_sbx_claim_delete(struct sg_store *st, const struct sg_store_sbx *seen)
 			rc = SG_STORE_NOTFOUND;
 		rc = sg_st_end(st, rc);
 	}
-	if (st->runs != NULL)
+	/* The lock as it was (a run a deleter chose to end keeps its own
+	 * until then), or none. */
+	if (st->runs != NULL && seen->runner_until > 0)
+		(void)sg_st_runs_take(st, seen->id, seen->runner_pid,
+		    seen->runner_start, seen->runner_until, now, now + 60);
+	else if (st->runs != NULL)
 		sg_st_runs_give(st, seen->id, getpid(), 0);
 	return rc;
 }

@@ -155,6 +155,21 @@ claim_as_seen(void **state)
 	/* The claim's own hold is gone with it. */
 	assert_int_equal(sg_store_sbx_run_begin(fx->st, ID, 6, 6, now + 60),
 	    SG_STORE_OK);
+	/* Read while that run held it, and claimed: the run keeps its lock
+	 * until it ends, as it did in the row. */
+	assert_int_equal(sg_store_sbx_get(fx->st, ID, NULL, &seen),
+	    SG_STORE_OK);
+	assert_int_equal(seen.runner_pid, 6);
+	assert_int_equal(sg_store_sbx_claim_delete(fx->st, &seen),
+	    SG_STORE_OK);
+	sg_store_sbx_clear(&seen);
+	assert_int_equal(sg_store_sbx_run_begin(fx->st, ID, 7, 7, now + 60),
+	    SG_STORE_EXISTS);
+	assert_int_equal(sg_store_sbx_get(fx->st, ID, NULL, &seen),
+	    SG_STORE_OK);
+	assert_int_equal(seen.runner_pid, 6);
+	assert_string_equal(seen.state, "deleting");
+	sg_store_sbx_clear(&seen);
 }
 
 /* Where the table cannot be made, the locks are the rows' again. */
