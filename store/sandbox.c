@@ -90,12 +90,13 @@ sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
 	for (rc = sg_st_run(st, &stmt, "SELECT id FROM sandboxes WHERE tenant "
 	    "= ? AND kind != 0 AND state = 'ready' AND runner_until < ? ORDER "
 	    "BY last_used_at, rowid", "si", tenant, (int64_t)time(NULL));
-	    rc == SG_ST_ROW && victim[0] == '\0'; rc = sg_st_next(st, stmt))
-		if (!held(st, sg_st_text(stmt, 0)))
+	    rc == SG_ST_ROW; rc = sg_st_next(st, stmt))
+		if (!held(st, sg_st_text(stmt, 0))) {
 			snprintf(victim, 48, "%s", sg_st_text(stmt, 0));
-	if (rc < 0)
+			break;
+		}
+	if ((rc = sg_st_finish(st, stmt, rc, "evict")) != SG_STORE_OK)
 		return rc;
-	sg_st_done(st, stmt);
 	if (victim[0] == '\0')
 		return SG_STORE_FULL;
 	return sg_st_exec_args(st, NULL, "UPDATE sandboxes SET state = "
