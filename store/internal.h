@@ -77,7 +77,7 @@ struct sg_store {
 
 /*
  * runs.c: a SQLite store's run locks, in a table mapped from PATH-runs
- * (st->runs; NULL when it cannot be: the rows' runner columns then).
+ * (st->runs; NULL on PostgreSQL: the rows' runner columns there).
  * take: pid's lock on id until until (unix s) when no lock of it lasts
  * at now (seen_until < 0), or when its lock is still the one read, with
  * that deadline (seen_until >= 0; 0: none): OK or EXISTS. give: the lock

@@ -10,8 +10,9 @@
  * holder's pid and start, a deadline in unix seconds), with the same
  * rules: a lock whose deadline passed is free, a dead holder's is
  * dropped by whoever finds it (sg_store_sbx_run_drop). The columns stay
- * for PostgreSQL (several boxes), and for a store whose table could not
- * be mapped (it then works as before, in the rows).
+ * for PostgreSQL (several boxes). A SQLite store whose table cannot be
+ * mapped does not open: every process of it must use the table, or the
+ * one left on the rows would take locks the others do not see.
  *
  * Every process of the store's owner can write the file: nothing in it
  * may stall the others for good. Its lock is lib/shlock's (a dead or
@@ -85,36 +86,44 @@ sg_st_runs_open(struct sg_store *st, const char *db_path)
 {
 	char path[1024];
 	struct stat sb;
-	void *p;
-	int fd;
+	void *p = MAP_FAILED;
+	int fd, saved;
 
 	st->runs = NULL;
 	if ((size_t)snprintf(path, sizeof(path), "%s-runs", db_path) >=
-	    sizeof(path))
+	    sizeof(path)) {
+		errno = ENAMETOOLONG;
 		return -1;
+	}
 	/* As the database itself: its owner's, nobody else's. */
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
 	    0600)) == -1)
 		return -1;
-	if (fstat(fd, &sb) == -1 || (sb.st_size != sizeof(*st->runs) &&
-	    ftruncate(fd, sizeof(*st->runs)) == -1)) {
-		close(fd);
+	if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode))
+		errno = EINVAL;
+	else if (fstat(fd, &sb) == 0 && (sb.st_size == sizeof(*st->runs) ||
+	    ftruncate(fd, sizeof(*st->runs)) == 0))
+		p = mmap(NULL, sizeof(*st->runs), PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fd, 0);
+	saved = errno;
+	close(fd);
+	if (p == MAP_FAILED) {
+		errno = saved;
 		return -1;
 	}
-	p = mmap(NULL, sizeof(*st->runs), PROT_READ | PROT_WRITE, MAP_SHARED,
-	    fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return -1;
 	st->runs = p;
 	/* A new file is all zero; one of another layout is started again
-	 * (its locks are lost: runs under way then are a new version's). */
+	 * (its locks are lost: runs under way then are a new version's).
+	 * Looked at again under the lock: two first opens reset it once. */
 	if (st->runs->magic != RUNS_MAGIC || st->runs->version !=
 	    RUNS_VERSION) {
 		sg_shlock_take(&st->runs->lock);
-		memset(st->runs->slots, 0, sizeof(st->runs->slots));
-		st->runs->version = RUNS_VERSION;
-		st->runs->magic = RUNS_MAGIC;
+		if (st->runs->magic != RUNS_MAGIC || st->runs->version !=
+		    RUNS_VERSION) {
+			memset(st->runs->slots, 0, sizeof(st->runs->slots));
+			st->runs->version = RUNS_VERSION;
+			st->runs->magic = RUNS_MAGIC;
+		}
 		sg_shlock_give(&st->runs->lock);
 	}
 	return 0;

@@ -134,9 +134,12 @@ sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
 		snprintf(err, errsz, "%s: %s", path, st->err);
 		return SG_STORE_ERROR;
 	}
-	/* Without its table (a read-only directory) the run locks stay in
-	 * the rows, as on PostgreSQL. */
-	(void)sg_st_runs_open(st, path);
+	/* Every process of the store uses the table or none would be safe:
+	 * one left on the rows' locks would run beside the others. */
+	if (sg_st_runs_open(st, path) == -1) {
+		snprintf(err, errsz, "%s-runs: cannot open: %m", path);
+		return SG_STORE_ERROR;
+	}
 	return SG_STORE_OK;
 }
 

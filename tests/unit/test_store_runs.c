@@ -2,7 +2,7 @@
  * store: a SQLite store's run locks live in a table beside the database
  * (PATH-runs, store/runs.c), not in the rows: another process that opens
  * the store sees them, nothing is written to the database for them, a
- * store whose table cannot be made keeps them in the rows as before, and
+ * store whose table cannot be opened does not open, and
  * a table of another layout, or scribbled over, is no wrong answer. The
  * locks' rules themselves are test_store_trips' and test_sandbox_store's,
  * which run on both kinds of store.
@@ -48,6 +48,52 @@ runner_in_row(struct tu_store_fx *fx)
 	return atoll(out);
 }
 
+/* What a child process's own store of path says: fn's exit code (0: as
+ * expected). The child's pid in *child. */
+static int
+in_child(const char *path, int64_t now, int (*fn)(struct sg_store *,
+    int64_t), pid_t *child)
+{
+	struct sg_store *st;
+	char err[256];
+	int rc, status;
+
+	if ((*child = fork()) == 0) {
+		if (sg_store_open(path, &st, err, sizeof(err)) != 0)
+			_exit(10);
+		rc = fn(st, now);
+		sg_store_close(st);
+		_exit(rc);
+	}
+	assert_true(*child > 0);
+	assert_int_equal(waitpid(*child, &status, 0), *child);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+
+/* Refused the lock 4242 holds, and reads it as 4242's. */
+static int
+refused(struct sg_store *st, int64_t now)
+{
+	struct sg_store_sbx row;
+	int rc;
+
+	if (sg_store_sbx_run_begin(st, ID, getpid(), 1, now + 60) !=
+	    SG_STORE_EXISTS)
+		return 11;
+	if (sg_store_sbx_get(st, ID, NULL, &row) != SG_STORE_OK)
+		return 13;
+	rc = row.runner_pid == 4242 && row.runner_until == now + 60 ? 0 : 12;
+	sg_store_sbx_clear(&row);
+	return rc;
+}
+
+static int
+takes_it(struct sg_store *st, int64_t now)
+{
+	return sg_store_sbx_run_begin(st, ID, getpid(), 1, now + 60) ==
+	    SG_STORE_OK ? 0 : 14;
+}
+
 /* A lock taken is seen by a child process's own store, which cannot take
  * it; the row's columns are not written; released, the child takes it. */
 static void
@@ -57,7 +103,6 @@ seen_by_another_process(void **state)
 	struct sg_store_sbx row;
 	int64_t now = time(NULL);
 	pid_t pid;
-	int status;
 
 	with_row(fx);
 	assert_int_equal(sg_store_sbx_run_take(fx->st, ID, 4242, 7, now + 60,
@@ -65,45 +110,10 @@ seen_by_another_process(void **state)
 	assert_int_equal(row.runner_pid, 4242);
 	sg_store_sbx_clear(&row);
 	assert_int_equal(runner_in_row(fx), 0);
-	if ((pid = fork()) == 0) {
-		struct sg_store *st;
-		char err[256];
-		int rc;
-
-		if (sg_store_open(fx->path, &st, err, sizeof(err)) != 0)
-			_exit(10);
-		rc = sg_store_sbx_run_begin(st, ID, getpid(), 1, now + 60) ==
-		    SG_STORE_EXISTS ? 0 : 11;
-		if (rc == 0 && sg_store_sbx_get(st, ID, NULL, &row) ==
-		    SG_STORE_OK) {
-			if (row.runner_pid != 4242 || row.runner_until !=
-			    now + 60)
-				rc = 12;
-			sg_store_sbx_clear(&row);
-		} else if (rc == 0)
-			rc = 13;
-		sg_store_close(st);
-		_exit(rc);
-	}
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(in_child(fx->path, now, refused, &pid), 0);
 	assert_int_equal(sg_store_sbx_run_done(fx->st, ID, 4242, 0, NULL,
 	    NULL, 0), SG_STORE_OK);
-	if ((pid = fork()) == 0) {
-		struct sg_store *st;
-		char err[256];
-
-		int rc;
-
-		if (sg_store_open(fx->path, &st, err, sizeof(err)) != 0)
-			_exit(10);
-		rc = sg_store_sbx_run_begin(st, ID, getpid(), 1, now + 60);
-		sg_store_close(st);
-		_exit(rc == SG_STORE_OK ? 0 : 14);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(in_child(fx->path, now, takes_it, &pid), 0);
 	/* The child is gone: its lock stays until dropped, as a dead
 	 * runner's did in the row (the caller checks and drops it). */
 	assert_int_equal(sg_store_sbx_run_begin(fx->st, ID, 1, 1, now + 60),
@@ -172,29 +182,32 @@ claim_as_seen(void **state)
 	sg_store_sbx_clear(&seen);
 }
 
-/* Where the table cannot be made, the locks are the rows' again. */
+/* Where the table cannot be opened the store does not open, and says
+ * why: a process on the rows' locks would run beside the others. */
 static void
-rows_without_the_table(void **state)
+no_table_no_store(void **state)
 {
 	struct tu_store_fx *fx = *state;
 	char runs[160], err[256];
-	struct sg_store *st;
-	int64_t now = time(NULL);
+	struct sg_store *st = NULL;
 
 	with_row(fx);
 	sg_store_close(fx->st);
+	fx->st = NULL;
 	snprintf(runs, sizeof(runs), "%s-runs", fx->path);
 	assert_int_equal(unlink(runs), 0);
 	assert_int_equal(mkdir(runs, 0700), 0);	/* not a file: no table */
 	assert_int_equal(sg_store_open(fx->path, &st, err, sizeof(err)),
+	    SG_STORE_ERROR);
+	assert_null(st);
+	assert_non_null(strstr(err, "-runs: cannot open"));
+	assert_int_equal(rmdir(runs), 0);
+	assert_int_equal(sg_store_open(fx->path, &st, err, sizeof(err)),
 	    SG_STORE_OK);
 	fx->st = st;
-	assert_int_equal(sg_store_sbx_run_begin(st, ID, 77, 1, now + 60),
-	    SG_STORE_OK);
-	assert_int_equal(runner_in_row(fx), 77);
-	assert_int_equal(sg_store_sbx_run_begin(st, ID, 78, 1, now + 60),
-	    SG_STORE_EXISTS);
-	assert_int_equal(rmdir(runs), 0);
+	assert_int_equal(sg_store_sbx_run_begin(st, ID, 77, 1, time(NULL) +
+	    60), SG_STORE_OK);
+	assert_int_equal(runner_in_row(fx), 0);
 }
 
 /* A table scribbled over (another layout, garbage) is started again or
@@ -244,7 +257,7 @@ main(void)
 		T(seen_by_another_process),
 		T(no_row_no_lock),
 		T(claim_as_seen),
-		T(rows_without_the_table),
+		T(no_table_no_store),
 		T(garbage_is_no_lock),
 	};
 
