@@ -99,10 +99,12 @@ sg_st_runs_open(struct sg_store *st, const char *db_path)
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
 	    0600)) == -1)
 		return -1;
-	if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode))
+	if (fstat(fd, &sb) == -1)
+		;	/* errno says why */
+	else if (!S_ISREG(sb.st_mode))
 		errno = EINVAL;
-	else if (fstat(fd, &sb) == 0 && (sb.st_size == sizeof(*st->runs) ||
-	    ftruncate(fd, sizeof(*st->runs)) == 0))
+	else if (sb.st_size == sizeof(*st->runs) ||
+	    ftruncate(fd, sizeof(*st->runs)) == 0)
 		p = mmap(NULL, sizeof(*st->runs), PROT_READ | PROT_WRITE,
 		    MAP_SHARED, fd, 0);
 	saved = errno;
@@ -170,7 +172,7 @@ sg_st_runs_take(struct sg_store *st, const char *id, int64_t pid,
 	    s->until >= now))
 		rc = SG_STORE_EXISTS;	/* held, or not as seen */
 	else if (s == NULL && seen_until > 0)
-		rc = SG_STORE_EXISTS;	/* seen held, now free: not as seen */
+		rc = SG_STORE_EXISTS;	/* seen held, now free */
 	else if (s == NULL && (s = empty) == NULL)
 		rc = SG_STORE_EXISTS;	/* the window is full: wait */
 	if (rc == SG_STORE_OK) {

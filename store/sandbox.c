@@ -167,19 +167,19 @@ sg_store_sbx_run_take(struct sg_store *st, const char *id, int64_t pid,
 	const char *seen;
 	int rc;
 
-	if (st->runs != NULL && (rc = sg_st_runs_take(st, id, pid, start,
-	    until, (int64_t)time(NULL), -1)) != SG_STORE_OK)
-		return rc;
-	if (st->runs != NULL)
+	if (st->runs != NULL) {
+		if ((rc = sg_st_runs_take(st, id, pid, start, until,
+		    (int64_t)time(NULL), -1)) != SG_STORE_OK)
+			return rc;
 		rc = sg_st_run(st, &stmt, "SELECT " SG_ST_SBX_COLUMNS ", seen "
 		    "FROM sandboxes WHERE id = ?", "s", id);
-	else
+		if (rc != SG_ST_ROW)	/* no row, no lock */
+			sg_st_runs_give(st, id, pid, start);
+	} else
 		rc = sg_st_run(st, &stmt, "UPDATE sandboxes SET runner_pid = "
 		    "?, runner_start = ?, runner_until = ? WHERE id = ? AND "
 		    "runner_until < ? RETURNING " SG_ST_SBX_COLUMNS ", seen",
 		    "iiisi", pid, start, until, id, (int64_t)time(NULL));
-	if (st->runs != NULL && rc != SG_ST_ROW)
-		sg_st_runs_give(st, id, pid, start);	/* no row, no lock */
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW) {
