@@ -43,6 +43,23 @@ sg_after_add(struct sg_after *a, sg_after_fn fn, const void *arg,
 	a->n++;
 }
 
+void
+sg_after_first(struct sg_after *a, sg_after_fn fn, const void *arg,
+    size_t argsz)
+{
+	struct sg_after_job job;
+	size_t n = a != NULL ? a->n : 0;
+
+	sg_after_add(a, fn, arg, argsz);
+	/* Not kept (done at once), or nothing waits before it. */
+	if (a == NULL || a->n == n || n == a->next)
+		return;
+	job = a->jobs[n];
+	memmove(a->jobs + a->next + 1, a->jobs + a->next,
+	    (n - a->next) * sizeof(*a->jobs));
+	a->jobs[a->next] = job;
+}
+
 size_t
 sg_after_pending(const struct sg_after *a)
 {
@@ -55,11 +72,13 @@ sg_after_run(struct sg_after *a)
 	size_t i;
 
 	/* By index: a job that adds one may move the array. */
-	for (i = 0; i < a->n; i++)
+	while (a->next < a->n) {
+		i = a->next++;
 		a->jobs[i].fn(a->jobs[i].arg);
+	}
 	for (i = 0; i < a->n; i++)
 		free(a->jobs[i].arg);
 	free(a->jobs);
 	a->jobs = NULL;
-	a->n = a->cap = 0;
+	a->n = a->cap = a->next = 0;
 }

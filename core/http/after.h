@@ -19,13 +19,19 @@ struct sg_after_job;
 struct sg_after {
 	struct sg_after_job	*jobs;
 	size_t			 n, cap;
+	size_t			 next;	/* the first not yet begun */
 };
 
-#define SG_AFTER_INIT	{ NULL, 0, 0 }
+#define SG_AFTER_INIT	{ NULL, 0, 0, 0 }
 
 /* fn with a copy of arg's argsz bytes, later; at once when after is NULL
  * or there is no memory to keep it (it is never lost). */
 void	 sg_after_add(struct sg_after *, sg_after_fn fn, const void *arg,
+	    size_t argsz);
+/* As sg_after_add, but run before the jobs waiting (those not yet run,
+ * when a job adds it): for quick work a client may look for at once (a
+ * request's trace), not to queue behind a slow one (a sandbox's delete). */
+void	 sg_after_first(struct sg_after *, sg_after_fn fn, const void *arg,
 	    size_t argsz);
 /* How many jobs wait. */
 size_t	 sg_after_pending(const struct sg_after *);

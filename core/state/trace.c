@@ -567,33 +567,8 @@ sg_trace_json(int64_t start, char **images)
 	return text;
 }
 
-void
-sg_trace_end(const struct sg_cfg *cfg, struct sg_store *store,
-    const struct sg_req *req, int status)
+int
+sg_trace_recorded(void)
 {
-	struct sg_store_trace t;
-	char key_id[32], *rounds, *images;
-
-	if (cfg->usage.traces <= 0 || (tr.nrounds == 0 && tr.untraced == 0) ||
-	    (rounds = sg_trace_json(req->start_ms, &images)) == NULL) {
-		sg_trace_reset();
-		return;
-	}
-	sg_use_key_id(req->tenant, key_id);
-	memset(&t, 0, sizeof(t));
-	t.id = req->id;
-	t.tenant = req->tenant;
-	t.key_id = key_id;
-	t.model = req->model;
-	t.status = status;
-	t.started_ms = req->wall_ms;
-	t.duration_ms = sg_now_ms() - req->start_ms;
-	t.rounds = rounds;
-	t.images = images;
-	if (sg_store_trace_add(store, &t) != SG_STORE_OK)
-		fprintf(stderr, "event=trace_lost request=%s reason=store\n",
-		    req->id);
-	free(rounds);
-	free(images);
-	sg_trace_reset();
+	return tr.nrounds > 0 || tr.untraced > 0;
 }

@@ -54,12 +54,16 @@ void	 sg_trace_run(const char *tool, const char *id, const char *code,
 	    int64_t t0, int64_t ms, const json_t *result, const char *failed);
 /*
  * The request ended with status: its trace written to store when
- * something was recorded and cfg keeps traces (usage.traces > 0); the
+ * something was recorded and cfg keeps traces (usage.traces > 0), once
+ * its answer is out (first of the request's sg_after jobs; at once when
+ * it has none), as the rest of the request left nothing to record; the
  * capture then starts anew, whatever was written. A store that fails
- * loses the trace (logged), never the request.
+ * loses the trace (logged), never the request. (trace_end.c)
  */
 void	 sg_trace_end(const struct sg_cfg *, struct sg_store *,
 	    const struct sg_req *, int status);
+/* Something was recorded since the last reset. */
+int	 sg_trace_recorded(void);
 /* The rounds as they would be written, times counted from start_ms
  * (sg_now_ms): new text, NULL when nothing was recorded; and when images
  * is not NULL, the images of the rounds shown there as sg_timg_json

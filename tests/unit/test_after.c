@@ -32,20 +32,23 @@ static struct seen seen;
 struct job {
 	char		 tag[16];
 	struct sg_after	*more;		/* add one more job from this one */
+	int		 first;		/* ... with sg_after_first */
 };
 
 static void
 note(const void *arg)
 {
 	const struct job *j = arg;
-	struct job next = { "", NULL };
+	struct job next = { "", NULL, 0 };
 
 	strncat(seen.log, j->tag, sizeof(seen.log) - strlen(seen.log) - 1);
 	strncat(seen.log, ";", sizeof(seen.log) - strlen(seen.log) - 1);
 	seen.calls++;
+	assert_true(seen.calls < 64);	/* no job runs again and again */
 	if (j->more != NULL) {
 		snprintf(next.tag, sizeof(next.tag), "%.14s+", j->tag);
-		sg_after_add(j->more, note, &next, sizeof(next));
+		(j->first ? sg_after_first : sg_after_add)(j->more, note,
+		    &next, sizeof(next));
 	}
 }
 
@@ -61,7 +64,7 @@ static void
 test_order_and_copies(void **state)
 {
 	struct sg_after a = SG_AFTER_INIT;
-	struct job j = { "", NULL };
+	struct job j = { "", NULL, 0 };
 	int i;
 
 	(void)state;
@@ -86,7 +89,7 @@ test_order_and_copies(void **state)
 static void
 test_no_list_runs_now(void **state)
 {
-	struct job j = { "now", NULL };
+	struct job j = { "now", NULL, 0 };
 
 	(void)state;
 	sg_after_add(NULL, note, &j, sizeof(j));
@@ -98,7 +101,7 @@ static void
 test_job_adds_job(void **state)
 {
 	struct sg_after a = SG_AFTER_INIT;
-	struct job j = { "a", &a };
+	struct job j = { "a", &a, 0 };
 	int i;
 
 	(void)state;
@@ -111,6 +114,35 @@ test_job_adds_job(void **state)
 	sg_after_run(&a);
 	assert_string_equal(seen.log, "a;b;c;d;a+;b+;c+;d+;");
 	assert_int_equal(sg_after_pending(&a), 0);
+}
+
+/* A first job runs before those waiting; one a running job adds first
+ * runs next, after the one that added it (never again before it), and
+ * before the rest; without a list, at once. */
+static void
+test_first_jumps_the_queue(void **state)
+{
+	struct sg_after a = SG_AFTER_INIT;
+	struct job j = { "", NULL, 0 };
+
+	(void)state;
+	sg_after_first(&a, note, &(struct job){ "f0", NULL, 0 }, sizeof(j));
+	sg_after_add(&a, note, &(struct job){ "j0", NULL, 0 }, sizeof(j));
+	sg_after_add(&a, note, &(struct job){ "j1", &a, 1 }, sizeof(j));
+	sg_after_add(&a, note, &(struct job){ "j2", NULL, 0 }, sizeof(j));
+	sg_after_first(&a, note, &(struct job){ "f1", NULL, 0 }, sizeof(j));
+	assert_int_equal(sg_after_pending(&a), 5);
+	assert_int_equal(seen.calls, 0);
+	sg_after_run(&a);
+	assert_string_equal(seen.log, "f1;f0;j0;j1;j1+;j2;");
+	assert_int_equal(sg_after_pending(&a), 0);
+	/* A list run is empty, and takes a first job as any other. */
+	sg_after_first(&a, note, &(struct job){ "f2", NULL, 0 }, sizeof(j));
+	sg_after_run(&a);
+	assert_string_equal(seen.log, "f1;f0;j0;j1;j1+;j2;f2;");
+	sg_after_first(NULL, note, &(struct job){ "now", NULL, 0 },
+	    sizeof(j));
+	assert_string_equal(seen.log, "f1;f0;j0;j1;j1+;j2;f2;now;");
 }
 
 /* ---- a sandbox's delete, after ---- */
@@ -230,6 +262,7 @@ main(void)
 		cmocka_unit_test_setup(test_order_and_copies, reset),
 		cmocka_unit_test_setup(test_no_list_runs_now, reset),
 		cmocka_unit_test_setup(test_job_adds_job, reset),
+		cmocka_unit_test_setup(test_first_jumps_the_queue, reset),
 		cmocka_unit_test_setup(test_delete_now_without_list, fx_up),
 		cmocka_unit_test_setup(test_delete_after_the_answer, fx_up),
 	};

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../../core/config/config.h"
+#include "../../core/http/after.h"
 #include "../../core/http/http.h"
 #include "../../core/state/trace.h"
 #include "../../store/store.h"
@@ -399,6 +400,83 @@ end_writes_once(void **state)
 	tu_rmrf(dir);
 }
 
+struct probe {
+	struct sg_store	*st;
+	int		*written;	/* the trace was there when it ran */
+};
+
+static void
+probe(const void *arg)
+{
+	const struct probe *p = arg;
+	struct sg_store_trace_row row;
+
+	*p->written = sg_store_trace_get(p->st, "req_3", &row) ==
+	    SG_STORE_OK;
+	if (*p->written)
+		sg_store_trace_clear(&row);
+}
+
+/* With a list of work for after the answer (a responder's), the end
+ * writes nothing until the list runs, and then first of it; the row
+ * takes the request's time to its end, not to the write, and the
+ * request's fields though the request is gone. */
+static void
+end_writes_after_the_answer(void **state)
+{
+	struct sg_cfg cfg = { .usage = { .traces = 3600 } };
+	struct sg_after after = SG_AFTER_INIT;
+	struct sg_store_trace_row row;
+	struct sg_store *st;
+	struct sg_req req;
+	char dir[64], path[128], err[256];
+	int64_t ended;
+	int written = -1;
+	json_t *res = result("6\n", "", NULL, NULL);
+
+	(void)state;
+	assert_int_equal(tu_mkdtemp(dir, sizeof(dir)), 0);
+	snprintf(path, sizeof(path), "%s/sg.db", dir);
+	assert_int_equal(sg_store_open(path, &st, err, sizeof(err)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_migrate(st), SG_STORE_OK);
+	memset(&req, 0, sizeof(req));
+	snprintf(req.id, sizeof(req.id), "req_3");
+	snprintf(req.tenant, sizeof(req.tenant), "%064d", 7);
+	snprintf(req.model, sizeof(req.model), "ci-after");
+	req.start_ms = sg_now_ms() - 5000;
+	req.wall_ms = 1700000000000LL;
+	req.after = &after;
+	/* A job the request left before (a sandbox's delete). */
+	sg_after_add(&after, probe, &(struct probe){ st, &written },
+	    sizeof(struct probe));
+
+	sg_trace_run("local", "cntr_y", "print(6)", req.start_ms, 3, res,
+	    NULL);
+	sg_trace_end(&cfg, st, &req, 201);
+	assert_int_equal(sg_after_pending(&after), 2);
+	assert_int_equal(sg_store_trace_get(st, "req_3", &row),
+	    SG_STORE_NOTFOUND);
+	memset(&req, 'x', sizeof(req));
+	ended = sg_now_ms();
+	while (sg_now_ms() < ended + 30)
+		;
+	/* The trace's job first: the earlier job finds it written. */
+	sg_after_run(&after);
+	assert_int_equal(written, 1);
+	assert_null(sg_trace_json(START, NULL));
+	assert_int_equal(sg_store_trace_get(st, "req_3", &row), SG_STORE_OK);
+	assert_int_equal(row.status, 201);
+	assert_string_equal(row.model, "ci-after");
+	assert_int_equal(row.started_ms, 1700000000000LL);
+	assert_true(row.duration_ms >= 5000 && row.duration_ms < 5030);
+	assert_non_null(strstr(row.rounds, "\"stdout\":\"6\\n\""));
+	sg_store_trace_clear(&row);
+	json_decref(res);
+	sg_store_close(st);
+	tu_rmrf(dir);
+}
+
 /* Three runs of big code and a fourth of x bytes: whether every run's
  * code is in the text, and its length. */
 static int
@@ -469,6 +547,7 @@ main(void)
 		T(bound_counts_escapes),
 		T(middle_rounds_dropped),
 		T(end_writes_once),
+		T(end_writes_after_the_answer),
 		T(details_fill_to_the_bound),
 	};
 
