@@ -55,10 +55,10 @@ void	 sg_trace_run(const char *tool, const char *id, const char *code,
 /*
  * The request ended with status: its trace written to store when
  * something was recorded and cfg keeps traces (usage.traces > 0), once
- * its answer is out (first of the request's sg_after jobs; at once when
- * it has none), as the rest of the request left nothing to record; the
- * capture then starts anew, whatever was written. A store that fails
- * loses the trace (logged), never the request. (trace_end.c)
+ * its answer is out (the first of req->after's jobs; at once without a
+ * list): nothing records after the answer. The capture then starts anew,
+ * whatever was written. A store that fails loses the trace (logged),
+ * never the request. (trace_end.c)
  */
 void	 sg_trace_end(const struct sg_cfg *, struct sg_store *,
 	    const struct sg_req *, int status);

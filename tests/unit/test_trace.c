@@ -333,6 +333,29 @@ middle_rounds_dropped(void **state)
 	sg_trace_reset();
 }
 
+/* A migrated store in a new folder dir (dir[64]), and a request named id
+ * for model, begun ago_ms back. */
+static struct sg_store *
+store_and_req(char *dir, struct sg_req *req, const char *id,
+    const char *model, int64_t ago_ms)
+{
+	struct sg_store *st;
+	char path[128], err[256];
+
+	assert_int_equal(tu_mkdtemp(dir, 64), 0);
+	snprintf(path, sizeof(path), "%s/sg.db", dir);
+	assert_int_equal(sg_store_open(path, &st, err, sizeof(err)),
+	    SG_STORE_OK);
+	assert_int_equal(sg_store_migrate(st), SG_STORE_OK);
+	memset(req, 0, sizeof(*req));
+	snprintf(req->id, sizeof(req->id), "%s", id);
+	snprintf(req->tenant, sizeof(req->tenant), "%064d", 7);
+	snprintf(req->model, sizeof(req->model), "%s", model);
+	req->start_ms = sg_now_ms() - ago_ms;
+	req->wall_ms = 1700000000000LL;
+	return st;
+}
+
 /* The end writes the trace once to a real store, with the request's
  * id, key id (not the tenant) and status; with usage.traces = 0, or
  * with nothing recorded, it writes nothing; either way the capture is
@@ -344,7 +367,7 @@ end_writes_once(void **state)
 	struct sg_store_trace_row row;
 	struct sg_store *st;
 	struct sg_req req;
-	char dir[64], path[128], err[256];
+	char dir[64];
 	char *png = png_b64(120, 3), *url;
 	json_t *res = result("30030\n", "", NULL, json_pack("[{s:s}]", "png",
 	    png));
@@ -352,17 +375,7 @@ end_writes_once(void **state)
 	(void)state;
 	assert_non_null(url = malloc(strlen(png) + 64));
 	sprintf(url, "\"url\":\"data:image/png;base64,%s\"", png);
-	assert_int_equal(tu_mkdtemp(dir, sizeof(dir)), 0);
-	snprintf(path, sizeof(path), "%s/sg.db", dir);
-	assert_int_equal(sg_store_open(path, &st, err, sizeof(err)),
-	    SG_STORE_OK);
-	assert_int_equal(sg_store_migrate(st), SG_STORE_OK);
-	memset(&req, 0, sizeof(req));
-	snprintf(req.id, sizeof(req.id), "req_1");
-	snprintf(req.tenant, sizeof(req.tenant), "%064d", 7);
-	snprintf(req.model, sizeof(req.model), "ci-primes");
-	req.start_ms = sg_now_ms();
-	req.wall_ms = 1700000000000LL;
+	st = store_and_req(dir, &req, "req_1", "ci-primes", 0);
 
 	/* Nothing recorded (a relayed request): nothing written. */
 	sg_trace_end(&cfg, st, &req, 200);
@@ -429,23 +442,13 @@ end_writes_after_the_answer(void **state)
 	struct sg_store_trace_row row;
 	struct sg_store *st;
 	struct sg_req req;
-	char dir[64], path[128], err[256];
+	char dir[64];
 	int64_t ended;
 	int written = -1;
 	json_t *res = result("6\n", "", NULL, NULL);
 
 	(void)state;
-	assert_int_equal(tu_mkdtemp(dir, sizeof(dir)), 0);
-	snprintf(path, sizeof(path), "%s/sg.db", dir);
-	assert_int_equal(sg_store_open(path, &st, err, sizeof(err)),
-	    SG_STORE_OK);
-	assert_int_equal(sg_store_migrate(st), SG_STORE_OK);
-	memset(&req, 0, sizeof(req));
-	snprintf(req.id, sizeof(req.id), "req_3");
-	snprintf(req.tenant, sizeof(req.tenant), "%064d", 7);
-	snprintf(req.model, sizeof(req.model), "ci-after");
-	req.start_ms = sg_now_ms() - 5000;
-	req.wall_ms = 1700000000000LL;
+	st = store_and_req(dir, &req, "req_3", "ci-after", 5000);
 	req.after = &after;
 	/* A job the request left before (a sandbox's delete). */
 	sg_after_add(&after, probe, &(struct probe){ st, &written },
