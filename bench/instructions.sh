@@ -16,11 +16,20 @@
 # Prints per ROOT: | root | requests | in sg_gw_handle | the responder's
 # whole loop (accept to finish: libfcgi, the log) | the reaper's ledger |,
 # each per request.
+# BENCH_TIMED=1 (with BENCH_ASK=loop) runs the same stack without
+# callgrind and prints the client's times instead: | root | requests |
+# total p50 | gateway p50 | iteration p50 | (µs; bench/loop_client.mjs).
+# BENCH_TURNS=N goes through the ROOTs N times, in turns (two builds'
+# times on a noisy machine).
 set -eu
 secs=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
-for root in "$@"; do
+roots=$*
+wrap="/usr/bin/valgrind --tool=callgrind${BENCH_ONLY:+ --toggle-collect=$BENCH_ONLY} --trace-children=yes --callgrind-out-file=OUT/cg.%p"
+[ -n "${BENCH_TIMED:-}" ] && wrap=
+for turn in $(seq "${BENCH_TURNS:-1}"); do
+for root in $roots; do
 	root=$(cd "$root" && pwd)	# lighttpd starts the binary from elsewhere
 	out=$(mktemp -d /tmp/sgcg.XXXXXX)
 	chmod 1777 "$out"	# the responders (nobody) write their profiles here
@@ -49,7 +58,7 @@ server.document-root = "$out/www"
 server.modules += ( "mod_fastcgi" )
 \$HTTP["url"] =~ "^/(v1/|healthz$|metrics$)" {
   fastcgi.server = ( "/" => (( "socket" => "$out/fcgi.sock",
-    "bin-path" => "/usr/bin/valgrind --tool=callgrind${BENCH_ONLY:+ --toggle-collect=$BENCH_ONLY} --trace-children=yes --callgrind-out-file=$out/cg.%p $root/build/sandgate-fcgi --config $out/sandgate.conf",
+    "bin-path" => "${wrap:+$(echo "$wrap" | sed "s|OUT|$out|") }$root/build/sandgate-fcgi --config $out/sandgate.conf",
     "max-procs" => 1, "check-local" => "disable" )) )
 }
 CONF
@@ -67,11 +76,17 @@ CONF
 		    "http://127.0.0.1:$gw/v1/responses" "$key" "${BENCH_MODEL:-ci-3}" 1 "$secs" sticky |
 		    node -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
 if (r.bad) console.error(`bench: ${r.bad} bad answers, first: ${r.firstBad}`);
-console.log(`${r.reqs} requests in`)' > "$out/wrk.out" ;;
+console.log(`${r.reqs} requests in`);
+console.log(`| ${process.argv[1]} | ${r.reqs} | ${r.total.p50} | ${r.gateway.p50} | ${r.iter.p50} |`)' \
+		    "$root" > "$out/wrk.out" ;;
 	esac
 	kill $lpid; wait $lpid 2>/dev/null || true
 	kill $fpid; wait $fpid 2>/dev/null || true
-	sleep 3
+	if [ -n "$wrap" ]; then sleep 3; else
+		grep '^|' "$out/wrk.out" || cat "$out/wrk.out"
+		rm -rf "$out"
+		continue
+	fi
 	python3 - "$out" "$root" <<'PY'
 import glob, re, sys
 out, root = sys.argv[1], sys.argv[2]
@@ -126,4 +141,5 @@ PY
 	else
 		rm -rf "$out"
 	fi
+done
 done
