@@ -159,8 +159,8 @@ keep_row(void *arg, const struct sg_store_key *k)
 		r->v = nv;
 		r->cap = r->cap ? r->cap * 2 : 16;
 	}
-	snprintf(r->v[r->n].name, sizeof(r->v[0].name), "%s", k->name);
-	snprintf(r->v[r->n].sha256, sizeof(r->v[0].sha256), "%s", k->sha256);
+	sg_copy(r->v[r->n].name, sizeof(r->v[0].name), k->name);
+	sg_copy(r->v[r->n].sha256, sizeof(r->v[0].sha256), k->sha256);
 	r->v[r->n].created_at = k->created_at;
 	r->v[r->n].revoked_at = k->revoked_at;
 	r->n++;
@@ -256,7 +256,7 @@ setting_of(const char *opt)
 		opt += 2;
 	if (strcmp(opt, "period") == 0)
 		return "budget_period";
-	snprintf(norm, sizeof(norm), "%s", opt);
+	sg_copy(norm, sizeof(norm), opt);
 	for (i = 0; norm[i] != '\0'; i++)
 		if (norm[i] == '-')
 			norm[i] = '_';

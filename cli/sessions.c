@@ -46,8 +46,8 @@ add_key(struct keys *ks, const char *name, const char *tenant, int revoked)
 		}
 		ks->v = grown;
 	}
-	snprintf(ks->v[ks->n].name, sizeof(ks->v[ks->n].name), "%s", name);
-	snprintf(ks->v[ks->n].tenant, sizeof(ks->v[ks->n].tenant), "%s",
+	sg_copy(ks->v[ks->n].name, sizeof(ks->v[ks->n].name), name);
+	sg_copy(ks->v[ks->n].tenant, sizeof(ks->v[ks->n].tenant),
 	    tenant);
 	ks->v[ks->n++].revoked = revoked;
 	return 0;

@@ -27,7 +27,7 @@ become_store_owner(const struct sg_cfg *cfg)
 
 	if (geteuid() != 0)
 		return 0;
-	snprintf(dir, sizeof(dir), "%s", cfg->store.path);
+	sg_copy(dir, sizeof(dir), cfg->store.path);
 	if ((slash = strrchr(dir, '/')) != NULL && slash != dir)
 		*slash = '\0';
 	if (stat(cfg->store.path, &sb) == 0 || stat(dir, &sb) == 0) {
@@ -57,7 +57,7 @@ make_store_dir(const struct sg_cfg *cfg)
 {
 	char dir[1024], *slash;
 
-	snprintf(dir, sizeof(dir), "%s", cfg->store.path);
+	sg_copy(dir, sizeof(dir), cfg->store.path);
 	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
 		return 0;
 	*slash = '\0';

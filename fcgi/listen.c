@@ -25,7 +25,7 @@ owner_ids(const char *spec, uid_t *uid, gid_t *gid, char *err, size_t errsz)
 	struct passwd *pw;
 	struct group *gr;
 
-	snprintf(user, sizeof(user), "%s", spec);
+	sg_copy(user, sizeof(user), spec);
 	if ((colon = strchr(user, ':')) != NULL)
 		*colon++ = '\0';
 	*uid = (uid_t)-1;

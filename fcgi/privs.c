@@ -69,7 +69,7 @@ own_store_dir(const struct sg_cfg *cfg, char *err, size_t errsz)
 	char dir[1024], *slash;
 	struct passwd *pw = NULL;
 
-	snprintf(dir, sizeof(dir), "%s", cfg->store.path);
+	sg_copy(dir, sizeof(dir), cfg->store.path);
 	if ((slash = strrchr(dir, '/')) == NULL)
 		return 0;
 	if (slash == dir)

@@ -81,6 +81,20 @@ sg_json_plain(const char *p, size_t n)
 	return i;
 }
 
+char *
+sg_copy(char *dst, size_t size, const char *src)
+{
+	size_t n;
+
+	if (size == 0)
+		return dst;
+	n = src != NULL ? strnlen(src, size - 1) : 0;
+	if (n > 0)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
+	return dst;
+}
+
 int
 sg_proxy_env(void)
 {

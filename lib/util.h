@@ -35,6 +35,10 @@ size_t	 sg_utf8_prefix(const char *p, size_t n);
  * backslash (what sg_jdump writes as it is, and sg_jparse reads). Eight
  * bytes a step (a model turn's text is mostly such runs). */
 size_t	 sg_json_plain(const char *p, size_t n);
+/* src (NULL: "") into dst of size bytes, cut to fit and always ended
+ * (size > 0): snprintf(dst, size, "%s", src) without printf's ~400
+ * instructions. dst. */
+char	*sg_copy(char *dst, size_t size, const char *src);
 
 /* New NUL-terminated copy of buf[0..len) with invalid UTF-8 replaced by
  * U+FFFD; its length in *outlen. NULL only when out of memory. */

@@ -98,7 +98,7 @@ wait_running(struct sg_prov *p, const struct sg_tool *t, const char *id,
 	json_t *resp;
 	int rc;
 
-	snprintf(st, sizeof(st), "%s", state_of(created));
+	sg_copy(st, sizeof(st), state_of(created));
 	snprintf(path, sizeof(path), "/sandboxes/%s", id);
 	/* Any state we do not know counts as "not yet". */
 	while (strcmp(st, "Running") != 0) {
@@ -113,7 +113,7 @@ wait_running(struct sg_prov *p, const struct sg_tool *t, const char *id,
 		if ((rc = control(p, t, "GET", path, NULL, CONTROL_MS, "status",
 		    &resp, err)) != SG_PROV_OK)
 			return rc;
-		snprintf(st, sizeof(st), "%s", state_of(resp));
+		sg_copy(st, sizeof(st), state_of(resp));
 		json_decref(resp);
 	}
 	return SG_PROV_OK;
@@ -149,7 +149,7 @@ resolve_endpoint(struct sg_prov *p, const struct sg_tool *t, const char *id,
 	/* No scheme: take the api_base's. A path, if any, stays. */
 	scheme = strncmp(t->api_base, "https:", 6) == 0 ? "https" : "http";
 	if (strncmp(ep, "http://", 7) == 0 || strncmp(ep, "https://", 8) == 0)
-		snprintf(base, sizeof(base), "%s", ep);
+		sg_copy(base, sizeof(base), ep);
 	else
 		snprintf(base, sizeof(base), "%s://%s", scheme, ep);
 	while (base[0] != '\0' && base[strlen(base) - 1] == '/')

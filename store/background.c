@@ -39,11 +39,11 @@ row(struct sg_store *st, struct sg_st_cur *cur, struct sg_store_bg *out)
 	int i, rc = SG_STORE_OK;
 
 	memset(out, 0, sizeof(*out));
-	snprintf(out->id, sizeof(out->id), "%s", sg_st_text(cur, 0));
-	snprintf(out->tenant, sizeof(out->tenant), "%s", sg_st_text(cur, 1));
-	snprintf(out->status, sizeof(out->status), "%s", sg_st_text(cur, 2));
-	snprintf(out->runner, sizeof(out->runner), "%s", sg_st_text(cur, 3));
-	snprintf(out->box, sizeof(out->box), "%s", sg_st_text(cur, 4));
+	sg_copy(out->id, sizeof(out->id), sg_st_text(cur, 0));
+	sg_copy(out->tenant, sizeof(out->tenant), sg_st_text(cur, 1));
+	sg_copy(out->status, sizeof(out->status), sg_st_text(cur, 2));
+	sg_copy(out->runner, sizeof(out->runner), sg_st_text(cur, 3));
+	sg_copy(out->box, sizeof(out->box), sg_st_text(cur, 4));
 	out->cancel = sg_st_int(cur, 9) != 0;
 	out->created_ms = sg_st_int(cur, 10);
 	out->started_ms = sg_st_int(cur, 11);
@@ -226,7 +226,7 @@ sg_store_bg_cancel(struct sg_store *st, const char *id, const char *tenant,
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW)
-		snprintf(status, 16, "%s", sg_st_text(cur, 0));
+		sg_copy(status, 16, sg_st_text(cur, 0));
 	sg_st_done(st, cur);
 	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
 }

@@ -9,6 +9,7 @@
 
 #include "conversations.h"
 #include "internal.h"
+#include "../lib/util.h"
 
 /* Inside the caller's transaction. */
 static int
@@ -62,8 +63,8 @@ sg_store_conv_get(struct sg_store *st, const char *id, const char *tenant,
 		sg_st_done(st, cur);
 		return SG_STORE_NOTFOUND;
 	}
-	snprintf(out->id, sizeof(out->id), "%s", sg_st_text(cur, 0));
-	snprintf(out->sandbox_id, sizeof(out->sandbox_id), "%s",
+	sg_copy(out->id, sizeof(out->id), sg_st_text(cur, 0));
+	sg_copy(out->sandbox_id, sizeof(out->sandbox_id),
 	    sg_st_text(cur, 2));
 	out->created_at = sg_st_int(cur, 3);
 	out->used_at = sg_st_int(cur, 4);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "../lib/util.h"
 
 const char *
 sg_store_errmsg(const struct sg_store *st)
@@ -127,7 +128,7 @@ sg_st_finish(struct sg_store *st, struct sg_st_cur *c, int rc,
 	if (rc >= 0)
 		return SG_STORE_OK;
 	/* The failure's own message is in st->err: name the query too. */
-	snprintf(why, sizeof(why), "%s", st->err);
+	sg_copy(why, sizeof(why), st->err);
 	sg_st_err(st, "%s: %.200s", what, why);
 	return rc;
 }
@@ -174,9 +175,9 @@ sg_st_end(struct sg_store *st, int rc)
 		/* Keep the first failure's message. */
 		char why[sizeof(st->err)];
 
-		snprintf(why, sizeof(why), "%s", st->err);
+		sg_copy(why, sizeof(why), st->err);
 		sg_st_exec(st, "ROLLBACK");
-		snprintf(st->err, sizeof(st->err), "%s", why);
+		sg_copy(st->err, sizeof(st->err), why);
 	}
 	if (st->kind == SG_ST_PG)
 		sg_pg_in_tx(st, 0);

@@ -30,7 +30,7 @@ sg_store_mcp_touch(struct sg_store *st, const char *id, const char *tenant,
 	    "id = ? AND tenant = ? AND used_ms >= ? RETURNING version", "issi",
 	    now_ms, id, tenant, idle_before_ms);
 	if ((found = rc == SG_ST_ROW))
-		snprintf(version, 16, "%s", sg_st_text(cur, 0));
+		sg_copy(version, 16, sg_st_text(cur, 0));
 	rc = sg_st_finish(st, cur, rc, "mcp session");
 	return rc != SG_STORE_OK ? rc : found ? SG_STORE_OK : SG_STORE_NOTFOUND;
 }
@@ -91,8 +91,8 @@ sg_store_mcp_prune(struct sg_store *st, int64_t idle_before_ms, int limit,
 	    "WHERE used_ms < ? ORDER BY used_ms LIMIT ?", "ii", idle_before_ms,
 	    (int64_t)limit); rc == SG_ST_ROW && n < limit;
 	    rc = sg_st_next(st, cur), n++) {
-		snprintf(list[n].id, sizeof(list[n].id), "%s", sg_st_text(cur, 0));
-		snprintf(list[n].tenant, sizeof(list[n].tenant), "%s",
+		sg_copy(list[n].id, sizeof(list[n].id), sg_st_text(cur, 0));
+		sg_copy(list[n].tenant, sizeof(list[n].tenant),
 		    sg_st_text(cur, 1));
 	}
 	rc = sg_st_finish(st, cur, rc, "mcp sessions");

@@ -83,7 +83,7 @@ down(struct sg_store *st, const char *detail)
 	char line[512];
 	size_t n;
 
-	snprintf(line, sizeof(line), "%s", detail != NULL ? detail : "");
+	sg_copy(line, sizeof(line), detail != NULL ? detail : "");
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
 		line[--n] = '\0';
@@ -296,7 +296,7 @@ sg_pg_flush(struct sg_store *st)
 	if ((rc = simple(st, st->pg->later, NULL)) == SG_STORE_OK ||
 	    !st->down) {
 		if (rc != SG_STORE_OK) {
-			snprintf(why, sizeof(why), "%s", st->err);
+			sg_copy(why, sizeof(why), st->err);
 			sg_log("sandgate: store: deferred writes failed: %s",
 			    why);
 		}

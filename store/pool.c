@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "store.h"
+#include "../lib/util.h"
 
 int
 sg_store_pool_begin(struct sg_store *st, const char *id, const char *tool,
@@ -57,7 +58,7 @@ oldest(struct sg_store *st, const char *tool, const char *gen, char id[48],
 	if (rc < 0)
 		return rc;
 	if (rc == SG_ST_ROW) {
-		snprintf(id, 48, "%s", sg_st_text(stmt, 0));
+		sg_copy(id, 48, sg_st_text(stmt, 0));
 		h = sg_st_text(stmt, 1);
 		*handle = h != NULL ? strdup(h) : NULL;
 		*expires_at = sg_st_int(stmt, 2);

@@ -178,7 +178,7 @@ sg_st_runs_take(struct sg_store *st, const char *id, int64_t pid,
 	if (rc == SG_STORE_OK) {
 		/* Named last: a writer killed halfway leaves a free slot. */
 		s->hash = 0;
-		snprintf(s->id, sizeof(s->id), "%s", id);
+		sg_copy(s->id, sizeof(s->id), id);
 		s->pid = pid;
 		s->start = start;
 		s->until = until;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../lib/util.h"
 
 /* The row itself, inside the caller's transaction (or alone). */
 static int
@@ -92,7 +93,7 @@ sg_st_evict(struct sg_store *st, const char *tenant, int max_kept,
 	    "BY last_used_at, rowid", "si", tenant, (int64_t)time(NULL));
 	    rc == SG_ST_ROW; rc = sg_st_next(st, stmt))
 		if (!held(st, sg_st_text(stmt, 0))) {
-			snprintf(victim, 48, "%s", sg_st_text(stmt, 0));
+			sg_copy(victim, 48, sg_st_text(stmt, 0));
 			break;
 		}
 	if ((rc = sg_st_finish(st, stmt, rc, "evict")) != SG_STORE_OK)
@@ -367,12 +368,12 @@ sg_st_sbx_row(struct sg_store *st, struct sg_st_cur *stmt,
 	const char *h = sg_st_text(stmt, 4);
 
 	memset(out, 0, sizeof(*out));
-	snprintf(out->id, sizeof(out->id), "%s", sg_st_text(stmt, 0));
-	snprintf(out->tenant, sizeof(out->tenant), "%s",
+	sg_copy(out->id, sizeof(out->id), sg_st_text(stmt, 0));
+	sg_copy(out->tenant, sizeof(out->tenant),
 	    sg_st_text(stmt, 1));
-	snprintf(out->tool, sizeof(out->tool), "%s",
+	sg_copy(out->tool, sizeof(out->tool),
 	    sg_st_text(stmt, 2));
-	snprintf(out->state, sizeof(out->state), "%s",
+	sg_copy(out->state, sizeof(out->state),
 	    sg_st_text(stmt, 3));
 	out->handle = h != NULL ? strdup(h) : NULL;
 	out->owner_pid = sg_st_int(stmt, 5);
@@ -387,11 +388,11 @@ sg_st_sbx_row(struct sg_store *st, struct sg_st_cur *stmt,
 	if (st->runs != NULL)
 		sg_st_runs_get(st, out->id, &out->runner_pid,
 		    &out->runner_start, &out->runner_until);
-	snprintf(out->name, sizeof(out->name), "%s",
+	sg_copy(out->name, sizeof(out->name),
 	    sg_st_text(stmt, 14));
-	snprintf(out->pool_gen, sizeof(out->pool_gen), "%s",
+	sg_copy(out->pool_gen, sizeof(out->pool_gen),
 	    sg_st_text(stmt, 15));
-	snprintf(out->box, sizeof(out->box), "%s", sg_st_text(stmt, 16));
+	sg_copy(out->box, sizeof(out->box), sg_st_text(stmt, 16));
 }
 
 int

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "../lib/util.h"
 
 /* In the claim's transaction: the session's sandbox, if it has one. */
 static int
@@ -29,7 +30,7 @@ session_sandbox(struct sg_store *st, const char *tenant,
 	if (rc == SG_ST_ROW) {
 		*exists = 1;
 		if ((id = sg_st_text(stmt, 0)) != NULL)
-			snprintf(sbx, 48, "%s", (const char *)id);
+			sg_copy(sbx, 48, (const char *)id);
 	}
 	sg_st_done(st, stmt);
 	return SG_STORE_OK;
@@ -70,7 +71,7 @@ sg_store_sess_claim(struct sg_store *st, const char *tenant,
 		if (rc == SG_STORE_OK)
 			rc = sg_st_evict(st, tenant, max_kept, victim);
 		if (rc == SG_STORE_OK) {
-			snprintf(sbx, 48, "%s", new_id);
+			sg_copy(sbx, 48, new_id);
 			*created = 1;
 		}
 	}
@@ -127,16 +128,16 @@ sess_one(struct sg_store *st, const char *tenant, const char *session_id,
 	if (touch && rc == SG_ST_ROW)
 		sg_st_touch_mark(st, tenant, session_id, now);
 	if (rc == SG_ST_ROW) {
-		snprintf(out->tenant, sizeof(out->tenant), "%s", tenant);
-		snprintf(out->session_id, sizeof(out->session_id), "%s",
+		sg_copy(out->tenant, sizeof(out->tenant), tenant);
+		sg_copy(out->session_id, sizeof(out->session_id),
 		    session_id);
 		if ((v = sg_st_text(stmt, 0)) != NULL)
-			snprintf(out->sandbox_id, sizeof(out->sandbox_id), "%s",
+			sg_copy(out->sandbox_id, sizeof(out->sandbox_id),
 			    v);
 		if ((v = sg_st_text(stmt, 1)) != NULL)
-			snprintf(out->tool, sizeof(out->tool), "%s", v);
+			sg_copy(out->tool, sizeof(out->tool), v);
 		if ((v = sg_st_text(stmt, 2)) != NULL)
-			snprintf(out->state, sizeof(out->state), "%s", v);
+			sg_copy(out->state, sizeof(out->state), v);
 	}
 	sg_st_done(st, stmt);
 	return rc == SG_ST_ROW ? SG_STORE_OK : SG_STORE_NOTFOUND;
@@ -178,16 +179,16 @@ sess_row(struct sg_st_cur *stmt, struct sg_store_sess *s)
 	const char *v;
 
 	memset(s, 0, sizeof(*s));
-	snprintf(s->tenant, sizeof(s->tenant), "%s", sg_st_text(stmt,
+	sg_copy(s->tenant, sizeof(s->tenant), sg_st_text(stmt,
 	    0));
-	snprintf(s->session_id, sizeof(s->session_id), "%s",
+	sg_copy(s->session_id, sizeof(s->session_id),
 	    sg_st_text(stmt, 1));
 	if ((v = sg_st_text(stmt, 2)) != NULL)
-		snprintf(s->sandbox_id, sizeof(s->sandbox_id), "%s", v);
+		sg_copy(s->sandbox_id, sizeof(s->sandbox_id), v);
 	if ((v = sg_st_text(stmt, 3)) != NULL)
-		snprintf(s->tool, sizeof(s->tool), "%s", v);
+		sg_copy(s->tool, sizeof(s->tool), v);
 	if ((v = sg_st_text(stmt, 4)) != NULL)
-		snprintf(s->state, sizeof(s->state), "%s", v);
+		sg_copy(s->state, sizeof(s->state), v);
 	s->created_at = sg_st_int(stmt, 5);
 	s->last_used_at = sg_st_int(stmt, 6);
 	s->expires_at = sg_st_int(stmt, 7);

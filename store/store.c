@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../lib/util.h"
 
 /* Relayed ids are kept this long (OpenAI keeps responses 30 days). */
 #define RELAYED_TTL	(30 * 86400)
@@ -66,7 +67,7 @@ sg_store_set_box(struct sg_store *st, const char *box)
 {
 	if (box == NULL || box[0] == '\0' || strlen(box) > SG_STORE_BOX_MAX)
 		return sg_st_err(st, "box name empty or too long");
-	snprintf(st->box, sizeof(st->box), "%s", box);
+	sg_copy(st->box, sizeof(st->box), box);
 	return SG_STORE_OK;
 }
 

@@ -75,7 +75,7 @@ stored(struct sg_store *store, const char *hash, struct sg_auth *who,
 		    "is unavailable: %s", sg_store_errmsg(store));
 		return -2;
 	}
-	snprintf(who->name, sizeof(who->name), "%s", k.name);
+	sg_copy(who->name, sizeof(who->name), k.name);
 	if (k.settings == NULL)
 		return 0;
 	/* Settings the API wrote, checked then: a broken row is the
@@ -105,7 +105,7 @@ tenant_of(const struct sg_cfg *cfg, struct sg_store *store, const char *hash,
 
 		if (k->sha256[0] != '\0' && sg_secret_eq(k->sha256, hash, 64) &&
 		    rc == -1) {
-			snprintf(who->name, sizeof(who->name), "%s", k->name);
+			sg_copy(who->name, sizeof(who->name), k->name);
 			who->key = k;
 			rc = 0;
 		}
@@ -159,7 +159,7 @@ sg_auth_admin(const struct sg_cfg *cfg, struct sg_store *store,
 		return missing(err);
 	sg_sha256_hex(token, strlen(token), hash);
 	if ((k = admin_of(cfg, hash)) != NULL) {
-		snprintf(who->name, sizeof(who->name), "%s", k->name);
+		sg_copy(who->name, sizeof(who->name), k->name);
 		return 0;
 	}
 	/* A tenant's key is known but not allowed here (403); anything

@@ -124,7 +124,7 @@ sg_bg_queue(const struct sg_cfg *cfg, struct sg_store *st,
 		json_decref(head);
 		return sg_error_store(err, sg_store_errmsg(st));
 	}
-	snprintf(req->resp_id, sizeof(req->resp_id), "%s", id);
+	sg_copy(req->resp_id, sizeof(req->resp_id), id);
 	/* Streamed: the job as its events go, from the first. */
 	rc = 0;
 	if (json_is_true(json_object_get(body, "stream")))
@@ -293,8 +293,8 @@ await_end(struct sg_store *st, struct sg_store_bg *job, struct sg_error *err)
 	int64_t until = sg_now_ms() + CANCEL_WAIT_MS;
 	char id[64], tenant[65];
 
-	snprintf(id, sizeof(id), "%s", job->id);
-	snprintf(tenant, sizeof(tenant), "%s", job->tenant);
+	sg_copy(id, sizeof(id), job->id);
+	sg_copy(tenant, sizeof(tenant), job->tenant);
 	while (strcmp(job->status, "in_progress") == 0 && sg_now_ms() < until) {
 		usleep(CANCEL_POLL_MS * 1000);
 		sg_store_bg_clear(job);

@@ -92,7 +92,7 @@ note_response(struct sg_bgo *b, const json_t *ev)
 	if (b->id[0] == '\0' && type != NULL && strcmp(type,
 	    "response.created") == 0 && (st = json_string_value(
 	    json_object_get(resp, "id"))) != NULL && strlen(st) < sizeof(b->id))
-		snprintf(b->id, sizeof(b->id), "%s", st);
+		sg_copy(b->id, sizeof(b->id), st);
 	if (!json_is_object(resp) || (text = json_dumps(resp,
 	    JSON_COMPACT)) == NULL)
 		return;
@@ -101,7 +101,7 @@ note_response(struct sg_bgo *b, const json_t *ev)
 	b->snapshot_dirty = 1;
 	st = json_string_value(json_object_get(resp, "status"));
 	if (type != NULL && st != NULL && sg_rstream_ends(type))
-		snprintf(b->status, sizeof(b->status), "%s", st);
+		sg_copy(b->status, sizeof(b->status), st);
 }
 
 static int
@@ -283,9 +283,9 @@ sg_bgo_new(struct sg_store *store, const char *id, const char *tenant,
 	b->out.flush = bgo_flush;
 	b->out.alive = bgo_alive;
 	b->store = store;
-	snprintf(b->id, sizeof(b->id), "%s", id);
-	snprintf(b->tenant, sizeof(b->tenant), "%s", tenant);
-	snprintf(b->runner, sizeof(b->runner), "%s", runner);
+	sg_copy(b->id, sizeof(b->id), id);
+	sg_copy(b->tenant, sizeof(b->tenant), tenant);
+	sg_copy(b->runner, sizeof(b->runner), runner);
 	b->flushed_ms = b->polled_ms = sg_now_ms();
 	return b;
 }

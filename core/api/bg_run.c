@@ -105,7 +105,7 @@ job_request(const struct sg_cfg *cfg, const struct sg_store_bg *job,
 	req->content_length = -1;
 	sg_gw_req_init(cfg, req);
 	req->wall_ms = job->created_ms;
-	snprintf(req->resp_id, sizeof(req->resp_id), "%s", job->id);
+	sg_copy(req->resp_id, sizeof(req->resp_id), job->id);
 	req->body = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (req->body == NULL)
@@ -199,7 +199,7 @@ run_job(struct sg_gw *gw, const struct sg_store_bg *job,
 		    "failed; the response was not run.");
 		return;
 	}
-	snprintf(req.key_name, sizeof(req.key_name), "%s", who.name);
+	sg_copy(req.key_name, sizeof(req.key_name), who.name);
 	memcpy(req.tenant, who.tenant, sizeof(req.tenant));
 	req.key = who.key;
 	req.after = &after;

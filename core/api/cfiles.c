@@ -65,7 +65,7 @@ static void
 of_container(struct sg_store_file *f, const char *id)
 {
 	memset(f, 0, sizeof(*f));
-	snprintf(f->container_id, sizeof(f->container_id), "%s", id);
+	sg_copy(f->container_id, sizeof(f->container_id), id);
 	snprintf(f->source, sizeof(f->source), "user");
 }
 
@@ -137,7 +137,7 @@ copy(struct sg_sbx_env *env, struct sg_req *req, const char *id,
 		if (sg_files_path(env->cfg, src.id, from, sizeof(from)) == 0 &&
 		    sg_files_path(env->cfg, f.id, to, sizeof(to)) == 0 &&
 		    link(from, to) == 0) {
-			snprintf(f.filename, sizeof(f.filename), "%s",
+			sg_copy(f.filename, sizeof(f.filename),
 			    src.filename);
 			f.bytes = src.bytes;
 			out = finish(env, req, &f, err);

@@ -83,7 +83,7 @@ create(struct sg_sbx_env *env, const struct sg_req *req, const json_t *b,
 		free(fd.files);
 		return NULL;
 	}
-	snprintf(row.name, sizeof(row.name), "%s", name);
+	sg_copy(row.name, sizeof(row.name), name);
 	if (sg_store_sbx_name(env->store, row.id, name) != SG_STORE_OK)
 		sg_error_store(err, sg_store_errmsg(env->store));
 	else {

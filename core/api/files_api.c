@@ -88,7 +88,7 @@ create(const struct sg_files_env *env, struct sg_req *req, struct sg_out *out,
 		sg_store_file_remove(env->store, f.id, NULL);
 		return -1;
 	}
-	snprintf(f.purpose, sizeof(f.purpose), "%s",
+	sg_copy(f.purpose, sizeof(f.purpose),
 	    sg_upload_field(&u, "purpose"));
 	if (sg_upload_commit(&u, err) == -1) {
 		sg_store_file_remove(env->store, f.id, NULL);

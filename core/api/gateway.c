@@ -292,7 +292,7 @@ model_route(struct sg_gw *gw, struct sg_req *req, struct sg_out *out,
 	if ((body = model_body(req, &changed, err)) == NULL)
 		return -1;
 	name = json_string_value(json_object_get(body, "model"));
-	snprintf(req->model, sizeof(req->model), "%s", name);
+	sg_copy(req->model, sizeof(req->model), name);
 	if ((m = sg_cfg_model(gw->cfg, name)) == NULL) {
 		sg_error_set(err, 404, "invalid_request_error", "model_not_found",
 		    "model", "The model `%s` does not exist or you do not have "
@@ -578,7 +578,7 @@ sg_gw_handle(struct sg_gw *gw, struct sg_req *req, struct sg_out *out)
 			    err.status == 401 ? sg_mcp_challenge(req) : NULL);
 			return;
 		}
-		snprintf(req->key_name, sizeof(req->key_name), "%s", who.name);
+		sg_copy(req->key_name, sizeof(req->key_name), who.name);
 		memcpy(req->tenant, who.tenant, sizeof(req->tenant));
 		req->key = who.key;
 	}

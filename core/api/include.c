@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "include.h"
+#include "../../lib/util.h"
 
 struct parse {
 	struct sg_incl	*incl;
@@ -39,7 +40,7 @@ take(void *arg, const char *name, const char *value)
 		if (strcmp(value, known[i]) == 0)
 			break;
 	if (value == NULL || i == sizeof(known) / sizeof(known[0])) {
-		snprintf(p->badbuf, sizeof(p->badbuf), "%s", value != NULL ?
+		sg_copy(p->badbuf, sizeof(p->badbuf), value != NULL ?
 		    value : "");
 		p->bad = p->badbuf;
 		return -1;

@@ -96,14 +96,14 @@ read_settings(struct sg_keys_ent *e, const char *text)
 	json_t *o;
 	int rc;
 
-	snprintf(e->redacted, sizeof(e->redacted), "%s", SG_KEYS_REDACTED_NONE);
+	sg_copy(e->redacted, sizeof(e->redacted), SG_KEYS_REDACTED_NONE);
 	if (text == NULL || *text == '\0')
 		return 0;
 	if ((o = json_loads(text, 0, NULL)) == NULL)
 		return -1;
 	rc = sg_keyset_read(o, &e->own, why, sizeof(why), &param);
 	if ((red = json_string_value(json_object_get(o, "redacted_value"))))
-		snprintf(e->redacted, sizeof(e->redacted), "%s", red);
+		sg_copy(e->redacted, sizeof(e->redacted), red);
 	json_decref(o);
 	return rc;
 }
@@ -118,14 +118,14 @@ add_stored(void *arg, const struct sg_store_key *k)
 		return 0;
 	if ((e = grow(l)) == NULL)
 		return -1;
-	snprintf(e->name, sizeof(e->name), "%s", k->name);
-	snprintf(e->tenant, sizeof(e->tenant), "%s", k->sha256);
+	sg_copy(e->name, sizeof(e->name), k->name);
+	sg_copy(e->tenant, sizeof(e->tenant), k->sha256);
 	sg_use_key_id(e->tenant, e->id);
 	e->created_at = k->created_at;
 	if (read_settings(e, k->settings) == -1) {
 		sg_keyset_clear(&e->own);
 		l->broken = 1;
-		snprintf(l->broken_name, sizeof(l->broken_name), "%s", k->name);
+		sg_copy(l->broken_name, sizeof(l->broken_name), k->name);
 		return -1;
 	}
 	l->n++;
@@ -142,15 +142,15 @@ add_config(struct list *l, const struct sg_cfg_key *k, int64_t mtime)
 
 	if ((e = grow(l)) == NULL)
 		return;
-	snprintf(e->name, sizeof(e->name), "%s", k->name);
-	snprintf(e->tenant, sizeof(e->tenant), "%s", k->sha256);
+	sg_copy(e->name, sizeof(e->name), k->name);
+	sg_copy(e->tenant, sizeof(e->tenant), k->sha256);
 	if (k->sha256[0] != '\0')
 		sg_use_key_id(k->sha256, e->id);
 	else {
 		snprintf(label, sizeof(label), "unresolved:%.63s", k->name);
 		sg_use_key_id(label, e->id);
 	}
-	snprintf(e->redacted, sizeof(e->redacted), "%s", REDACTED_CONFIG);
+	sg_copy(e->redacted, sizeof(e->redacted), REDACTED_CONFIG);
 	e->config = 1;
 	/* The file says no date: the key is as old as the file's text. */
 	e->created_at = mtime;

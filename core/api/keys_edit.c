@@ -43,7 +43,7 @@ known_members(const json_t *o, int name_ok, struct sg_error *err)
 	json_object_foreach((json_t *)o, k, v) {
 		if (is_setting(k) || (name_ok && strcmp(k, "name") == 0))
 			continue;
-		snprintf(param, sizeof(param), "%s", k);
+		sg_copy(param, sizeof(param), k);
 		if (strcmp(k, "name") == 0)
 			return sg_error_invalid(err, "name", "invalid_value", "A "
 			    "key's name cannot be changed: create a new key and "

@@ -141,8 +141,8 @@ cost_add(struct page *p, int64_t bucket, const char *item, const char *key,
 	}
 	l = &p->lines[p->nlines++];
 	l->bucket = bucket;
-	snprintf(l->item, sizeof(l->item), "%s", item);
-	snprintf(l->key_id, sizeof(l->key_id), "%s", key);
+	sg_copy(l->item, sizeof(l->item), item);
+	sg_copy(l->key_id, sizeof(l->key_id), key);
 	l->nano = nano;
 	l->qty = qty;
 	return 0;

@@ -71,7 +71,7 @@ type_of(const char *event, char type[TYPE_MAX])
 	ev = json_loads(event, 0, NULL);
 	if ((p = json_string_value(json_object_get(ev, "type"))) != NULL &&
 	    strlen(p) < TYPE_MAX && strpbrk(p, "\r\n") == NULL)
-		snprintf(type, TYPE_MAX, "%s", p);
+		sg_copy(type, TYPE_MAX, p);
 	json_decref(ev);
 }
 

@@ -87,7 +87,7 @@ open_file(struct recv *r, const char *filename)
 		return fail(r, 400, "invalid_value", "file", "The file's name "
 		    "must be a plain file name: no path, no '/' or '\\', no "
 		    "control characters, at most 255 bytes of UTF-8.");
-	snprintf(u->filename, sizeof(u->filename), "%s", filename);
+	sg_copy(u->filename, sizeof(u->filename), filename);
 	if ((mkdir(u->dir, 0700) == -1 && errno != EEXIST) ||
 	    part_path(u, path, sizeof(path), 1) == -1 ||
 	    (u->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
@@ -111,7 +111,7 @@ on_part(void *arg, const struct sg_mp_part *p)
 	    sizeof(u->fields[0].name))
 		return fail(r, 400, "invalid_value", NULL, "Too many form "
 		    "fields, or a field name too long.");
-	snprintf(u->fields[u->nfields].name, sizeof(u->fields[0].name), "%s",
+	sg_copy(u->fields[u->nfields].name, sizeof(u->fields[0].name),
 	    p->name);
 	r->value = u->fields[u->nfields++].value;
 	r->vlen = 0;

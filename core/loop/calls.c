@@ -162,7 +162,7 @@ sg_call_run(struct run *r, const struct call *c, char **text, json_t **item,
 		*text = with_note(note, sg_rw_tool_result(result));
 	}
 	if (sid != NULL)
-		snprintf(id, sizeof(id), "%s", sid);
+		sg_copy(id, sizeof(id), sid);
 	else
 		sg_rand_id(id, sizeof(id), "ci_", 16);
 	/* A call whose code raised is still completed: the traceback is in

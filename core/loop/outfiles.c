@@ -255,10 +255,10 @@ copy_out(struct look *l, const json_t *e, struct sg_store_file *f,
 		return 1;
 	}
 	memset(f, 0, sizeof(*f));
-	snprintf(f->container_id, sizeof(f->container_id), "%s", l->id);
+	sg_copy(f->container_id, sizeof(f->container_id), l->id);
 	snprintf(f->source, sizeof(f->source), "assistant");
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	snprintf(f->filename, sizeof(f->filename), "%s", strrchr(path, '/') + 1);
+	sg_copy(f->path, sizeof(f->path), path);
+	sg_copy(f->filename, sizeof(f->filename), strrchr(path, '/') + 1);
 	if (sg_files_begin(&fenv, l->tenant, "cfile_", 16, size, f, &held,
 	    &err) == -1) {
 		if (err.status != 413) {
@@ -405,7 +405,7 @@ copy_changed(struct look *l, const json_t *files, const json_t *seen,
 			json_decref(st);
 			continue;
 		} else if (rc == 2) {
-			snprintf(full, sizeof(full), "%s", why);
+			sg_copy(full, sizeof(full), why);
 			first = path;
 			rest = 1;
 		} else {
@@ -413,7 +413,7 @@ copy_changed(struct look *l, const json_t *files, const json_t *seen,
 			note_line(lines, path, (long long)f.bytes, rc == 0 ? NULL :
 			    why);
 			if (rc == 0 && example[0] == '\0')
-				snprintf(example, 1024, "%s", path);
+				sg_copy(example, 1024, path);
 		}
 		json_object_set_new(now, path, st);
 	}

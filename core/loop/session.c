@@ -35,7 +35,7 @@ keep_id(void *arg, const struct sg_store_file *f)
 {
 	struct sg_bind *b = arg;
 
-	snprintf(b->files[b->nfiles++], sizeof(b->files[0]), "%s", f->id);
+	sg_copy(b->files[b->nfiles++], sizeof(b->files[0]), f->id);
 }
 
 /* container.file_ids: each one of the caller's files. */
@@ -121,7 +121,7 @@ bind_explicit(struct sg_sbx_env *env, const struct sg_req *req,
 		return -1;
 	}
 	/* Named by the client: kept, and never replaced by another. */
-	snprintf(b->sandbox, sizeof(b->sandbox), "%s", id);
+	sg_copy(b->sandbox, sizeof(b->sandbox), id);
 	b->kind = SG_SBX_EXPLICIT;
 	sg_store_sbx_clear(&row);
 	return 0;
@@ -143,7 +143,7 @@ take_session(json_t *work, struct sg_bind *b, struct sg_error *err)
 		return sg_error_invalid(err, "metadata.session_id",
 		    "invalid_value", "Invalid 'metadata.session_id': expected a "
 		    "string of 1 to %d characters.", SG_STORE_SESSION_MAX);
-	snprintf(b->session, sizeof(b->session), "%s", json_string_value(v));
+	sg_copy(b->session, sizeof(b->session), json_string_value(v));
 	json_object_del(md, "session_id");
 	if (json_object_size(md) == 0)
 		json_object_del(work, "metadata");
@@ -170,7 +170,7 @@ call_container(struct sg_sbx_env *env, const struct sg_req *req,
 	    SG_STORE_OK && (stored = json_loads(item, 0, NULL)) != NULL)
 		c = json_string_value(json_object_get(stored, "container_id"));
 	if (c != NULL && strlen(c) < 48)
-		snprintf(id, 48, "%s", c);
+		sg_copy(id, 48, c);
 	json_decref(stored);
 	free(item);
 	free(up);
@@ -246,7 +246,7 @@ session_usable(struct sg_sbx_env *env, const struct sg_req *req,
 	if (sg_store_sess_use(env->store, req->tenant, b->session, &s) !=
 	    SG_STORE_OK)
 		return sg_sbx_may_use(env, NULL, "tools", err);
-	snprintf(b->peeked, sizeof(b->peeked), "%s", s.sandbox_id);
+	sg_copy(b->peeked, sizeof(b->peeked), s.sandbox_id);
 	b->peeked_ok = 1;
 	b->ready = s.sandbox_id[0] != '\0' && strcmp(s.state, "ready") == 0;
 	return sg_sbx_may_use(env, s.tool[0] != '\0' ? s.tool : NULL, "tools",
@@ -278,7 +278,7 @@ sg_bind_init(struct sg_sbx_env *env, const struct sg_req *req, json_t *work,
 	if (prev[0] != '\0' && alive(env, req, prev, &kind)) {
 		if (code && usable(env, req, prev, err) == -1)
 			return -1;
-		snprintf(b->sandbox, sizeof(b->sandbox), "%s", prev);
+		sg_copy(b->sandbox, sizeof(b->sandbox), prev);
 		b->kind = kind;
 		return 0;
 	}
@@ -306,7 +306,7 @@ sg_bind_sandbox(struct sg_sbx_env *env, const struct sg_req *req,
 		b->ready = 0;
 		if (sg_sbx_may_use(env, NULL, "tools", err) == -1)
 			return NULL;
-		snprintf(b->sandbox, sizeof(b->sandbox), "%s", b->peeked);
+		sg_copy(b->sandbox, sizeof(b->sandbox), b->peeked);
 		return b->sandbox;
 	}
 	if (b->kind == SG_SBX_SESSION) {
@@ -325,7 +325,7 @@ sg_bind_sandbox(struct sg_sbx_env *env, const struct sg_req *req,
 	}
 	if (sg_sbx_create(env, req->tenant, NULL, b->kind, &row, err) == -1)
 		return NULL;
-	snprintf(b->sandbox, sizeof(b->sandbox), "%s", row.id);
+	sg_copy(b->sandbox, sizeof(b->sandbox), row.id);
 	sg_store_sbx_clear(&row);
 	return b->sandbox;
 }
@@ -385,10 +385,10 @@ sg_bind_peek(struct sg_sbx_env *env, const struct sg_req *req,
 
 	id[0] = '\0';
 	if (b->peeked_ok)
-		snprintf(id, 48, "%s", b->peeked);
+		sg_copy(id, 48, b->peeked);
 	else if (b->kind == SG_SBX_SESSION && sg_store_sess_get(env->store,
 	    req->tenant, b->session, &s) == SG_STORE_OK)
-		snprintf(id, 48, "%s", s.sandbox_id);
+		sg_copy(id, 48, s.sandbox_id);
 }
 
 void

@@ -97,7 +97,7 @@ chat_chunk(struct sg_turn *t, json_t *c)
 	json_array_foreach(json_object_get(delta, "tool_calls"), i, tc)
 		chat_tool_delta(t, tc);
 	if (fr != NULL)
-		snprintf(t->finish_reason, sizeof(t->finish_reason), "%s", fr);
+		sg_copy(t->finish_reason, sizeof(t->finish_reason), fr);
 }
 
 static void

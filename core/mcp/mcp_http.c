@@ -157,7 +157,7 @@ initialize(struct sg_mcp *m, const json_t *params)
 	struct sg_mcp_err e = { SG_MCP_INTERNAL, "Internal error", NULL };
 	json_t *r, *msg;
 
-	snprintf(m->version, sizeof(m->version), "%s", asked != NULL &&
+	sg_copy(m->version, sizeof(m->version), asked != NULL &&
 	    version_ok(asked) ? asked : SG_MCP_VERSION);
 	if (sg_rand_id(rnd, sizeof(rnd), "", 16) == -1) {
 		answer(m, NULL, &e);
@@ -214,7 +214,7 @@ request(struct sg_mcp *m, const char *method, const json_t *params)
 	if ((id_json = json_copy((json_t *)m->id)) != NULL &&
 	    (text = json_dumps(id_json, JSON_ENCODE_ANY | JSON_COMPACT)) !=
 	    NULL) {
-		snprintf(m->id_text, sizeof(m->id_text), "%s", text);
+		sg_copy(m->id_text, sizeof(m->id_text), text);
 		free(text);
 	}
 	json_decref(id_json);
@@ -374,7 +374,7 @@ session_ok(struct sg_mcp *m, const json_t *id)
 		    "The gateway's store is unavailable; retry shortly.", NULL);
 		return -1;
 	}
-	snprintf(m->session, sizeof(m->session), "%s", s);
+	sg_copy(m->session, sizeof(m->session), s);
 	return 0;
 }
 

@@ -53,7 +53,7 @@ peek_one(void *arg, const struct sg_store_sess *s)
 
 	if (strcmp(s->session_id, p->key) != 0 || s->sandbox_id[0] == '\0')
 		return 0;
-	snprintf(p->id, 48, "%s", s->sandbox_id);
+	sg_copy(p->id, 48, s->sandbox_id);
 	p->found = 1;
 	return -1;
 }

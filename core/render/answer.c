@@ -315,7 +315,7 @@ sg_answer_responses(const json_t *last, const json_t *body, json_t *output,
 	char id[64];
 
 	if (given_id != NULL)
-		snprintf(id, sizeof(id), "%s", given_id);
+		sg_copy(id, sizeof(id), given_id);
 	else
 		sg_rand_id(id, sizeof(id), "resp_", 24);
 	/* The last turn's start; never after completed_at, whatever the
@@ -368,7 +368,7 @@ sg_answer_chat(const json_t *head, const json_t *body, const json_t *texts,
 	char id[64];
 
 	if (json_is_string(json_object_get(head, "id")))
-		snprintf(id, sizeof(id), "%s", json_string_value(
+		sg_copy(id, sizeof(id), json_string_value(
 		    json_object_get(head, "id")));
 	else
 		sg_rand_id(id, sizeof(id), "chatcmpl-", 14);

@@ -35,7 +35,7 @@ sg_stream_new(enum sg_surface surface, const struct sg_req *req,
 	sg_rand_id(s->id, sizeof(s->id), surface == SG_SURFACE_CHAT ?
 	    "chatcmpl-sg" : "resp_", surface == SG_SURFACE_CHAT ? 12 : 24);
 	if (surface == SG_SURFACE_RESPONSES && req->resp_id[0] != '\0')
-		snprintf(s->id, sizeof(s->id), "%s", req->resp_id);
+		sg_copy(s->id, sizeof(s->id), req->resp_id);
 	if ((s->done = json_array()) == NULL) {
 		free(s);
 		return NULL;
@@ -245,10 +245,10 @@ code_call_added(struct sg_stream *s, const json_t *item)
 	c = &s->calls[s->ncalls++];
 	memset(c, 0, sizeof(*c));
 	c->s = s;
-	snprintf(c->up_item, sizeof(c->up_item), "%s",
+	sg_copy(c->up_item, sizeof(c->up_item),
 	    json_string_value(json_object_get(item, "id")) ?
 	    json_string_value(json_object_get(item, "id")) : "");
-	snprintf(c->call_id, sizeof(c->call_id), "%s",
+	sg_copy(c->call_id, sizeof(c->call_id),
 	    json_string_value(json_object_get(item, "call_id")) ?
 	    json_string_value(json_object_get(item, "call_id")) : "");
 	sg_rand_id(c->id, sizeof(c->id), "ci_", 16);

@@ -323,7 +323,7 @@ history(struct sg_conv *c, const char *id, json_t *head, struct sg_error *err)
 
 	if ((chain = malloc(HISTORY_MAX * sizeof(*chain))) == NULL)
 		return sg_error_server(err, 500, "out of memory");
-	snprintf(chain[0], sizeof(chain[0]), "%s", id);
+	sg_copy(chain[0], sizeof(chain[0]), id);
 	while (n < HISTORY_MAX) {
 		rc = sg_store_resp_load(c->store, chain[n], c->req->tenant, &row);
 		if (rc != SG_STORE_OK)
@@ -334,7 +334,7 @@ history(struct sg_conv *c, const char *id, json_t *head, struct sg_error *err)
 			sg_store_resp_clear(&row);
 			break;
 		}
-		snprintf(chain[n], sizeof(chain[0]), "%s", row.prev);
+		sg_copy(chain[n], sizeof(chain[0]), row.prev);
 		sg_store_resp_clear(&row);
 	}
 	for (i = n; rc != SG_STORE_ERROR && !l.over && i-- > 0;)
@@ -380,7 +380,7 @@ continue_from(struct sg_conv *c, const struct sg_cfg_model *m, json_t *work,
 	rc = prev != NULL ? sg_store_resp_load(c->store, prev, c->req->tenant,
 	    &row) : SG_STORE_NOTFOUND;
 	if (rc == SG_STORE_OK) {
-		snprintf(c->prev, sizeof(c->prev), "%s", prev);
+		sg_copy(c->prev, sizeof(c->prev), prev);
 		if (m->state == SG_STATE_UPSTREAM && c->upstream_keeps &&
 		    row.upstream_id != NULL && row.upstream_id[0] != '\0') {
 			json_object_set_new(work, "previous_response_id",

@@ -236,7 +236,7 @@ sg_convs_sandbox(struct sg_store *st, const char *tenant, const char *id,
 
 	sandbox[0] = '\0';
 	if (sg_store_conv_get(st, id, tenant, &c) == SG_STORE_OK) {
-		snprintf(sandbox, 48, "%s", c.sandbox_id);
+		sg_copy(sandbox, 48, c.sandbox_id);
 		sg_store_conv_clear(&c);
 	}
 }
@@ -306,7 +306,7 @@ sg_convs_take(struct sg_conv *c, json_t *work, struct sg_error *err)
 		return sg_error_set(err, 404, "invalid_request_error", NULL,
 		    "conversation", "Conversation with id '%s' not found.", id);
 	sg_store_conv_clear(&row);
-	snprintf(c->conv, sizeof(c->conv), "%s", id);
+	sg_copy(c->conv, sizeof(c->conv), id);
 	json_object_del(work, "conversation");
 	return 0;
 }

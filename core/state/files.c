@@ -93,7 +93,7 @@ sg_files_begin(const struct sg_files_env *env, const char *tenant,
 
 	if (sg_rand_id(f->id, sizeof(f->id), prefix, idbytes) == -1)
 		return sg_error_server(err, 500, "no randomness for an id");
-	snprintf(f->tenant, sizeof(f->tenant), "%s", tenant);
+	sg_copy(f->tenant, sizeof(f->tenant), tenant);
 	f->created_at = now;
 	f->expires_at = now + cfg->files.retention;
 	f->bytes = reserve;
@@ -139,7 +139,7 @@ sg_files_upload(const struct sg_files_env *env, struct sg_req *req,
 		sg_store_file_remove(env->store, f->id, NULL);
 		return -1;
 	}
-	snprintf(f->filename, sizeof(f->filename), "%s", u->filename);
+	sg_copy(f->filename, sizeof(f->filename), u->filename);
 	f->bytes = u->bytes;
 	return 0;
 }
@@ -168,7 +168,7 @@ take_id(void *arg, const struct sg_store_file *f)
 {
 	struct ids *ids = arg;
 
-	snprintf(ids->id[ids->n++], sizeof(ids->id[0]), "%s", f->id);
+	sg_copy(ids->id[ids->n++], sizeof(ids->id[0]), f->id);
 	return 0;
 }
 

@@ -144,7 +144,7 @@ key_id(const char *tenant, char out[32])
 
 	if (!known || strcmp(last, tenant) != 0) {
 		sg_use_key_id(tenant, id);
-		snprintf(last, sizeof(last), "%s", tenant);
+		sg_copy(last, sizeof(last), tenant);
 		known = 1;
 	}
 	memcpy(out, id, sizeof(id));
@@ -187,8 +187,8 @@ sg_use_watch(void (*fn)(int64_t))
 void
 sg_use_model(const char *model, const char *upstream_model)
 {
-	snprintf(cur->row.model, sizeof(cur->row.model), "%s", model);
-	snprintf(cur->row.upstream_model, sizeof(cur->row.upstream_model), "%s",
+	sg_copy(cur->row.model, sizeof(cur->row.model), model);
+	sg_copy(cur->row.upstream_model, sizeof(cur->row.upstream_model),
 	    upstream_model != NULL ? upstream_model : "");
 }
 
@@ -309,7 +309,7 @@ sg_use_run(const char *tool, int64_t ms)
 	struct sg_store_use *u = &cur->row;
 
 	if (tool != NULL && u->tool[0] == '\0')
-		snprintf(u->tool, sizeof(u->tool), "%s", tool);
+		sg_copy(u->tool, sizeof(u->tool), tool);
 	u->code_runs++;
 	u->sandbox_ms += ms > 0 ? ms : 0;
 }
@@ -320,7 +320,7 @@ sg_use_session(const char *tool)
 	struct sg_store_use *u = &cur->row;
 
 	if (tool != NULL && u->tool[0] == '\0')
-		snprintf(u->tool, sizeof(u->tool), "%s", tool);
+		sg_copy(u->tool, sizeof(u->tool), tool);
 	u->sessions++;
 }
 

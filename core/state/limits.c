@@ -100,7 +100,7 @@ entry(const char *tenant, int64_t now)
 	if ((e = free_one) == NULL)
 		return NULL;
 	memset(e, 0, sizeof(*e));
-	snprintf(e->tenant, sizeof(e->tenant), "%s", tenant);
+	sg_copy(e->tenant, sizeof(e->tenant), tenant);
 	e->touched_ms = now;
 	return e;
 }
@@ -309,7 +309,7 @@ sg_lim_admit(struct sg_store *st, const char *tenant,
 
 	head[0] = '\0';
 	memset(&cur, 0, sizeof(cur));
-	snprintf(cur.tenant, sizeof(cur.tenant), "%s", tenant);
+	sg_copy(cur.tenant, sizeof(cur.tenant), tenant);
 	/* The period first: a spent budget takes nothing of the minute. */
 	if (check_period(st, tenant, lim, now, head, headsz, err) == -1)
 		return -1;

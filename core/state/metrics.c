@@ -171,7 +171,7 @@ tool_row(const char *name, int claim)
 		if (seen == 0 && claim) {
 			if (__atomic_compare_exchange_n(&t->key, &seen, key, 0,
 			    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-				snprintf(t->name, sizeof(t->name), "%s", name);
+				sg_copy(t->name, sizeof(t->name), name);
 				__atomic_store_n(&t->named, 1, __ATOMIC_RELEASE);
 				return t;
 			}

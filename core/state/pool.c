@@ -175,7 +175,7 @@ collect(void *arg, const struct sg_store_sbx *row)
 			return -1;
 		m->id = grown;
 	}
-	snprintf(m->id[m->n++], sizeof(m->id[0]), "%s", row->id);
+	sg_copy(m->id[m->n++], sizeof(m->id[0]), row->id);
 	return 0;
 }
 

@@ -124,7 +124,7 @@ collect(void *arg, const struct sg_store_sbx *row)
 			return -1;
 		w->ids = grown;
 	}
-	snprintf(w->ids[w->n++], sizeof(w->ids[0]), "%s", row->id);
+	sg_copy(w->ids[w->n++], sizeof(w->ids[0]), row->id);
 	return 0;
 }
 

@@ -203,7 +203,7 @@ sg_sbx_session(struct sg_sbx_env *env, const char *tenant, const char *tool,
 	if (sg_store_sess_use(env->store, tenant, session_id, &s) ==
 	    SG_STORE_OK && s.sandbox_id[0] != '\0' &&
 	    strcmp(s.state, "ready") == 0) {
-		snprintf(out, 48, "%s", s.sandbox_id);
+		sg_copy(out, 48, s.sandbox_id);
 		return 0;
 	}
 	for (;;) {

@@ -65,7 +65,7 @@ sg_sbx_delete_after(struct sg_sbx_env *env, struct sg_after *after,
 	l.cfg = env->cfg;
 	l.store = env->store;
 	l.prov = env->prov;
-	snprintf(l.tenant, sizeof(l.tenant), "%s", tenant);
-	snprintf(l.id, sizeof(l.id), "%s", id);
+	sg_copy(l.tenant, sizeof(l.tenant), tenant);
+	sg_copy(l.id, sizeof(l.id), id);
 	sg_after_add(after, delete_later, &l, sizeof(l));
 }

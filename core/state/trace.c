@@ -275,7 +275,7 @@ sg_trace_call(const char *call_id, const char *refused)
 {
 	struct run *p;
 
-	snprintf(tr.call_id, sizeof(tr.call_id), "%s", call_id != NULL ?
+	sg_copy(tr.call_id, sizeof(tr.call_id), call_id != NULL ?
 	    call_id : "");
 	if (refused == NULL)
 		return;
@@ -283,7 +283,7 @@ sg_trace_call(const char *call_id, const char *refused)
 		tr.untraced++;
 		return;
 	}
-	snprintf(p->call_id, sizeof(p->call_id), "%s", tr.call_id);
+	sg_copy(p->call_id, sizeof(p->call_id), tr.call_id);
 	p->t0 = sg_now_ms();
 	p->failed = bounded(refused, MESSAGE_MAX);
 }
@@ -299,9 +299,9 @@ sg_trace_run(const char *tool, const char *id, const char *code, int64_t t0,
 		tr.untraced++;
 		return;
 	}
-	snprintf(p->call_id, sizeof(p->call_id), "%s", tr.call_id);
-	snprintf(p->tool, sizeof(p->tool), "%s", tool != NULL ? tool : "");
-	snprintf(p->sandbox, sizeof(p->sandbox), "%s", id != NULL ? id : "");
+	sg_copy(p->call_id, sizeof(p->call_id), tr.call_id);
+	sg_copy(p->tool, sizeof(p->tool), tool != NULL ? tool : "");
+	sg_copy(p->sandbox, sizeof(p->sandbox), id != NULL ? id : "");
 	p->t0 = t0;
 	p->ms = ms;
 	p->images = images_in(result);

@@ -60,7 +60,7 @@ sg_bridge_new(const char *model, sg_sse_fn fn, void *arg)
 		return NULL;
 	b->fn = fn;
 	b->arg = arg;
-	snprintf(b->model, sizeof(b->model), "%s", model != NULL ? model : "");
+	sg_copy(b->model, sizeof(b->model), model != NULL ? model : "");
 	sg_rand_id(b->id, sizeof(b->id), "resp_", 24);
 	b->created = (json_int_t)time(NULL);
 	if ((b->output = json_array()) == NULL) {
@@ -342,7 +342,7 @@ chunk(struct sg_bridge *b, const json_t *c)
 	json_array_foreach(json_object_get(delta, "tool_calls"), i, v)
 		call_delta(b, v);
 	if (fr != NULL)
-		snprintf(b->finish, sizeof(b->finish), "%s", fr);
+		sg_copy(b->finish, sizeof(b->finish), fr);
 }
 
 int

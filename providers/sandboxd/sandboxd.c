@@ -289,7 +289,7 @@ create(const json_t *req)
 		return refuse("config", host.uids_why);
 	if ((k = free_slot()) == NULL)
 		return refuse("rate", "too many local sandboxes");
-	snprintf(k->id, sizeof(k->id), "%s", id);
+	sg_copy(k->id, sizeof(k->id), id);
 	k->slot = (int)(k - kernels);
 	k->cgroup = s.cgroup;
 	s.id = k->id;
@@ -322,7 +322,7 @@ create(const json_t *req)
 		close(info[1]);
 		close(block[0]);
 		if (pid == -1)
-			snprintf(why, sizeof(why), "%s", strerror(errno));
+			sg_copy(why, sizeof(why), strerror(errno));
 		else if (sg_sbxd_record(dirs.kernels, k->id, pid) == -1 ||
 		    write(go[1], "g", 1) != 1)
 			snprintf(why, sizeof(why), "cannot record the sandbox: %s",

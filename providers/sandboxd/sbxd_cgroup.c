@@ -112,8 +112,8 @@ own_dir(const struct sg_cg *cg, const char *ctl, char *out, size_t outsz)
 			continue;
 		if (ctl == NULL ? strcmp(fstype, "cgroup2") == 0 :
 		    strcmp(fstype, "cgroup") == 0 && has_word(super, ctl, ",")) {
-			snprintf(root, sizeof(root), "%s", r);
-			snprintf(mnt, sizeof(mnt), "%s", m);
+			sg_copy(root, sizeof(root), r);
+			sg_copy(mnt, sizeof(mnt), m);
 			found = 1;
 		}
 	}
@@ -132,7 +132,7 @@ own_dir(const struct sg_cg *cg, const char *ctl, char *out, size_t outsz)
 		if (ctl == NULL ? strcmp(line, "0") == 0 && b == a + 1 :
 		    has_word(a + 1, ctl, ",")) {
 			b[1 + strcspn(b + 1, "\n")] = '\0';
-			snprintf(path, sizeof(path), "%s", b + 1);
+			sg_copy(path, sizeof(path), b + 1);
 			found = 1;
 		}
 	}
@@ -375,7 +375,7 @@ group_name(const char *home, uid_t owner, char *out, size_t outsz)
 
 	if (home[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL ||
 	    sg_cg_join(abs, sizeof(abs), cwd, home) == -1)
-		snprintf(abs, sizeof(abs), "%s", home);
+		sg_copy(abs, sizeof(abs), home);
 	sg_sha256_hex(abs, strlen(abs), hash);
 	snprintf(out, outsz, "sandgate-%u-%.12s", (unsigned)owner, hash);
 }

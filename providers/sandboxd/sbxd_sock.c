@@ -346,11 +346,11 @@ advise(const char *base, char *why, size_t whysz)
 	sh_quote(qb, sizeof(qb), base);
 	sh_quote(qp, sizeof(qp), parent);
 	if (pw != NULL)
-		snprintf(user, sizeof(user), "%s", pw->pw_name);
+		sg_copy(user, sizeof(user), pw->pw_name);
 	else
 		snprintf(user, sizeof(user), "%d", (int)geteuid());
 	if (gr != NULL)
-		snprintf(group, sizeof(group), "%s", gr->gr_name);
+		sg_copy(group, sizeof(group), gr->gr_name);
 	else
 		snprintf(group, sizeof(group), "%d", (int)getegid());
 	if (lstat(base, &st) == 0 && st.st_uid != geteuid())

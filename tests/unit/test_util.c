@@ -337,6 +337,32 @@ json_size_counts_outside_strings(void **state)
 	assert_int_equal(depth, 0);
 }
 
+/* sg_copy is snprintf's "%s": cut to fit and ended, NULL as "", and a
+ * size of 0 writes nothing. */
+static void
+copy_as_snprintf(void **state)
+{
+	char a[8], b[8];
+	const char *srcs[] = { "", "abc", "1234567", "12345678", "123456789abc",
+	    NULL };
+	size_t i, sz;
+
+	(void)state;
+	for (i = 0; srcs[i] != NULL; i++)
+		for (sz = 1; sz <= sizeof(a); sz++) {
+			memset(a, 'x', sizeof(a));
+			memset(b, 'x', sizeof(b));
+			snprintf(a, sz, "%s", srcs[i]);
+			assert_ptr_equal(sg_copy(b, sz, srcs[i]), b);
+			assert_memory_equal(a, b, sizeof(a));
+		}
+	memset(b, 'x', sizeof(b));
+	assert_string_equal(sg_copy(b, sizeof(b), NULL), "");
+	sg_copy(b, 0, "abc");
+	assert_int_equal(b[0], '\0');
+	assert_int_equal(b[1], 'x');
+}
+
 static void
 pct_encode(void **state)
 {
@@ -477,6 +503,7 @@ main(void)
 		cmocka_unit_test(secret_eq_compares),
 		cmocka_unit_test(now_ms_monotonic),
 		cmocka_unit_test(pct_encode),
+		cmocka_unit_test(copy_as_snprintf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
