@@ -83,7 +83,7 @@ down(struct sg_store *st, const char *detail)
 	char line[512];
 	size_t n;
 
-	sg_copy(line, sizeof(line), detail != NULL ? detail : "");
+	sg_copy(line, sizeof(line), detail);
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
 		line[--n] = '\0';

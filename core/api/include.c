@@ -40,8 +40,7 @@ take(void *arg, const char *name, const char *value)
 		if (strcmp(value, known[i]) == 0)
 			break;
 	if (value == NULL || i == sizeof(known) / sizeof(known[0])) {
-		sg_copy(p->badbuf, sizeof(p->badbuf), value != NULL ?
-		    value : "");
+		sg_copy(p->badbuf, sizeof(p->badbuf), value);
 		p->bad = p->badbuf;
 		return -1;
 	}

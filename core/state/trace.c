@@ -275,8 +275,7 @@ sg_trace_call(const char *call_id, const char *refused)
 {
 	struct run *p;
 
-	sg_copy(tr.call_id, sizeof(tr.call_id), call_id != NULL ?
-	    call_id : "");
+	sg_copy(tr.call_id, sizeof(tr.call_id), call_id);
 	if (refused == NULL)
 		return;
 	if ((p = new_run()) == NULL) {
@@ -300,8 +299,8 @@ sg_trace_run(const char *tool, const char *id, const char *code, int64_t t0,
 		return;
 	}
 	sg_copy(p->call_id, sizeof(p->call_id), tr.call_id);
-	sg_copy(p->tool, sizeof(p->tool), tool != NULL ? tool : "");
-	sg_copy(p->sandbox, sizeof(p->sandbox), id != NULL ? id : "");
+	sg_copy(p->tool, sizeof(p->tool), tool);
+	sg_copy(p->sandbox, sizeof(p->sandbox), id);
 	p->t0 = t0;
 	p->ms = ms;
 	p->images = images_in(result);

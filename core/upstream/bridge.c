@@ -60,7 +60,7 @@ sg_bridge_new(const char *model, sg_sse_fn fn, void *arg)
 		return NULL;
 	b->fn = fn;
 	b->arg = arg;
-	sg_copy(b->model, sizeof(b->model), model != NULL ? model : "");
+	sg_copy(b->model, sizeof(b->model), model);
 	sg_rand_id(b->id, sizeof(b->id), "resp_", 24);
 	b->created = (json_int_t)time(NULL);
 	if ((b->output = json_array()) == NULL) {
