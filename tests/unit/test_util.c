@@ -358,9 +358,10 @@ copy_as_snprintf(void **state)
 		}
 	memset(b, 'x', sizeof(b));
 	assert_string_equal(sg_copy(b, sizeof(b), NULL), "");
-	sg_copy(b, 0, "abc");
-	assert_int_equal(b[0], '\0');
 	assert_int_equal(b[1], 'x');
+	memset(b, 'x', sizeof(b));
+	assert_ptr_equal(sg_copy(b, 0, "abc"), b);
+	assert_memory_equal(b, "xxxxxxxx", sizeof(b));
 }
 
 static void
