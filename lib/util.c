@@ -9,6 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
@@ -62,10 +66,27 @@ size_t
 sg_json_plain(const char *p, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)p;
-	size_t i;
+	size_t i = 0;
 	uint64_t x, m;
 
-	for (i = 0; i + 8 <= n; i += 8) {
+#if defined(__SSE2__)
+	/* Sixteen bytes a step where the machine has it (every x86-64):
+	 * a signed compare with 0x20 finds the controls and the bytes from
+	 * 0x80 at once. A model's code and a run's output are long runs. */
+	const __m128i sp = _mm_set1_epi8(0x20), qu = _mm_set1_epi8('"'),
+	    bs = _mm_set1_epi8('\\');
+	__m128i v;
+	int k;
+
+	for (; i + 16 <= n; i += 16) {
+		v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		k = _mm_movemask_epi8(_mm_or_si128(_mm_cmplt_epi8(v, sp),
+		    _mm_or_si128(_mm_cmpeq_epi8(v, qu), _mm_cmpeq_epi8(v, bs))));
+		if (k != 0)
+			return i + (size_t)__builtin_ctz((unsigned)k);
+	}
+#endif
+	for (; i + 8 <= n; i += 8) {
 		memcpy(&x, s + i, 8);
 		if ((m = specials(x)) != 0) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -93,6 +114,54 @@ sg_copy(char *dst, size_t size, const char *src)
 		memcpy(dst, src, n);
 	dst[n] = '\0';
 	return dst;
+}
+
+size_t
+sg_join(char *dst, size_t size, ...)
+{
+	const char *s;
+	size_t len = 0, n, k;
+	va_list ap;
+
+	va_start(ap, size);
+	while ((s = va_arg(ap, const char *)) != NULL) {
+		n = strlen(s);
+		if (len + 1 < size) {
+			k = size - 1 - len < n ? size - 1 - len : n;
+			memcpy(dst + len, s, k);
+		}
+		len += n;
+	}
+	va_end(ap);
+	if (size > 0)
+		dst[len < size ? len : size - 1] = '\0';
+	return len;
+}
+
+char *
+sg_dec(char *buf, size_t size, long long v)
+{
+	char tmp[24];
+	size_t n = 0, i;
+	/* As unsigned: the most negative value has no positive twin. */
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v :
+	    (unsigned long long)v;
+
+	do
+		tmp[n++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		tmp[n++] = '-';
+	if (size == 0)
+		return buf;
+	if (n >= size) {
+		buf[0] = '\0';
+		return buf;
+	}
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+	return buf;
 }
 
 int

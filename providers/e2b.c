@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "../lib/log.h"
+#include "../lib/util.h"
 
 #define E2B_API		"https://api.e2b.app"
 #define E2B_DOMAIN	"e2b.app"
@@ -44,8 +45,8 @@ api(const struct sg_tool *t)
 static void
 control_headers(const struct sg_tool *t, struct sg_hdrs *h)
 {
-	sg_hdrs_add(h, "X-API-Key: %s", t->api_key != NULL ? t->api_key : "");
-	sg_hdrs_add(h, "Accept: application/json");
+	sg_hdrs_add(h, "X-API-Key", t->api_key);
+	sg_hdrs_add(h, "Accept", "application/json");
 }
 
 json_t *
@@ -120,7 +121,7 @@ sandbox_url(const struct sg_tool *t, const json_t *handle, int port,
 	const char *id = json_string_value(json_object_get(handle, "id"));
 
 	if (t->sandbox_url != NULL) {
-		snprintf(url, sz, "%s%s", t->sandbox_url, path);
+		sg_join(url, sz, t->sandbox_url, path, NULL);
 		return;
 	}
 	/* With api_base https://api.<domain>, sandboxes live on <domain>. */
@@ -146,13 +147,15 @@ sandbox_headers(const json_t *handle, int port, struct sg_hdrs *h)
 	const char *traffic = json_string_value(json_object_get(handle,
 	    "traffic"));
 
-	sg_hdrs_add(h, "E2b-Sandbox-Id: %s",
+	char num[24];
+
+	sg_hdrs_add(h, "E2b-Sandbox-Id",
 	    json_string_value(json_object_get(handle, "id")));
-	sg_hdrs_add(h, "E2b-Sandbox-Port: %d", port);
+	sg_hdrs_add(h, "E2b-Sandbox-Port", sg_dec(num, sizeof(num), port));
 	if (tok != NULL)
-		sg_hdrs_add(h, "X-Access-Token: %s", tok);
+		sg_hdrs_add(h, "X-Access-Token", tok);
 	if (traffic != NULL)
-		sg_hdrs_add(h, "E2B-Traffic-Access-Token: %s", traffic);
+		sg_hdrs_add(h, "E2B-Traffic-Access-Token", traffic);
 }
 
 /*
@@ -306,7 +309,7 @@ e2b_run(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 		return sg_prov_fail(err, SG_PROV_GONE, 0, "e2b handle without id");
 	sg_e2b_execute_url(t, handle, url, sizeof(url));
 	sandbox_headers(handle, CI_PORT, &h);
-	sg_hdrs_add(&h, "Accept: application/json");
+	sg_hdrs_add(&h, "Accept", "application/json");
 	body = json_pack("{s:s,s:s*}", "code", code, "context_id",
 	    json_string_value(json_object_get(handle, "context")));
 	rc = run_unstalled(p, url, &h, body, timeout_s, res, &status, &gone,

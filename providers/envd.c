@@ -45,7 +45,7 @@ sg_envd_put(struct sg_prov *p, const char *base, struct sg_hdrs *h,
 
 	if ((rc = files_url(base, path, url, sizeof(url), err)) != SG_PROV_OK)
 		return rc;
-	sg_hdrs_add(h, "Content-Type: application/octet-stream");
+	sg_hdrs_add(h, "Content-Type", "application/octet-stream");
 	rc = sg_phttp_upload(p, url, h, fd, size, UPLOAD_MS, &status, &resp,
 	    err);
 	if (rc == SG_PROV_OK && status == 507)
@@ -159,12 +159,12 @@ fs_rpc(struct sg_prov *p, const char *base, struct sg_hdrs *h,
 {
 	char url[1100];
 
-	if (snprintf(url, sizeof(url), "%s/filesystem.Filesystem/%s", base,
-	    method) >= (int)sizeof(url))
+	if (sg_join(url, sizeof(url), base, "/filesystem.Filesystem/", method,
+	    NULL) >= sizeof(url))
 		return sg_prov_fail(err, SG_PROV_FAILED, 0, "a sandbox URL too "
 		    "long");
-	sg_hdrs_add(h, "Connect-Protocol-Version: 1");
-	sg_hdrs_add(h, "Authorization: Basic dXNlcjo=");
+	sg_hdrs_add(h, "Connect-Protocol-Version", "1");
+	sg_hdrs_add(h, "Authorization", "Basic dXNlcjo=");
 	return sg_phttp_call_max(p, "POST", url, h, body, LIST_BODY_MAX,
 	    LIST_MS, status, resp, err);
 }

@@ -18,16 +18,16 @@
 #define JSON_MAX		(1u << 20)	/* a JSON answer kept, at most */
 
 void
-sg_hdrs_add(struct sg_hdrs *h, const char *fmt, ...)
+sg_hdrs_add(struct sg_hdrs *h, const char *name, const char *value)
 {
-	va_list ap;
+	size_t size;
 
-	if (h->n >= SG_HDR_MAX)
+	if (value == NULL)
+		value = "";
+	size = strlen(name) + 2 + strlen(value) + 1;
+	if (h->n >= SG_HDR_MAX || (h->h[h->n] = malloc(size)) == NULL)
 		return;
-	va_start(ap, fmt);
-	if (vasprintf(&h->h[h->n], fmt, ap) != -1)
-		h->n++;
-	va_end(ap);
+	sg_join(h->h[h->n++], size, name, ": ", value, NULL);
 }
 
 void

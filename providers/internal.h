@@ -14,8 +14,9 @@ struct sg_hdrs {
 	int	 n;
 };
 
-void	 sg_hdrs_add(struct sg_hdrs *, const char *fmt, ...)
-	    __attribute__((format(printf, 2, 3)));
+/* "name: value" (value NULL: ""), built without printf: a transfer
+ * takes a handful, every round. */
+void	 sg_hdrs_add(struct sg_hdrs *, const char *name, const char *value);
 void	 sg_hdrs_free(struct sg_hdrs *);
 
 /* The prov's kept handle and parsed URLs freed (sg_prov_free). */

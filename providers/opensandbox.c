@@ -34,8 +34,8 @@ static void
 control_headers(const struct sg_tool *t, struct sg_hdrs *h)
 {
 	if (t->api_key != NULL && t->api_key[0] != '\0')
-		sg_hdrs_add(h, "OPEN-SANDBOX-API-KEY: %s", t->api_key);
-	sg_hdrs_add(h, "Accept: application/json");
+		sg_hdrs_add(h, "OPEN-SANDBOX-API-KEY", t->api_key);
+	sg_hdrs_add(h, "Accept", "application/json");
 }
 
 /* One lifecycle call; *resp new or NULL. 2xx → OK, else mapped. */
@@ -327,7 +327,7 @@ run_cell(struct sg_prov *p, const json_t *handle, const char *code,
 	snprintf(url, sizeof(url), "%s/code", json_string_value(
 	    json_object_get(handle, "execd")));
 	sg_osb_execd_headers(handle, &h);
-	sg_hdrs_add(&h, "Accept: text/event-stream");
+	sg_hdrs_add(&h, "Accept", "text/event-stream");
 	/* Without a language execd runs the code as a shell command. */
 	body = json_pack("{s:s,s:{s:s,s:s*}}", "code", code, "context",
 	    "language", "python", "id", json_string_value(json_object_get(

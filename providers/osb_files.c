@@ -27,7 +27,7 @@ sg_osb_execd_headers(const json_t *handle, struct sg_hdrs *h)
 
 	json_object_foreach(json_object_get(handle, "headers"), name, v)
 		if (json_is_string(v))
-			sg_hdrs_add(h, "%s: %s", name, json_string_value(v));
+			sg_hdrs_add(h, name, json_string_value(v));
 }
 
 int
@@ -189,7 +189,7 @@ sg_osb_list(struct sg_prov *p, const struct sg_tool *t, const json_t *handle,
 	if ((rc = execd_begin(handle, "/files/search", dir, "&pattern=**", url,
 	    sizeof(url), &h, err)) != SG_PROV_OK)
 		return rc;
-	sg_hdrs_add(&h, "Accept: application/json");
+	sg_hdrs_add(&h, "Accept", "application/json");
 	rc = sg_phttp_call_max(p, "GET", url, &h, NULL, LIST_BODY_MAX, LIST_MS,
 	    &status, &resp, err);
 	sg_hdrs_free(&h);

@@ -316,7 +316,7 @@ sg_store_checkpoint(struct sg_store *st)
 static void
 touch_key(const char *tenant, const char *session_id, char *key, size_t sz)
 {
-	if ((size_t)snprintf(key, sz, "%s\n%s", tenant, session_id) >= sz)
+	if (sg_join(key, sz, tenant, "\n", session_id, NULL) >= sz)
 		key[0] = '\0';
 }
 

@@ -39,15 +39,17 @@ int
 sg_http_begin(struct sg_out *out, const struct sg_req *req, int status,
     const char *content_type, const char *extra)
 {
-	char head[512];
-	int n;
+	char head[512], code[24];
+	size_t n;
 
 	if (out->started)
 		return -1;
-	n = snprintf(head, sizeof(head),
-	    "Status: %d %s\r\nContent-Type: %s\r\nx-request-id: %s\r\n",
-	    status, sg_http_reason(status), content_type, req->id);
-	if (n < 0 || (size_t)n >= sizeof(head))
+	/* Every answer's head: built without printf (~2 k instructions). */
+	n = sg_join(head, sizeof(head), "Status: ", sg_dec(code, sizeof(code),
+	    status), " ", sg_http_reason(status), "\r\nContent-Type: ",
+	    content_type != NULL ? content_type : "application/octet-stream",
+	    "\r\nx-request-id: ", req->id, "\r\n", NULL);
+	if (n >= sizeof(head))
 		return -1;
 	out->started = 1;
 	out->status = status;

@@ -127,7 +127,10 @@ on_header(char *line, size_t size, size_t nitems, void *arg)
 	while (vlen > 0 && (val[vlen - 1] == '\r' || val[vlen - 1] == '\n'))
 		vlen--;
 	if (nlen == 12 && strncasecmp(line, "content-type", 12) == 0) {
-		snprintf(r->ctype, sizeof(r->ctype), "%.*s", (int)vlen, val);
+		/* Cut to fit, as "%.*s" would, without printf. */
+		i = vlen < sizeof(r->ctype) - 1 ? vlen : sizeof(r->ctype) - 1;
+		memcpy(r->ctype, val, i);
+		r->ctype[i] = '\0';
 		return len;
 	}
 	if (nlen == 12 && strncasecmp(line, "x-request-id", 12) == 0) {
@@ -428,8 +431,8 @@ post(struct sg_upstream *up, const struct sg_cfg_model *m, const char *body,
 	int64_t left = r->deadline - sg_now_ms();
 	CURLcode rc;
 
-	snprintf(url, sizeof(url), "%s%s", m->api_base, r->surface ==
-	    SG_SURFACE_CHAT ? "/chat/completions" : "/responses");
+	sg_join(url, sizeof(url), m->api_base, r->surface == SG_SURFACE_CHAT ?
+	    "/chat/completions" : "/responses", NULL);
 	if ((t = sg_targets_get(&up->targets, url, m->api_key)) == NULL)
 		return CURLE_OUT_OF_MEMORY;
 	/* No curl_easy_reset: every option is set here on every transfer,

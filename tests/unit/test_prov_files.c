@@ -477,7 +477,7 @@ envd_list(struct canned *c, const char *dir, size_t max, json_t **files,
 	struct sg_hdrs h = { 0 };
 	int rc;
 
-	sg_hdrs_add(&h, "X-Access-Token: tok");
+	sg_hdrs_add(&h, "X-Access-Token", "tok");
 	rc = sg_envd_list(&c->prov, "http://localhost", &h, dir, max, files,
 	    err);
 	sg_hdrs_free(&h);

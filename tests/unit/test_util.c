@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -364,6 +365,60 @@ copy_as_snprintf(void **state)
 	assert_memory_equal(b, "xxxxxxxx", sizeof(b));
 }
 
+/* Two and three parts, every size from 0 to past their length: what
+ * snprintf writes and says, byte for byte. */
+static void
+join_as_snprintf(void **state)
+{
+	const char *srcs[] = { "", "a", "abc", "1234567", NULL };
+	char a[12], b[12];
+	size_t i, j, sz;
+	int n;
+
+	(void)state;
+	for (i = 0; srcs[i] != NULL; i++)
+		for (j = 0; srcs[j] != NULL; j++)
+			for (sz = 0; sz <= sizeof(a); sz++) {
+				memset(a, 'x', sizeof(a));
+				memset(b, 'x', sizeof(b));
+				n = snprintf(a, sz, "%s/%s", srcs[i], srcs[j]);
+				assert_int_equal(sg_join(b, sz, srcs[i], "/",
+				    srcs[j], NULL), (size_t)n);
+				assert_memory_equal(a, b, sizeof(a));
+				n = snprintf(a, sz, "%s%s", srcs[i], srcs[j]);
+				assert_int_equal(sg_join(b, sz, srcs[i],
+				    srcs[j], NULL), (size_t)n);
+				assert_memory_equal(a, b, sizeof(a));
+			}
+	assert_int_equal(sg_join(b, sizeof(b), NULL), 0);
+	assert_string_equal(b, "");
+}
+
+/* What "%lld" writes, over the ends of the range and the sizes around a
+ * number's length; "" when it does not fit whole. */
+static void
+dec_as_printf(void **state)
+{
+	const long long vs[] = { 0, 7, -7, 10, 49999, -100, LLONG_MAX,
+	    LLONG_MIN };
+	char want[32], got[32];
+	size_t i, sz;
+
+	(void)state;
+	for (i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+		snprintf(want, sizeof(want), "%lld", vs[i]);
+		assert_string_equal(sg_dec(got, 24, vs[i]), want);
+		for (sz = 1; sz <= strlen(want) + 1; sz++) {
+			memset(got, 'x', sizeof(got));
+			sg_dec(got, sz, vs[i]);
+			assert_string_equal(got, sz > strlen(want) ? want : "");
+		}
+	}
+	memset(got, 'x', sizeof(got));
+	assert_ptr_equal(sg_dec(got, 0, 5), got);
+	assert_int_equal(got[0], 'x');
+}
+
 static void
 pct_encode(void **state)
 {
@@ -435,6 +490,10 @@ json_plain_stops_at_the_first_special(void **state)
 			assert_int_equal(sg_json_plain(buf, sizeof(buf)), want);
 			/* And a special byte after the end is not looked at. */
 			assert_int_equal(sg_json_plain(buf, at), at);
+			/* Nor missed in the last bytes, past whole steps. */
+			for (len = at + 1; len < 24; len++)
+				assert_int_equal(sg_json_plain(buf, len),
+				    want == at ? at : len);
 		}
 	/* Bytes just inside and outside each bound, side by side: a
 	 * borrow across bytes must not hide one nor invent one. */
@@ -505,6 +564,8 @@ main(void)
 		cmocka_unit_test(now_ms_monotonic),
 		cmocka_unit_test(pct_encode),
 		cmocka_unit_test(copy_as_snprintf),
+		cmocka_unit_test(join_as_snprintf),
+		cmocka_unit_test(dec_as_printf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
