@@ -146,7 +146,6 @@ sandbox_headers(const json_t *handle, int port, struct sg_hdrs *h)
 	const char *tok = json_string_value(json_object_get(handle, "token"));
 	const char *traffic = json_string_value(json_object_get(handle,
 	    "traffic"));
-
 	char num[24];
 
 	sg_hdrs_add(h, "E2b-Sandbox-Id",
