@@ -39,13 +39,16 @@ size_t	 sg_json_plain(const char *p, size_t n);
  * (size > 0): snprintf(dst, size, "%s", src) without printf's ~400
  * instructions. dst. */
 char	*sg_copy(char *dst, size_t size, const char *src);
-/* The strings given (a NULL ends the list) one after the other into dst
- * of size bytes, cut to fit and always ended (size > 0): snprintf with
- * "%s%s..." without printf. The length it would have had, as snprintf's
- * (>= size: cut). */
-size_t	 sg_join(char *dst, size_t size, ...);
+/* The strings given (a NULL ends the list, and the compiler holds every
+ * call to one) one after the other into dst of size bytes, cut to fit
+ * and ended (nothing written when size is 0): snprintf with "%s%s..."
+ * without printf. The length it would have had, as snprintf's (>= size:
+ * cut). */
+size_t	 sg_join(char *dst, size_t size, ...)
+	    __attribute__((sentinel));
 /* v in decimal into buf of size bytes (24 hold any), as "%lld" would,
- * without printf; "" when it does not fit. buf. */
+ * without printf; "" when it does not fit (nothing when size is 0).
+ * buf. */
 char	*sg_dec(char *buf, size_t size, long long v);
 
 /* New NUL-terminated copy of buf[0..len) with invalid UTF-8 replaced by

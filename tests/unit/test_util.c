@@ -392,6 +392,10 @@ join_as_snprintf(void **state)
 			}
 	assert_int_equal(sg_join(b, sizeof(b), NULL), 0);
 	assert_string_equal(b, "");
+	/* Parts past the first three, and past what fits. */
+	assert_int_equal(sg_join(b, sizeof(b), "ab", "", "cd", "e", "fgh",
+	    "ijklm", NULL), 13);
+	assert_string_equal(b, "abcdefghijk");
 }
 
 /* What "%lld" writes, over the ends of the range and the sizes around a
