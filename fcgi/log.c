@@ -12,6 +12,7 @@
 #include "fcgi.h"
 #include "../core/http/http.h"
 #include "../lib/log.h"
+#include "../lib/util.h"
 
 /* A line being put together; its fields are bounded, so it always fits. */
 struct line {
@@ -33,17 +34,9 @@ put(struct line *l, const char *s)
 static void
 put_int(struct line *l, long long v)
 {
-	char digits[24], *p = digits + sizeof(digits);
-	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v :
-	    (unsigned long long)v;
+	char digits[24];
 
-	*--p = '\0';
-	do
-		*--p = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
-	if (v < 0)
-		*--p = '-';
-	put(l, p);
+	put(l, sg_dec(digits, sizeof(digits), v));
 }
 
 /*

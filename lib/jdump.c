@@ -97,16 +97,10 @@ string(struct sg_buf *b, const char *p, size_t n)
 static int
 integer(struct sg_buf *b, json_int_t v)
 {
-	char num[24], *e = num + sizeof(num), *q = e;
-	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v :
-	    (unsigned long long)v;
+	char num[24];
 
-	do
-		*--q = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
-	if (v < 0)
-		*--q = '-';
-	return put(b, q, (size_t)(e - q));
+	sg_dec(num, sizeof(num), (long long)v);
+	return put(b, num, strlen(num));
 }
 
 static int

@@ -141,25 +141,22 @@ sg_join(char *dst, size_t size, ...)
 char *
 sg_dec(char *buf, size_t size, long long v)
 {
-	char tmp[24];
-	size_t n = 0, i;
+	char num[24], *e = num + sizeof(num), *q = e;
+	size_t n;
 	/* As unsigned: the most negative value has no positive twin. */
 	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v :
 	    (unsigned long long)v;
 
 	do
-		tmp[n++] = (char)('0' + u % 10);
+		*--q = (char)('0' + u % 10);
 	while ((u /= 10) != 0);
 	if (v < 0)
-		tmp[n++] = '-';
+		*--q = '-';
 	if (size == 0)
 		return buf;
-	if (n >= size) {
-		buf[0] = '\0';
-		return buf;
-	}
-	for (i = 0; i < n; i++)
-		buf[i] = tmp[n - 1 - i];
+	if ((n = (size_t)(e - q)) >= size)
+		n = 0;
+	memcpy(buf, q, n);
 	buf[n] = '\0';
 	return buf;
 }
