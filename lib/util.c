@@ -363,6 +363,26 @@ sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
 	return 0;
 }
 
+int
+sg_time_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct timespec ts;
+	uint64_t t;
+	char *p;
+	int i;
+
+	if (nbytes < 8 || sg_rand_id(out, outsz, prefix, nbytes) == -1)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* Seconds in the top 32 bits of 52, the microsecond below. */
+	t = ((uint64_t)(uint32_t)ts.tv_sec << 20) | (uint64_t)(ts.tv_nsec / 1000);
+	p = out + strlen(prefix);
+	for (i = 12; i >= 0; i--, t >>= 4)
+		p[i] = hex[t & 0x0f];
+	return 0;
+}
+
 void
 sg_sha256_hex(const void *buf, size_t len, char out[65])
 {

@@ -83,6 +83,14 @@ int	 sg_buf_printf(struct sg_buf *, const char *fmt, ...)
  * strlen(prefix) + 2*nbytes + 1. Returns 0, or -1 if the kernel's random
  * source failed. */
 int	 sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes);
+/* As sg_rand_id, the first 13 hex digits the time: 8 of the Unix
+ * seconds (as OpenAI's ids begin), 5 of the microsecond. Ids made one
+ * after the other sort by time, so a store's index on them takes each
+ * new one at its end, on a page already being written, not at a random
+ * page (a response's items: five pages of the WAL a commit where one
+ * does). Not for a secret (a key): 13 of its digits are guessable.
+ * nbytes at least 8; -1 as sg_rand_id's, or for a smaller nbytes. */
+int	 sg_time_id(char *out, size_t outsz, const char *prefix, size_t nbytes);
 
 /* Lower-case hex SHA-256 of buf into out[65]. */
 void	 sg_sha256_hex(const void *buf, size_t len, char out[65]);

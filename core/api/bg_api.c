@@ -110,7 +110,7 @@ sg_bg_queue(const struct sg_cfg *cfg, struct sg_store *st,
 	if (refused(cfg, body, err) == -1 ||
 	    names_found(cfg, st, m, body, req, err) == -1)
 		return -1;
-	if (sg_rand_id(id, sizeof(id), "resp_", 24) == -1)
+	if (sg_time_id(id, sizeof(id), "resp_", 24) == -1)
 		return sg_error_server(err, 500, "out of randomness");
 	head = sg_answer_head(body, id, (json_int_t)(req->wall_ms / 1000),
 	    "queued");

@@ -193,7 +193,7 @@ create(struct sg_store *st, const struct sg_req *req, struct sg_out *out,
 	    sg_convs_items_in(st, req, json_is_array(items) ? items : NULL,
 	    "items", &kept, &ups, err) == -1)
 		goto out;
-	if (sg_rand_id(id, sizeof(id), "conv_", 24) == -1) {
+	if (sg_time_id(id, sizeof(id), "conv_", 24) == -1) {
 		sg_error_server(err, 500, "no randomness for an id");
 		goto out;
 	}

@@ -164,7 +164,7 @@ sg_call_run(struct run *r, const struct call *c, char **text, json_t **item,
 	if (sid != NULL)
 		sg_copy(id, sizeof(id), sid);
 	else
-		sg_rand_id(id, sizeof(id), "ci_", 16);
+		sg_time_id(id, sizeof(id), "ci_", 16);
 	/* A call whose code raised is still completed: the traceback is in
 	 * its logs, and the model reads it. */
 	*item = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o}", "id", id, "type",

@@ -317,7 +317,7 @@ sg_answer_responses(const json_t *last, const json_t *body, json_t *output,
 	if (given_id != NULL)
 		sg_copy(id, sizeof(id), given_id);
 	else
-		sg_rand_id(id, sizeof(id), "resp_", 24);
+		sg_time_id(id, sizeof(id), "resp_", 24);
 	/* The last turn's start; never after completed_at, whatever the
 	 * upstream's clock says. */
 	if (json_is_integer(v) && json_integer_value(v) > 0 &&

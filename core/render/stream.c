@@ -32,8 +32,10 @@ sg_stream_new(enum sg_surface surface, const struct sg_req *req,
 	s->created = req->resp_id[0] != '\0' && req->wall_ms > 0 ?
 	    req->wall_ms / 1000 : (int64_t)time(NULL);
 	s->started = sg_now_ms();
-	sg_rand_id(s->id, sizeof(s->id), surface == SG_SURFACE_CHAT ?
-	    "chatcmpl-sg" : "resp_", surface == SG_SURFACE_CHAT ? 12 : 24);
+	if (surface == SG_SURFACE_CHAT)
+		sg_rand_id(s->id, sizeof(s->id), "chatcmpl-sg", 12);
+	else
+		sg_time_id(s->id, sizeof(s->id), "resp_", 24);
 	if (surface == SG_SURFACE_RESPONSES && req->resp_id[0] != '\0')
 		sg_copy(s->id, sizeof(s->id), req->resp_id);
 	if ((s->done = json_array()) == NULL) {
@@ -251,7 +253,7 @@ code_call_added(struct sg_stream *s, const json_t *item)
 	sg_copy(c->call_id, sizeof(c->call_id),
 	    json_string_value(json_object_get(item, "call_id")) ?
 	    json_string_value(json_object_get(item, "call_id")) : "");
-	sg_rand_id(c->id, sizeof(c->id), "ci_", 16);
+	sg_time_id(c->id, sizeof(c->id), "ci_", 16);
 	c->index = s->next_index++;
 	sg_codedec_init(&c->dec, code_delta, c);
 	/* The sandbox exists by the time its first call is shown. */

@@ -110,7 +110,7 @@ sg_conv_client_form(const json_t *it)
 	    is_type(c, "function_call_output")))
 		json_object_set_new(c, "status", json_string("completed"));
 	if (!json_is_string(json_object_get(c, "id")) &&
-	    sg_rand_id(id, sizeof(id), prefix, 16) == 0)
+	    sg_time_id(id, sizeof(id), prefix, 16) == 0)
 		json_object_set_new(c, "id", json_string(id));
 	return c;
 }

@@ -45,7 +45,7 @@ mint(json_t *item)
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (is_type(item, kinds[i][0]))
 			prefix = kinds[i][1];
-	if (sg_rand_id(id, sizeof(id), prefix, 16) == 0)
+	if (sg_time_id(id, sizeof(id), prefix, 16) == 0)
 		json_object_set_new(item, "id", json_string(id));
 }
 

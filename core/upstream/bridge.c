@@ -61,7 +61,7 @@ sg_bridge_new(const char *model, sg_sse_fn fn, void *arg)
 	b->fn = fn;
 	b->arg = arg;
 	sg_copy(b->model, sizeof(b->model), model);
-	sg_rand_id(b->id, sizeof(b->id), "resp_", 24);
+	sg_time_id(b->id, sizeof(b->id), "resp_", 24);
 	b->created = (json_int_t)time(NULL);
 	if ((b->output = json_array()) == NULL) {
 		free(b);
@@ -140,7 +140,7 @@ reasoning_delta(struct sg_bridge *b, const json_t *v)
 		b->rs_open = 1;
 		b->rs_index = b->next_index++;
 		b->thought.len = 0;
-		sg_rand_id(b->rs_id, sizeof(b->rs_id), "rs_", 24);
+		sg_time_id(b->rs_id, sizeof(b->rs_id), "rs_", 24);
 		send(b, "response.output_item.added", json_pack("{s:i,s:{s:s,s:s,"
 		    "s:[],s:[]}}", "output_index", b->rs_index, "item", "id",
 		    b->rs_id, "type", "reasoning", "summary", "content"));
@@ -188,7 +188,7 @@ message_open(struct sg_bridge *b)
 	b->msg_open = 1;
 	b->msg_index = b->next_index++;
 	b->text.len = 0;
-	sg_rand_id(b->msg_id, sizeof(b->msg_id), "msg_", 24);
+	sg_time_id(b->msg_id, sizeof(b->msg_id), "msg_", 24);
 	send(b, "response.output_item.added", json_pack("{s:i,s:{s:s,s:s,s:s,"
 	    "s:s,s:[]}}", "output_index", b->msg_index, "item", "id", b->msg_id,
 	    "type", "message", "status", "in_progress", "role", "assistant",
@@ -252,7 +252,7 @@ call_delta(struct sg_bridge *b, const json_t *d)
 		message_close(b, "completed");
 		c->open = 1;
 		c->index = b->next_index++;
-		sg_rand_id(c->id, sizeof(c->id), "fc_", 24);
+		sg_time_id(c->id, sizeof(c->id), "fc_", 24);
 		if (json_is_string(json_object_get(d, "id")))
 			c->call_id = json_incref(json_object_get(d, "id"));
 		else if (sg_rand_id(id, sizeof(id), "call_", 12) == 0)

@@ -9,8 +9,10 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -249,6 +251,35 @@ rand_id_differs(void **state)
 	assert_int_equal(sg_rand_id(a, sizeof(a), "req_", 16), 0);
 	assert_int_equal(sg_rand_id(b, sizeof(b), "req_", 16), 0);
 	assert_string_not_equal(a, b);
+}
+
+/* The time first, in order, then random digits. */
+static void
+time_id_sorts_by_time(void **state)
+{
+	char prev[64] = "", id[64], tail[64] = "";
+	unsigned long sec;
+	time_t before = time(NULL), after;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 1000; i++) {
+		assert_int_equal(sg_time_id(id, sizeof(id), "ci_", 16), 0);
+		assert_int_equal(strlen(id), 3 + 32);
+		assert_memory_equal(id, "ci_", 3);
+		assert_true(all_hex(id + 3, 32));
+		/* Later or the same microsecond, never earlier. */
+		assert_true(memcmp(prev, id, 3 + 13) <= 0 || prev[0] == '\0');
+		assert_string_not_equal(id + 16, tail);
+		memcpy(prev, id, sizeof(id));
+		memcpy(tail, id + 16, strlen(id + 16) + 1);
+	}
+	after = time(NULL);
+	assert_int_equal(sscanf(id + 3, "%8lx", &sec), 1);
+	assert_true(sec >= (unsigned long)before && sec <= (unsigned long)after);
+	/* Fewer than 8 bytes would leave too little to chance. */
+	assert_int_equal(sg_time_id(id, sizeof(id), "ci_", 7), -1);
+	assert_int_equal(sg_time_id(id, 3 + 32, "ci_", 16), -1);
 }
 
 static void
@@ -562,6 +593,7 @@ main(void)
 		cmocka_unit_test(rand_id_too_small),
 		cmocka_unit_test(rand_id_differs),
 		cmocka_unit_test(rand_id_empty_prefix),
+		cmocka_unit_test(time_id_sorts_by_time),
 		cmocka_unit_test(sha256_known_vectors),
 		cmocka_unit_test(sha256_length_aware),
 		cmocka_unit_test(secret_eq_compares),
