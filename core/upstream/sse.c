@@ -7,7 +7,7 @@
 
 struct sg_sse {
 	struct sg_buf	 raw;	/* current event, as received */
-	struct sg_buf	 line;	/* current line, no terminator */
+	size_t		 line_at; /* where in raw the current line begins */
 	struct sg_buf	 data;	/* joined data lines */
 	char		 name[64];
 	int		 has_data;
@@ -36,17 +36,16 @@ sg_sse_free(struct sg_sse *s)
 	if (s == NULL)
 		return;
 	free(s->raw.p);
-	free(s->line.p);
 	free(s->data.p);
 	free(s);
 }
 
-/* One complete line (terminator stripped): apply its field. */
+/* One complete line l[0..n) (read where raw holds it, its terminator
+ * not counted): apply its field. */
 static int
-take_line(struct sg_sse *s)
+take_line(struct sg_sse *s, const char *l, size_t n)
 {
-	const char *l = s->line.p != NULL ? s->line.p : "";
-	size_t n = s->line.len, flen;
+	size_t flen;
 	const char *val;
 	size_t vlen;
 
@@ -92,7 +91,7 @@ dispatch(struct sg_sse *s)
 	ev.datalen = s->data.len;
 	ev.has_data = s->has_data;
 	rc = s->fn(s->arg, &ev);
-	s->raw.len = s->data.len = 0;
+	s->raw.len = s->data.len = s->line_at = 0;
 	s->name[0] = '\0';
 	s->has_data = 0;
 	return rc;
@@ -112,7 +111,7 @@ line_end(const char *buf, size_t i, size_t len)
 int
 sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
 {
-	size_t i = 0, j;
+	size_t i = 0, j, n;
 	char c;
 
 	while (i < len) {
@@ -120,8 +119,7 @@ sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
 		if (c != '\n' && c != '\r') {
 			/* A run of a line's bytes, taken whole. */
 			j = line_end(buf, i + 1, len);
-			if (sg_buf_add(&s->raw, buf + i, j - i) == -1 ||
-			    sg_buf_add(&s->line, buf + i, j - i) == -1)
+			if (sg_buf_add(&s->raw, buf + i, j - i) == -1)
 				return -1;
 			s->prev_cr = 0;
 			if (s->raw.len > s->max)
@@ -129,23 +127,25 @@ sg_sse_feed(struct sg_sse *s, const char *buf, size_t len)
 			i = j;
 			continue;
 		}
+		n = s->raw.len - s->line_at;	/* the line that c ends */
 		if (sg_buf_add(&s->raw, &c, 1) == -1)
 			return -1;
 		i++;
 		if (c == '\n' && s->prev_cr) {
 			/* Second half of "\r\n": the line already ended. */
 			s->prev_cr = 0;
+			s->line_at = s->raw.len;
 			continue;
 		}
 		s->prev_cr = c == '\r';
-		if (s->line.len == 0) {
+		if (n == 0) {
 			if (dispatch(s) == -1)
 				return -1;
 			continue;
 		}
-		if (take_line(s) == -1)
+		if (take_line(s, s->raw.p + s->line_at, n) == -1)
 			return -1;
-		s->line.len = 0;
+		s->line_at = s->raw.len;
 	}
 	return 0;
 }
