@@ -48,13 +48,26 @@ sg_jtw_bool(struct sg_jtw *w, int yes)
 	sg_jtw_lit(w, yes ? "true" : "false");
 }
 
+/* Written in one piece: a trace has some seventy members a request. */
 void
 sg_jtw_key(struct sg_jtw *w, const char *sep, const char *key)
 {
-	sg_jtw_lit(w, sep);
-	sg_jtw_lit(w, "\"");
-	sg_jtw_lit(w, key);
-	sg_jtw_lit(w, "\":");
+	size_t ns = strlen(sep), nk = strlen(key);
+	char *p;
+
+	if (w->failed)
+		return;
+	if (sg_buf_reserve(&w->b, ns + nk + 3) == -1) {
+		w->failed = 1;
+		return;
+	}
+	p = w->b.p + w->b.len;
+	memcpy(p, sep, ns);
+	p[ns] = '"';
+	memcpy(p + ns + 1, key, nk);
+	memcpy(p + ns + 1 + nk, "\":", 3);
+	w->b.len += ns + nk + 3;
+	w->b.p[w->b.len] = '\0';
 }
 
 void

@@ -134,22 +134,6 @@ sg_use_slot(int slot)
 	unlock();
 }
 
-/* sg_use_key_id of the process's last tenant, kept: a responder's
- * requests mostly come from one key, and a hash a request adds up. */
-static void
-key_id(const char *tenant, char out[32])
-{
-	static char last[65], id[32];
-	static int known;
-
-	if (!known || strcmp(last, tenant) != 0) {
-		sg_use_key_id(tenant, id);
-		sg_copy(last, sizeof(last), tenant);
-		known = 1;
-	}
-	memcpy(out, id, sizeof(id));
-}
-
 void
 sg_use_begin(const struct sg_req *req, const char *surface)
 {
@@ -164,7 +148,7 @@ sg_use_begin(const struct sg_req *req, const char *surface)
 	memset(u, 0, sizeof(*u));
 	PUT(u->id, req->id);
 	PUT(u->tenant, req->tenant);
-	key_id(req->tenant, u->key_id);
+	sg_use_key_id(req->tenant, u->key_id);
 	PUT(u->key_name, req->key_name);
 	PUT(u->model, req->model);
 	PUT(u->surface, surface);
@@ -470,10 +454,17 @@ sg_use_pending(const char *tenant, int64_t since_ms, int64_t *cost,
 void
 sg_use_key_id(const char *tenant, char out[32])
 {
+	/* The last one made: a responder's requests are mostly one key's,
+	 * and a hash costs ~6 k instructions. */
+	static char last_tenant[72], last_id[32];
 	char label[96], hash[65];
 
 	if (strcmp(tenant, "anonymous") == 0) {
 		snprintf(out, 32, "key_anonymous");
+		return;
+	}
+	if (last_id[0] != '\0' && strcmp(tenant, last_tenant) == 0) {
+		memcpy(out, last_id, 32);
 		return;
 	}
 	/* Hashed again, with a label: the id is public, the key's hash
@@ -481,6 +472,10 @@ sg_use_key_id(const char *tenant, char out[32])
 	snprintf(label, sizeof(label), "sandgate key id %.64s", tenant);
 	sg_sha256_hex(label, strlen(label), hash);
 	snprintf(out, 32, "key_%.24s", hash);
+	if (strlen(tenant) < sizeof(last_tenant)) {
+		memcpy(last_tenant, tenant, strlen(tenant) + 1);
+		memcpy(last_id, out, 32);
+	}
 }
 
 int64_t

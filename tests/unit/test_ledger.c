@@ -232,11 +232,36 @@ periods(void **state)
 	    1795996800000LL);
 }
 
+/* Each tenant its own id, whichever was asked for last (the last one
+ * made is kept). */
+static void
+key_ids_by_tenant(void **state)
+{
+	const char *tenants[] = { "aa11", "bb22", "aa11", "anonymous", "bb22",
+	    "bb22", "aa11" };
+	char id[32], label[96], hash[65], want[32];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(tenants) / sizeof(tenants[0]); i++) {
+		sg_use_key_id(tenants[i], id);
+		if (strcmp(tenants[i], "anonymous") == 0) {
+			assert_string_equal(id, "key_anonymous");
+			continue;
+		}
+		snprintf(label, sizeof(label), "sandgate key id %s", tenants[i]);
+		sg_sha256_hex(label, strlen(label), hash);
+		snprintf(want, sizeof(want), "key_%.24s", hash);
+		assert_string_equal(id, want);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(counts_and_prices),
+		cmocka_unit_test(key_ids_by_tenant),
 		cmocka_unit_test(nothing_spent_no_row),
 		cmocka_unit_test(usage_found_in_text),
 		cmocka_unit_test(ring_to_store),
