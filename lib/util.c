@@ -339,12 +339,34 @@ sg_buf_printf(struct sg_buf *b, const char *fmt, ...)
 	return rc;
 }
 
+static const char hexdigits[] = "0123456789abcdef";
+
+/* b[0..n) as 2n lower-case hex digits into out (no NUL). */
+static void
+bytes_hex(char *out, const unsigned char *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hexdigits[b[i] >> 4];
+		out[2 * i + 1] = hexdigits[b[i] & 0x0f];
+	}
+}
+
+void
+sg_hex(char *out, uint64_t v, int digits)
+{
+	while (digits-- > 0) {
+		out[digits] = hexdigits[v & 0x0f];
+		v >>= 4;
+	}
+}
+
 int
 sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char raw[64];
-	size_t plen = strlen(prefix), i;
+	size_t plen = strlen(prefix);
 	ssize_t got;
 
 	if (nbytes > sizeof(raw) || outsz < plen + 2 * nbytes + 1)
@@ -355,10 +377,7 @@ sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
 	if (got != (ssize_t)nbytes)
 		return -1;
 	memcpy(out, prefix, plen);
-	for (i = 0; i < nbytes; i++) {
-		out[plen + 2 * i] = hex[raw[i] >> 4];
-		out[plen + 2 * i + 1] = hex[raw[i] & 0x0f];
-	}
+	bytes_hex(out + plen, raw, nbytes);
 	out[plen + 2 * nbytes] = '\0';
 	return 0;
 }
@@ -366,41 +385,31 @@ sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
 int
 sg_time_id(char *out, size_t outsz, const char *prefix, size_t nbytes)
 {
-	static const char hex[] = "0123456789abcdef";
 	struct timespec ts;
-	uint64_t t;
-	char *p;
-	int i;
 
 	if (nbytes < 8 || sg_rand_id(out, outsz, prefix, nbytes) == -1)
 		return -1;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* Seconds in the top 32 bits of 52, the microsecond below. */
-	t = ((uint64_t)(uint32_t)ts.tv_sec << 20) | (uint64_t)(ts.tv_nsec / 1000);
-	p = out + strlen(prefix);
-	for (i = 12; i >= 0; i--, t >>= 4)
-		p[i] = hex[t & 0x0f];
+	sg_hex(out + strlen(prefix), ((uint64_t)(uint32_t)ts.tv_sec << 20) |
+	    (uint64_t)(ts.tv_nsec / 1000), 13);
 	return 0;
 }
 
 void
 sg_sha256_hex(const void *buf, size_t len, char out[65])
 {
-	static const char hex[] = "0123456789abcdef";
 	/* Fetched once: OpenSSL 3 looks EVP_sha256() up again on every
 	 * digest, which costs more than hashing a key. */
 	static EVP_MD *sha256;
 	unsigned char md[32];
-	unsigned int mdlen = 0, i;
+	unsigned int mdlen = 0;
 
 	if (sha256 == NULL)
 		sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
 	EVP_Digest(buf, len, md, &mdlen, sha256 != NULL ? sha256 :
 	    EVP_sha256(), NULL);
-	for (i = 0; i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 0x0f];
-	}
+	bytes_hex(out, md, sizeof(md));
 	out[64] = '\0';
 }
 

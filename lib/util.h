@@ -83,6 +83,9 @@ int	 sg_buf_printf(struct sg_buf *, const char *fmt, ...)
  * strlen(prefix) + 2*nbytes + 1. Returns 0, or -1 if the kernel's random
  * source failed. */
 int	 sg_rand_id(char *out, size_t outsz, const char *prefix, size_t nbytes);
+/* v's low 4 * digits bits as that many lower-case hex digits into out,
+ * the first the highest; no NUL. */
+void	 sg_hex(char *out, uint64_t v, int digits);
 /* As sg_rand_id, the first 13 hex digits the time: 8 of the Unix
  * seconds (as OpenAI's ids begin), 5 of the microsecond. Ids made one
  * after the other sort by time, so a store's index on them takes each

@@ -137,17 +137,6 @@ sg_gw_streams(const struct sg_req *req)
  * checks the caller's key).
  */
 static void
-hex_into(char *out, uint64_t v, int digits)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	while (digits-- > 0) {
-		out[digits] = hex[v & 0xf];
-		v >>= 4;
-	}
-}
-
-static void
 req_id(char *out, size_t outsz, int64_t wall_ms)
 {
 	static pid_t drawn_in;
@@ -165,9 +154,9 @@ req_id(char *out, size_t outsz, int64_t wall_ms)
 	}
 	/* req_, 12 digits of the time, 12 of proc, 8 of the count. */
 	memcpy(out, "req_", 4);
-	hex_into(out + 4, (uint64_t)wall_ms, 12);
+	sg_hex(out + 4, (uint64_t)wall_ms, 12);
 	memcpy(out + 16, proc, 12);
-	hex_into(out + 28, ++seq, 8);
+	sg_hex(out + 28, ++seq, 8);
 	out[36] = '\0';
 }
 

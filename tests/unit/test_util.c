@@ -253,6 +253,24 @@ rand_id_differs(void **state)
 	assert_string_not_equal(a, b);
 }
 
+/* A number as so many hex digits, the highest first, the rest cut. */
+static void
+hex_fixed_width(void **state)
+{
+	char out[20];
+
+	(void)state;
+	memset(out, 'Z', sizeof(out));
+	sg_hex(out, 0x1a2bULL, 6);
+	assert_memory_equal(out, "001a2bZ", 7);
+	sg_hex(out, 0xfedcba9876543210ULL, 16);
+	assert_memory_equal(out, "fedcba9876543210Z", 17);
+	sg_hex(out, 0x12345ULL, 4);
+	assert_memory_equal(out, "2345", 4);
+	sg_hex(out, 7, 0);
+	assert_memory_equal(out, "2345", 4);
+}
+
 /* The time first, in order, then random digits. */
 static void
 time_id_sorts_by_time(void **state)
@@ -593,6 +611,7 @@ main(void)
 		cmocka_unit_test(rand_id_too_small),
 		cmocka_unit_test(rand_id_differs),
 		cmocka_unit_test(rand_id_empty_prefix),
+		cmocka_unit_test(hex_fixed_width),
 		cmocka_unit_test(time_id_sorts_by_time),
 		cmocka_unit_test(sha256_known_vectors),
 		cmocka_unit_test(sha256_length_aware),
