@@ -9,8 +9,8 @@
  * its bytes, must be Jansson's dump of it made UTF-8
  * (sg_json_string_lossy).
  *
- * Input: the first byte chooses JSON_DECODE_ANY (bit 0); the rest is the
- * text.
+ * Input: the first byte chooses JSON_DECODE_ANY (bit 0) and
+ * JSON_REJECT_DUPLICATES (bit 1); the rest is the text.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -104,16 +104,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *p = (const char *)data + 1;
 	size_t n;
 	json_t *want, *got;
-	int any;
+	int any, nodup;
 	char *a, *b;
 
 	if (size == 0)
 		return 0;
 	any = data[0] & 1;
+	nodup = data[0] & 2;
 	n = size - 1;
-	want = json_loadb(p, n, JSON_ALLOW_NUL | (any ? JSON_DECODE_ANY : 0),
-	    NULL);
-	got = sg_jparse(p, n, any);
+	want = json_loadb(p, n, JSON_ALLOW_NUL | (any ? JSON_DECODE_ANY : 0) |
+	    (nodup ? JSON_REJECT_DUPLICATES : 0), NULL);
+	got = sg_jparse(p, n, (any ? SG_JPARSE_ANY : 0) |
+	    (nodup ? SG_JPARSE_NODUP : 0));
 	if ((want == NULL) != (got == NULL))
 		abort();
 	if (want != NULL) {
@@ -125,9 +127,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(b);
 		same_dump(want);
 	}
+	json_decref(got);
+	/* The scanner takes a repeated key (the last), as a parse that
+	 * does not refuse it. */
+	if (nodup) {
+		json_decref(want);
+		want = json_loadb(p, n, JSON_ALLOW_NUL | (any ? JSON_DECODE_ANY :
+		    0), NULL);
+	}
 	same_members(p, n, want);
 	same_text(p, n);
 	json_decref(want);
-	json_decref(got);
 	return 0;
 }

@@ -16,6 +16,7 @@ struct scan {
 	const char	*p;
 	size_t		 n, i;
 	int		 depth;
+	int		 nodup;		/* a key twice in an object fails */
 };
 
 static int	 value(struct scan *);
@@ -488,7 +489,8 @@ build_object(struct scan *s)
 		ws(s);
 		s->i++;
 		ws(s);
-		if ((v = build(s)) == NULL ||
+		if ((s->nodup && json_object_getn(o, k, kl) != NULL) ||
+		    (v = build(s)) == NULL ||
 		    json_object_setn_new_nocheck(o, k, kl, v) == -1) {
 			json_decref(o);
 			return NULL;
@@ -550,16 +552,17 @@ build(struct scan *s)
 }
 
 json_t *
-sg_jparse(const char *p, size_t n, int any)
+sg_jparse(const char *p, size_t n, int flags)
 {
-	struct scan s = { .p = p, .n = n };
+	struct scan s = { .p = p, .n = n, .nodup = flags & SG_JPARSE_NODUP };
 	size_t at;
 
 	ws(&s);
 	at = s.i;
-	if (s.i >= s.n || (!any && s.p[s.i] != '{' && s.p[s.i] != '[') ||
-	    value(&s) == -1 || (ws(&s), s.i != s.n))
-		return json_loadb(p, n, JSON_ALLOW_NUL | (any ? JSON_DECODE_ANY :
+	if (s.i >= s.n || (!(flags & SG_JPARSE_ANY) && s.p[s.i] != '{' &&
+	    s.p[s.i] != '[') || value(&s) == -1 || (ws(&s), s.i != s.n))
+		return json_loadb(p, n, JSON_ALLOW_NUL | (flags & SG_JPARSE_ANY ?
+		    JSON_DECODE_ANY : 0) | (s.nodup ? JSON_REJECT_DUPLICATES :
 		    0), NULL);
 	s.i = at;
 	return build(&s);

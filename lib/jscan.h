@@ -43,12 +43,20 @@ struct sg_jscan_sub {
 int	 sg_jscan_object_sub(const char *p, size_t n, const char *const *names,
 	    struct sg_jspan *out, const struct sg_jscan_sub *sub);
 
+/* What sg_jparse takes, as Jansson's flags of the same names. */
+enum {
+	SG_JPARSE_ANY = 1,	/* JSON_DECODE_ANY: any value, not only an
+				 * object or an array */
+	SG_JPARSE_NODUP = 2	/* JSON_REJECT_DUPLICATES: NULL for an
+				 * object that names a key twice */
+};
+
 /*
- * New reference: p[0..n) parsed as json_loadb(p, n, JSON_ALLOW_NUL |
- * (any ? JSON_DECODE_ANY : 0), NULL) parses it (the same values, a
- * repeated key's last), faster: checked first, then built without
- * Jansson's lexer; text the check leaves to Jansson goes to it.
+ * New reference: p[0..n) parsed as json_loadb(p, n, JSON_ALLOW_NUL | the
+ * flags' Jansson flags, NULL) parses it (the same values, a repeated
+ * key's last), faster: checked first, then built without Jansson's
+ * lexer; text the check leaves to Jansson goes to it.
  */
-json_t	*sg_jparse(const char *p, size_t n, int any);
+json_t	*sg_jparse(const char *p, size_t n, int flags);
 
 #endif

@@ -28,6 +28,7 @@
 #include "../state/sandbox.h"
 #include "../upstream/upstream.h"
 #include "../../lib/jdump.h"
+#include "../../lib/jscan.h"
 #include "../../lib/util.h"
 #include "../../store/store.h"
 
@@ -184,13 +185,14 @@ model_body(const struct sg_req *req, int *dups, struct sg_error *err)
 
 	if (sg_http_body_bounded(req, SG_JSON_MAX_VALUES, err) == -1)
 		return NULL;
-	body = json_loadb(text, req->body_len, JSON_ALLOW_NUL |
-	    JSON_REJECT_DUPLICATES, &jerr);
-	*dups = body == NULL && json_error_code(&jerr) ==
-	    json_error_duplicate_key;
-	if (*dups)
-		body = json_loadb(text, req->body_len, JSON_ALLOW_NUL, &jerr);
-	if (body == NULL) {
+	/* Refused with a key twice and taken keeping the last, the text
+	 * named a key twice. Jansson says where a text is not JSON. */
+	body = sg_jparse(text, req->body_len, SG_JPARSE_NODUP);
+	*dups = body == NULL &&
+	    (body = sg_jparse(text, req->body_len, 0)) != NULL;
+	if (body == NULL &&
+	    (body = json_loadb(text, req->body_len, JSON_ALLOW_NUL, &jerr)) ==
+	    NULL) {
 		sg_error_invalid(err, NULL, NULL, "We could not parse the JSON "
 		    "body of your request: %s (line %d, column %d).", jerr.text,
 		    jerr.line, jerr.column);

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "rewrite.h"
+#include "../../lib/jscan.h"
 #include "../../lib/util.h"
 
 #define TRACEBACK_LINES 12	/* the end of a traceback says the most */
@@ -247,8 +248,8 @@ sg_rw_code_arg(const char *arguments, size_t len, char **code, char **problem)
 	/* With a key twice, a reader could take either value: what the
 	 * client was shown streaming (the first, sg_codedec) and what runs
 	 * must never differ, so such arguments are refused. */
-	json_t *args = json_loadb(arguments != NULL ? arguments : "", len,
-	    JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
+	json_t *args = sg_jparse(arguments != NULL ? arguments : "", len,
+	    SG_JPARSE_NODUP);
 	const json_t *c = json_object_get(args, "code");
 
 	*code = *problem = NULL;

@@ -143,7 +143,7 @@ is_text(const struct sg_jspan *v, const char *s)
 static json_t *
 load(const struct sg_jspan *v)
 {
-	return sg_jparse(v->p, v->len, 1);
+	return sg_jparse(v->p, v->len, SG_JPARSE_ANY);
 }
 
 /* output_item.done: its item, and the item's text after the others'. */

@@ -19,7 +19,8 @@ static const char *const names[] = { "type", "item", "response", "id",
     NULL };
 
 /* sg_jparse's value of p[0..n) is Jansson's j (NULL: none), to the
- * key order and the kind of number; and with any, a scalar's too. */
+ * key order and the kind of number; with any, a scalar's too; refusing
+ * a repeated key, what Jansson refuses. */
 static void
 same_parse(const char *p, size_t n, const json_t *j)
 {
@@ -38,8 +39,14 @@ same_parse(const char *p, size_t n, const json_t *j)
 		free(y);
 	}
 	json_decref(v);
-	w = sg_jparse(p, n, 1);
+	w = sg_jparse(p, n, SG_JPARSE_ANY);
 	a = json_loadb(p, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
+	assert_true(w == NULL ? a == NULL : a != NULL && json_equal(w, a));
+	json_decref(w);
+	json_decref(a);
+	/* A key twice in any object, however deep, refuses the text. */
+	w = sg_jparse(p, n, SG_JPARSE_NODUP);
+	a = json_loadb(p, n, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
 	assert_true(w == NULL ? a == NULL : a != NULL && json_equal(w, a));
 	json_decref(w);
 	json_decref(a);
@@ -75,6 +82,7 @@ agrees(const char *p, size_t n)
 static const char *const good[] = {
 	"{\"x\":[1,2.5,-0,-0.0,\"\\u0000x\\u00e9\\ud83d\\ude00\\\"\\\\\\/\\b\\f\\n\\r\\t\",{\"a\":{}}]}",
 	"{\"a\":1,\"b\":2,\"a\":[3]}",
+	"{\"x\":[{\"k\":1,\"j\":{\"k\":2},\"k\":3}],\"k\":4}",
 	"{\"n\":-123456789012345678,\"r\":123.000000001,\"s\":\"plain\"}",
 	"{}",
 	" {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"output\":[]}} \n",
