@@ -47,16 +47,24 @@ string(struct sg_buf *b, const char *p, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *s = (const unsigned char *)p;
-	size_t i = 0, from, k;
+	size_t i, from, k;
 	char *o;
 
 	/* Room for the plain case; an escape makes its own. */
 	if (reserve(b, n + 2) == -1)
 		return -1;
+	/* Most strings (every key) have nothing to escape: one piece. */
+	if ((i = sg_json_plain(p, n)) == n) {
+		o = b->p + b->len;
+		o[0] = '"';
+		if (n > 0)
+			memcpy(o + 1, p, n);
+		o[n + 1] = '"';
+		b->len += n + 2;
+		return 0;
+	}
 	b->p[b->len++] = '"';
-	while (i < n) {
-		from = i;
-		i += sg_json_plain(p + i, n - i);
+	for (from = 0;; from = i, i += sg_json_plain(p + i, n - i)) {
 		if (i > from && put(b, p + from, i - from) == -1)
 			return -1;
 		if (i >= n)
@@ -103,11 +111,19 @@ integer(struct sg_buf *b, json_int_t v)
 	return put(b, num, strlen(num));
 }
 
+/* The i-th member's key of an object, up to its value: 0, or -1. */
+static int
+key(struct sg_buf *b, void *it, size_t i)
+{
+	return (i > 0 && put1(b, ',') == -1) || string(b,
+	    json_object_iter_key(it), json_object_iter_key_len(it)) == -1 ||
+	    put1(b, ':') == -1 ? -1 : 0;
+}
+
 static int
 value(struct sg_buf *b, const json_t *v)
 {
 	char *text;
-	const char *k;
 	void *it;
 	size_t i;
 	int rc;
@@ -117,14 +133,10 @@ value(struct sg_buf *b, const json_t *v)
 		if (put1(b, '{') == -1)
 			return -1;
 		for (it = json_object_iter((json_t *)v), i = 0; it != NULL;
-		    it = json_object_iter_next((json_t *)v, it), i++) {
-			k = json_object_iter_key(it);
-			if ((i > 0 && put1(b, ',') == -1) ||
-			    string(b, k, json_object_iter_key_len(it)) == -1 ||
-			    put1(b, ':') == -1 ||
+		    it = json_object_iter_next((json_t *)v, it), i++)
+			if (key(b, it, i) == -1 ||
 			    value(b, json_object_iter_value(it)) == -1)
 				return -1;
-		}
 		return put1(b, '}');
 	case JSON_ARRAY:
 		if (put1(b, '[') == -1)
@@ -174,6 +186,65 @@ sg_jdump(struct sg_buf *b, const json_t *v)
 
 	/* A buffer is NUL-terminated once anything was added. */
 	return ended(b, len, v == NULL ? -1 : value(b, v));
+}
+
+/* The array a, each element's span in b put in at. */
+static int
+marked_array(struct sg_buf *b, const json_t *a, struct sg_jdump_at *at)
+{
+	size_t i;
+
+	if (put1(b, '[') == -1)
+		return -1;
+	for (i = 0; i < json_array_size(a); i++) {
+		if (i > 0 && put1(b, ',') == -1)
+			return -1;
+		at[i].start = b->len;
+		if (value(b, json_array_get(a, i)) == -1)
+			return -1;
+		at[i].end = b->len;
+	}
+	return put1(b, ']');
+}
+
+static int
+marked(struct sg_buf *b, const json_t *o, const char *name,
+    struct sg_jdump_at *whole, struct sg_jdump_at *at)
+{
+	const json_t *v;
+	void *it;
+	size_t i, n = strlen(name);
+
+	if (put1(b, '{') == -1)
+		return -1;
+	for (it = json_object_iter((json_t *)o), i = 0; it != NULL;
+	    it = json_object_iter_next((json_t *)o, it), i++) {
+		v = json_object_iter_value(it);
+		if (key(b, it, i) == -1)
+			return -1;
+		if (!json_is_array(v) || json_object_iter_key_len(it) != n ||
+		    memcmp(json_object_iter_key(it), name, n) != 0) {
+			if (value(b, v) == -1)
+				return -1;
+			continue;
+		}
+		whole->start = b->len;
+		if (marked_array(b, v, at) == -1)
+			return -1;
+		whole->end = b->len;
+	}
+	return put1(b, '}');
+}
+
+int
+sg_jdump_marked(struct sg_buf *b, const json_t *o, const char *name,
+    struct sg_jdump_at *whole, struct sg_jdump_at *at)
+{
+	size_t len = b->len;
+
+	whole->start = whole->end = 0;
+	return ended(b, len, json_is_object(o) ? marked(b, o, name, whole,
+	    at) : -1);
 }
 
 int

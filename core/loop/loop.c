@@ -241,6 +241,7 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	    "" };
 	json_int_t created = (json_int_t)time(NULL);
 	struct sg_error err;
+	struct sg_buf text = { 0 };	/* the answer's, when stored */
 	json_t *answer = NULL;
 	int rc, new_conv;
 
@@ -314,7 +315,7 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 	if (answer != NULL && s == SG_SURFACE_RESPONSES)
 		sg_conv_save(&r.conv, answer, json_string_value(json_object_get(
 		    r.last.response, "id")), r.bind.sandbox[0] != '\0' ?
-		    r.bind.sandbox : NULL);
+		    r.bind.sandbox : NULL, r.stream == NULL ? &text : NULL);
 	if (r.stream != NULL) {
 		env->sbx->prov->stop = r.stop;
 		env->sbx->prov->stop_arg = r.stop_arg;
@@ -325,10 +326,14 @@ sg_loop_run(struct sg_loop_env *env, const struct sg_cfg_model *m,
 		else if (!out->started)
 			sg_http_error(out, req, &err);
 		sg_stream_free(r.stream);
+	} else if (text.len > 0) {
+		if (sg_http_begin(out, req, 200, "application/json", NULL) == 0)
+			sg_http_write(out, text.p, text.len);
 	} else if (answer != NULL)
 		sg_http_json(out, req, 200, answer);
 	else if (!out->started)
 		sg_http_error(out, req, &err);
+	free(text.p);
 	json_decref(answer);
 	sg_turn_free(&r.last);
 	json_decref(r.work);

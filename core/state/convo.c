@@ -478,24 +478,34 @@ sg_conv_pending(struct sg_conv *c, json_t *outputs)
 	c->pending = outputs;
 }
 
-void
-sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
-    const char *sandbox_id)
+/* New text: the answer's, with its output array's bytes (arr) as []. */
+static char *
+head_text(const struct sg_buf *t, const struct sg_jdump_at *arr)
+{
+	size_t cut = arr->end - arr->start;
+	char *h;
+
+	if (cut == 0)
+		return strdup(t->p);
+	if ((h = malloc(t->len - cut + 3)) == NULL)
+		return NULL;
+	memcpy(h, t->p, arr->start);
+	memcpy(h + arr->start, "[]", 2);
+	memcpy(h + arr->start + 2, t->p + arr->end, t->len - arr->end + 1);
+	return h;
+}
+
+/* The answer as t holds it: its output array at arr, its items at at. */
+static void
+store(struct sg_conv *c, const json_t *answer, const struct sg_buf *t,
+    const struct sg_jdump_at *arr, const struct sg_jdump_at *at,
+    const char *upstream_id, const char *sandbox_id)
 {
 	struct sg_store_resp r = { 0 };
 	struct sg_store_item *in, *out;
 	size_t nin, nout;
-	json_t *head;
 	int rc = SG_STORE_ERROR;
 
-	if (c->conv[0] != '\0' && c->store != NULL)
-		sg_convs_append(c, answer, sandbox_id);
-	if (!c->keep || c->store == NULL)
-		return;
-	/* Stored without its output (the items hold it); the member stays,
-	 * so a retrieved answer has OpenAI's order. */
-	head = json_copy((json_t *)answer);
-	json_object_set_new(head, "output", json_array());
 	r.id = whole(json_object_get(answer, "id"));
 	r.tenant = c->req->tenant;
 	r.model = json_string_value(json_object_get(answer, "model"));
@@ -504,11 +514,14 @@ sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
 	    "";
 	r.sandbox_id = sandbox_id;
 	r.prev = c->prev[0] != '\0' ? c->prev : NULL;
-	r.body = sg_jdump_text(head, NULL);
+	/* Stored without its output (the items hold it); the member stays,
+	 * so a retrieved answer has OpenAI's order. */
+	r.body = head_text(t, arr);
 	r.pending = c->pending != NULL ? sg_jdump_text(c->pending, NULL) :
 	    NULL;
-	in = sg_conv_dump(c->input, c->input_up, &nin);
-	out = sg_conv_dump(json_object_get(answer, "output"), c->output_up, &nout);
+	in = sg_conv_dump(c->input, c->input_up, NULL, NULL, &nin);
+	out = sg_conv_dump(json_object_get(answer, "output"), c->output_up,
+	    t->p, at, &nout);
 	if (r.id != NULL && r.model != NULL && r.body != NULL &&
 	    sg_conv_dump_ok(in, nin) && sg_conv_dump_ok(out, nout) &&
 	    (c->pending == NULL || r.pending != NULL))
@@ -521,7 +534,34 @@ sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
 	sg_conv_dump_free(out, nout);
 	free((char *)r.body);
 	free((char *)r.pending);
-	json_decref(head);
+}
+
+void
+sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
+    const char *sandbox_id, struct sg_buf *text)
+{
+	struct sg_buf own = { 0 }, *t = text != NULL ? text : &own;
+	struct sg_jdump_at arr, *at;
+	int keep = c->keep && c->store != NULL;
+
+	if (c->conv[0] != '\0' && c->store != NULL)
+		sg_convs_append(c, answer, sandbox_id);
+	if (!keep && text == NULL)
+		return;
+	t->len = 0;
+	/* Written once: the client's text, and the stored rows cut from it. */
+	at = calloc(json_array_size(json_object_get(answer, "output")) + 1,
+	    sizeof(*at));
+	if (at == NULL || sg_jdump_marked(t, answer, "output", &arr, at) ==
+	    -1) {
+		t->len = 0;
+		if (keep)
+			sg_log("sandgate: %s: cannot store response: out of "
+			    "memory", c->req->id);
+	} else if (keep)
+		store(c, answer, t, &arr, at, upstream_id, sandbox_id);
+	free(at);
+	free(own.p);
 }
 
 void

@@ -85,11 +85,13 @@ void	 sg_conv_pending(struct sg_conv *, json_t *outputs);
 /*
  * Store the answer (borrowed) unless the client said store:false.
  * upstream_id: the upstream's last response id (or NULL); sandbox_id: the
- * container code ran in (or NULL). A failure is logged: the client has its
- * answer either way.
+ * container code ran in (or NULL). text, when not NULL: a buffer given the
+ * answer's JSON text (what the client is sent: written once for both;
+ * its length 0 when out of memory). A failure is logged: the client
+ * has its answer either way.
  */
 void	 sg_conv_save(struct sg_conv *, const json_t *answer,
-	    const char *upstream_id, const char *sandbox_id);
+	    const char *upstream_id, const char *sandbox_id, struct sg_buf *text);
 
 void	 sg_conv_free(struct sg_conv *);
 

@@ -7,6 +7,7 @@
 
 #include "convo.h"
 #include "convs.h"
+#include "../../lib/jdump.h"
 
 /* Count text read from the store against the conversation's bound: 0, or
  * -1 with OpenAI's context error once past it. */
@@ -27,10 +28,11 @@ int	 sg_conv_item_up(struct sg_conv *, const json_t *item, const char *tool,
 
 /* Items to store: each client item (its id) with its upstream items (an
  * array each, or none: then the item alone), as new text; n of them.
- * NULL when out of memory. Checked by sg_conv_dump_ok, freed by
- * sg_conv_dump_free. */
+ * text, when not NULL, holds the client items written already, item i at
+ * at[i] (sg_jdump_marked): copied, not written again. NULL when out of
+ * memory. Checked by sg_conv_dump_ok, freed by sg_conv_dump_free. */
 struct sg_store_item *sg_conv_dump(const json_t *clients, const json_t *ups,
-	    size_t *n);
+	    const char *text, const struct sg_jdump_at *at, size_t *n);
 int	 sg_conv_dump_ok(const struct sg_store_item *, size_t n);
 void	 sg_conv_dump_free(struct sg_store_item *, size_t n);
 

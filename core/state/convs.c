@@ -173,7 +173,8 @@ whole(const json_t *v)
 }
 
 struct sg_store_item *
-sg_conv_dump(const json_t *clients, const json_t *ups, size_t *n)
+sg_conv_dump(const json_t *clients, const json_t *ups, const char *text,
+    const struct sg_jdump_at *at, size_t *n)
 {
 	struct sg_store_item *out;
 	const json_t *it, *up;
@@ -188,7 +189,8 @@ sg_conv_dump(const json_t *clients, const json_t *ups, size_t *n)
 	json_array_foreach(clients, i, it) {
 		up = json_array_get(ups, i);
 		out[i].id = whole(json_object_get(it, "id"));
-		out[i].item = sg_jdump_text(it, NULL);
+		out[i].item = text != NULL ? strndup(text + at[i].start,
+		    at[i].end - at[i].start) : sg_jdump_text(it, NULL);
 		/* null: none kept (made when needed); none given: the item. */
 		if (json_is_null(up))
 			continue;
@@ -249,7 +251,7 @@ put(struct sg_store *st, int create, const char *id, const char *tenant,
 	size_t n;
 	int rc = SG_STORE_FULL;
 
-	items = sg_conv_dump(kept, ups, &n);
+	items = sg_conv_dump(kept, ups, NULL, NULL, &n);
 	if (sg_conv_dump_ok(items, n))
 		rc = create ? sg_store_conv_create(st, id, tenant, metadata,
 		    items, n, sg_convs_container(kept)) :
@@ -432,7 +434,7 @@ sg_convs_append(struct sg_conv *c, const json_t *answer,
 		json_array_append_new(kept, one);
 		json_array_append(ups, json_array_get(c->output_up, i));
 	}
-	items = sg_conv_dump(kept, ups, &n);
+	items = sg_conv_dump(kept, ups, NULL, NULL, &n);
 	if (sg_conv_dump_ok(items, n))
 		rc = sg_store_conv_append(c->store, c->conv, c->req->tenant, items,
 		    n, sandbox_id);

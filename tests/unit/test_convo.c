@@ -86,9 +86,16 @@ begin(struct fx *fx, const struct sg_cfg_model *m, struct sg_req *req,
  * A first turn of alice: "hi", the model ran code (call c1, output "2")
  * and said "two". In upstream mode the upstream kept it as resp_up1.
  */
+static const char first_answer[] = "{\"id\":\"resp_1\",\"object\":"
+    "\"response\",\"model\":\"m\",\"output\":[{\"id\":\"ci_1\",\"type\":"
+    "\"code_interpreter_call\",\"code\":\"1+1\"},{\"id\":\"msg_up\","
+    "\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":"
+    "\"output_text\",\"text\":\"two \\u00e9\\n\"}]}],\"store\":true}";
+
+/* The first turn saved; text, when not NULL, given the answer's text. */
 static void
-first_turn(struct fx *fx, const struct sg_cfg_model *m, int store,
-    const char *pending)
+first_turn_text(struct fx *fx, const struct sg_cfg_model *m, int store,
+    const char *pending, struct sg_buf *text)
 {
 	struct sg_conv c;
 	struct sg_error err;
@@ -105,15 +112,85 @@ first_turn(struct fx *fx, const struct sg_cfg_model *m, int store,
 	    "\"role\":\"assistant\",\"content\":\"two\"}]"));
 	if (pending != NULL)
 		sg_conv_pending(&c, tu_json(pending));
-	answer = tu_json("{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"m\","
-	    "\"output\":[{\"id\":\"ci_1\",\"type\":\"code_interpreter_call\","
-	    "\"code\":\"1+1\"},{\"id\":\"msg_up\",\"type\":\"message\","
-	    "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
-	    "\"text\":\"two\"}]}],\"store\":true}");
-	sg_conv_save(&c, answer, "resp_up1", "cntr_1");
+	answer = tu_json(first_answer);
+	sg_conv_save(&c, answer, "resp_up1", "cntr_1", text);
 	json_decref(answer);
 	json_decref(work);
 	sg_conv_free(&c);
+}
+
+static void
+first_turn(struct fx *fx, const struct sg_cfg_model *m, int store,
+    const char *pending)
+{
+	first_turn_text(fx, m, store, pending, NULL);
+}
+
+/* Each stored output item's text, in order, joined by commas. */
+static int
+join_item(void *arg, const struct sg_store_item *it)
+{
+	struct sg_buf *b = arg;
+
+	if (b->len > 0)
+		sg_buf_add(b, ",", 1);
+	return sg_buf_add(b, it->item, strlen(it->item));
+}
+
+/* Written once for the client and the store: the client's text is the
+ * answer's dump; the stored body is it with output [], and the stored
+ * items are its output's elements, byte for byte. */
+static void
+saved_as_sent(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_buf text = { 0 }, items = { 0 };
+	struct sg_store_resp_row row;
+	json_t *answer = tu_json(first_answer), *out;
+	char *want;
+
+	first_turn_text(fx, &fx->gw, 1, NULL, &text);
+	want = json_dumps(answer, JSON_COMPACT);
+	assert_int_equal(text.len, strlen(want));
+	assert_string_equal(text.p, want);
+	free(want);
+	assert_int_equal(sg_store_resp_load(fx->st, "resp_1", "aaaa", &row),
+	    SG_STORE_OK);
+	out = json_incref(json_object_get(answer, "output"));
+	json_object_set_new(answer, "output", json_array());
+	want = json_dumps(answer, JSON_COMPACT);
+	assert_string_equal(row.body, want);
+	free(want);
+	sg_store_resp_clear(&row);
+	assert_int_equal(sg_store_resp_items(fx->st, "resp_1", 1, join_item,
+	    &items), SG_STORE_OK);
+	want = json_dumps(out, JSON_COMPACT);
+	assert_int_equal(items.len + 2, strlen(want));
+	assert_memory_equal(items.p, want + 1, items.len);
+	free(want);
+	free(items.p);
+	free(text.p);
+	json_decref(out);
+	json_decref(answer);
+}
+
+/* store:false: nothing stored, the client's text written all the same. */
+static void
+unsaved_still_written(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_buf text = { 0 };
+	struct sg_store_resp_row row;
+	json_t *answer = tu_json(first_answer);
+	char *want = json_dumps(answer, JSON_COMPACT);
+
+	first_turn_text(fx, &fx->gw, 0, NULL, &text);
+	assert_string_equal(text.p, want);
+	assert_int_equal(sg_store_resp_load(fx->st, "resp_1", "aaaa", &row),
+	    SG_STORE_NOTFOUND);
+	free(want);
+	free(text.p);
+	json_decref(answer);
 }
 
 static void
@@ -387,6 +464,8 @@ main(void)
 		T(references_past_the_bound),
 		T(store_false_not_kept),
 		T(upitem_keeps_encrypted_reasoning),
+		T(saved_as_sent),
+		T(unsaved_still_written),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -184,7 +184,7 @@ turn_continues_and_adds(void **state)
 	    "\"ok\"}]}]}");
 	sg_conv_output(&c, tu_json("[{\"type\":\"message\",\"role\":\"assistant\","
 	    "\"content\":\"ok\"}]"));
-	sg_conv_save(&c, answer, "resp_up", "cntr_new");
+	sg_conv_save(&c, answer, "resp_up", "cntr_new", NULL);
 	sg_conv_free(&c);
 	json_decref(answer);
 	json_decref(work);

@@ -2,7 +2,8 @@
  * sg_jdump: byte for byte json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
  * on many random values (every escape, multibyte characters, NULs in
  * strings and keys, the integers' ends, reals, empty and nested
- * containers), and a failure where Jansson fails (not UTF-8). sg_jtw:
+ * containers), and a failure where Jansson fails (not UTF-8); an
+ * array's parts where sg_jdump_marked says they are. sg_jtw:
  * its strings and integers as sg_jdump writes them, text that is not
  * UTF-8 made so, pieces put together.
  */
@@ -106,6 +107,57 @@ same_as_jansson(void **state)
 	}
 }
 
+/* sg_jdump_marked writes what sg_jdump writes, and the spans it gives
+ * hold the marked array's text and each element's, on random objects
+ * with the array anywhere among other members (and a member of the same
+ * name inside them, not marked). */
+static void
+marked_spans(void **state)
+{
+	struct sg_jdump_at whole, at[8];
+	struct sg_buf b = { 0 };
+	json_t *o, *a;
+	char *want;
+	size_t k, n;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 3000; i++) {
+		o = json_object();
+		json_object_set_new(o, "a", gen(0));
+		a = json_array();
+		n = rnd(8);
+		for (k = 0; k < n; k++)
+			json_array_append_new(a, json_pack("{s:o}", "output",
+			    gen(0)));
+		json_object_set_new(o, rnd(2) ? "output" : "outputs", a);
+		json_object_set_new(o, "z", gen(0));
+		b.len = 0;
+		assert_int_equal(sg_jdump_marked(&b, o, "output", &whole, at), 0);
+		want = json_dumps(o, JSON_COMPACT);
+		assert_string_equal(b.p, want);
+		free(want);
+		if (json_object_get(o, "output") == NULL) {
+			assert_true(whole.start == 0 && whole.end == 0);
+			json_decref(o);
+			continue;
+		}
+		want = json_dumps(a, JSON_COMPACT);
+		assert_int_equal(whole.end - whole.start, strlen(want));
+		assert_memory_equal(b.p + whole.start, want, strlen(want));
+		free(want);
+		for (k = 0; k < n; k++) {
+			want = json_dumps(json_array_get(a, k), JSON_COMPACT);
+			assert_int_equal(at[k].end - at[k].start, strlen(want));
+			assert_memory_equal(b.p + at[k].start, want,
+			    strlen(want));
+			free(want);
+		}
+		json_decref(o);
+	}
+	free(b.p);
+}
+
 static void
 not_utf8(void **state)
 {
@@ -195,6 +247,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(same_as_jansson),
+		cmocka_unit_test(marked_spans),
 		cmocka_unit_test(not_utf8),
 		cmocka_unit_test(pieces_as_jansson),
 		cmocka_unit_test(jtw_pieces),
