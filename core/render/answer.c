@@ -34,7 +34,13 @@ sg_answer_add_usage(json_t *acc, const json_t *u)
 
 	json_object_foreach((json_t *)u, k, v) {
 		a = json_object_get(acc, k);
-		if (json_is_integer(v))
+		/* A count only acc holds is changed where it is (each turn
+		 * adds to every count: a new value for each was most of the
+		 * cost). */
+		if (json_is_integer(v) && json_is_integer(a) && a->refcount == 1)
+			json_integer_set(a, add_int(json_integer_value(a),
+			    json_integer_value(v)));
+		else if (json_is_integer(v))
 			json_object_set_new(acc, k, json_integer(add_int(
 			    json_integer_value(a), json_integer_value(v))));
 		else if (json_is_number(v)) {

@@ -99,11 +99,17 @@ usage_adds_up(void **state)
 	    "\"output_tokens\":5,\"details\":{\"cached\":2},\"cost\":0.5,"
 	    "\"model\":\"m\"}");
 
+	json_t *held;
+
 	(void)state;
 	sg_answer_add_usage(acc, u);
+	/* A count someone else holds too is not changed under them. */
+	held = json_incref(json_object_get(acc, "input_tokens"));
 	sg_answer_add_usage(acc, u);
 	assert_json(acc, "{\"input_tokens\":20,\"output_tokens\":10,"
 	    "\"details\":{\"cached\":4},\"cost\":1.0}");
+	assert_int_equal(json_integer_value(held), 10);
+	json_decref(held);
 	json_decref(u);
 	json_decref(acc);
 }
