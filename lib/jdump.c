@@ -120,6 +120,29 @@ key(struct sg_buf *b, void *it, size_t i)
 	    put1(b, ':') == -1 ? -1 : 0;
 }
 
+static int	value(struct sg_buf *, const json_t *);
+
+/* The array a; when at is not NULL, each element's span in b put in it. */
+static int
+array(struct sg_buf *b, const json_t *a, struct sg_jdump_at *at)
+{
+	size_t i;
+
+	if (put1(b, '[') == -1)
+		return -1;
+	for (i = 0; i < json_array_size(a); i++) {
+		if (i > 0 && put1(b, ',') == -1)
+			return -1;
+		if (at != NULL)
+			at[i].start = b->len;
+		if (value(b, json_array_get(a, i)) == -1)
+			return -1;
+		if (at != NULL)
+			at[i].end = b->len;
+	}
+	return put1(b, ']');
+}
+
 static int
 value(struct sg_buf *b, const json_t *v)
 {
@@ -139,13 +162,7 @@ value(struct sg_buf *b, const json_t *v)
 				return -1;
 		return put1(b, '}');
 	case JSON_ARRAY:
-		if (put1(b, '[') == -1)
-			return -1;
-		for (i = 0; i < json_array_size(v); i++)
-			if ((i > 0 && put1(b, ',') == -1) ||
-			    value(b, json_array_get(v, i)) == -1)
-				return -1;
-		return put1(b, ']');
+		return array(b, v, NULL);
 	case JSON_STRING:
 		return string(b, json_string_value(v), json_string_length(v));
 	case JSON_INTEGER:
@@ -188,25 +205,6 @@ sg_jdump(struct sg_buf *b, const json_t *v)
 	return ended(b, len, v == NULL ? -1 : value(b, v));
 }
 
-/* The array a, each element's span in b put in at. */
-static int
-marked_array(struct sg_buf *b, const json_t *a, struct sg_jdump_at *at)
-{
-	size_t i;
-
-	if (put1(b, '[') == -1)
-		return -1;
-	for (i = 0; i < json_array_size(a); i++) {
-		if (i > 0 && put1(b, ',') == -1)
-			return -1;
-		at[i].start = b->len;
-		if (value(b, json_array_get(a, i)) == -1)
-			return -1;
-		at[i].end = b->len;
-	}
-	return put1(b, ']');
-}
-
 static int
 marked(struct sg_buf *b, const json_t *o, const char *name,
     struct sg_jdump_at *whole, struct sg_jdump_at *at)
@@ -229,7 +227,7 @@ marked(struct sg_buf *b, const json_t *o, const char *name,
 			continue;
 		}
 		whole->start = b->len;
-		if (marked_array(b, v, at) == -1)
+		if (array(b, v, at) == -1)
 			return -1;
 		whole->end = b->len;
 	}

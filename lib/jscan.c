@@ -552,18 +552,29 @@ build(struct scan *s)
 }
 
 json_t *
-sg_jparse(const char *p, size_t n, int flags)
+sg_jparse_err(const char *p, size_t n, int flags, json_error_t *err)
 {
 	struct scan s = { .p = p, .n = n, .nodup = flags & SG_JPARSE_NODUP };
+	size_t jflags = JSON_ALLOW_NUL | (flags & SG_JPARSE_ANY ?
+	    JSON_DECODE_ANY : 0) | (s.nodup ? JSON_REJECT_DUPLICATES : 0);
+	json_t *v;
 	size_t at;
 
 	ws(&s);
 	at = s.i;
 	if (s.i >= s.n || (!(flags & SG_JPARSE_ANY) && s.p[s.i] != '{' &&
 	    s.p[s.i] != '[') || value(&s) == -1 || (ws(&s), s.i != s.n))
-		return json_loadb(p, n, JSON_ALLOW_NUL | (flags & SG_JPARSE_ANY ?
-		    JSON_DECODE_ANY : 0) | (s.nodup ? JSON_REJECT_DUPLICATES :
-		    0), NULL);
+		return json_loadb(p, n, jflags, err);
 	s.i = at;
-	return build(&s);
+	/* Only a repeated key fails a build of checked text (or memory):
+	 * Jansson says which and where. */
+	if ((v = build(&s)) == NULL && err != NULL)
+		json_decref(json_loadb(p, n, jflags, err));
+	return v;
+}
+
+json_t *
+sg_jparse(const char *p, size_t n, int flags)
+{
+	return sg_jparse_err(p, n, flags, NULL);
 }

@@ -59,4 +59,9 @@ enum {
  */
 json_t	*sg_jparse(const char *p, size_t n, int flags);
 
+/* As sg_jparse; when NULL, err (if not NULL) says why as json_loadb
+ * says it: json_error_code() tells a repeated key from text that is not
+ * JSON. */
+json_t	*sg_jparse_err(const char *p, size_t n, int flags, json_error_t *err);
+
 #endif

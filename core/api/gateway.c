@@ -185,14 +185,12 @@ model_body(const struct sg_req *req, int *dups, struct sg_error *err)
 
 	if (sg_http_body_bounded(req, SG_JSON_MAX_VALUES, err) == -1)
 		return NULL;
-	/* Refused with a key twice and taken keeping the last, the text
-	 * named a key twice. Jansson says where a text is not JSON. */
-	body = sg_jparse(text, req->body_len, SG_JPARSE_NODUP);
+	/* A text refused for a key twice is taken keeping the last. */
+	body = sg_jparse_err(text, req->body_len, SG_JPARSE_NODUP, &jerr);
 	*dups = body == NULL &&
-	    (body = sg_jparse(text, req->body_len, 0)) != NULL;
-	if (body == NULL &&
-	    (body = json_loadb(text, req->body_len, JSON_ALLOW_NUL, &jerr)) ==
-	    NULL) {
+	    json_error_code(&jerr) == json_error_duplicate_key &&
+	    (body = sg_jparse_err(text, req->body_len, 0, &jerr)) != NULL;
+	if (body == NULL) {
 		sg_error_invalid(err, NULL, NULL, "We could not parse the JSON "
 		    "body of your request: %s (line %d, column %d).", jerr.text,
 		    jerr.line, jerr.column);

@@ -554,7 +554,6 @@ sg_conv_save(struct sg_conv *c, const json_t *answer, const char *upstream_id,
 	    sizeof(*at));
 	if (at == NULL || sg_jdump_marked(t, answer, "output", &arr, at) ==
 	    -1) {
-		t->len = 0;
 		if (keep)
 			sg_log("sandgate: %s: cannot store response: out of "
 			    "memory", c->req->id);

@@ -38,6 +38,10 @@ function assertError(r, status, { code, type, message } = {}) {
 test("bad JSON → 400", async () => {
   const r = await raw("/v1/chat/completions", { body: '{"model": "gpt-test", "messages": [' });
   assertError(r, 400, { type: "invalid_request_error", message: /parse the JSON/ });
+  // Where the text stops being JSON, not the repeated key before it.
+  const twice = await raw("/v1/chat/completions", { body: '{"model":"gpt-test","model":"gpt-test",\n "messages": [}' });
+  assertError(twice, 400, { type: "invalid_request_error", message: /parse the JSON.*line 2, column 15/ });
+  assert.doesNotMatch(twice.json.error.message, /duplicate/);
 });
 
 test("JSON that is not an object, or without a model → 400", async () => {

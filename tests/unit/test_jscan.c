@@ -25,6 +25,7 @@ static void
 same_parse(const char *p, size_t n, const json_t *j)
 {
 	json_t *v = sg_jparse(p, n, 0), *w, *a;
+	json_error_t we, ae;
 	char *x, *y;
 
 	if (j == NULL)
@@ -44,10 +45,18 @@ same_parse(const char *p, size_t n, const json_t *j)
 	assert_true(w == NULL ? a == NULL : a != NULL && json_equal(w, a));
 	json_decref(w);
 	json_decref(a);
-	/* A key twice in any object, however deep, refuses the text. */
-	w = sg_jparse(p, n, SG_JPARSE_NODUP);
-	a = json_loadb(p, n, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
+	/* A key twice in any object, however deep, refuses the text; why
+	 * and where, as Jansson says it. */
+	w = sg_jparse_err(p, n, SG_JPARSE_NODUP, &we);
+	a = json_loadb(p, n, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &ae);
 	assert_true(w == NULL ? a == NULL : a != NULL && json_equal(w, a));
+	if (w == NULL) {
+		assert_string_equal(we.text, ae.text);
+		assert_int_equal(json_error_code(&we), json_error_code(&ae));
+		assert_int_equal(we.line, ae.line);
+		assert_int_equal(we.column, ae.column);
+		assert_int_equal(we.position, ae.position);
+	}
 	json_decref(w);
 	json_decref(a);
 }
