@@ -3,6 +3,7 @@
  * they promise (lib/jscan.h, lib/jdump.h). They read what sandboxes and
  * upstreams send, so any text: sg_jparse must accept exactly what
  * json_loadb accepts and build a value that dumps to the same bytes;
+ * refused, for Jansson's reason at its place;
  * sg_jscan_object must refuse what Jansson refuses as an object, and find
  * each member's value as Jansson reads it; sg_jdump of any value parsed
  * must be json_dumps's compact bytes; sg_jtw_text of the text, whatever
@@ -104,6 +105,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *p = (const char *)data + 1;
 	size_t n;
 	json_t *want, *got;
+	json_error_t we, ge;
 	int any, nodup;
 	char *a, *b;
 
@@ -113,10 +115,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nodup = data[0] & 2;
 	n = size - 1;
 	want = json_loadb(p, n, JSON_ALLOW_NUL | (any ? JSON_DECODE_ANY : 0) |
-	    (nodup ? JSON_REJECT_DUPLICATES : 0), NULL);
-	got = sg_jparse(p, n, (any ? SG_JPARSE_ANY : 0) |
-	    (nodup ? SG_JPARSE_NODUP : 0));
+	    (nodup ? JSON_REJECT_DUPLICATES : 0), &we);
+	got = sg_jparse_err(p, n, (any ? SG_JPARSE_ANY : 0) |
+	    (nodup ? SG_JPARSE_NODUP : 0), &ge);
 	if ((want == NULL) != (got == NULL))
+		abort();
+	/* Refused, for Jansson's reason at Jansson's place. */
+	if (want == NULL && (strcmp(we.text, ge.text) != 0 ||
+	    we.position != ge.position || we.line != ge.line ||
+	    we.column != ge.column))
 		abort();
 	if (want != NULL) {
 		a = dumped(want);
