@@ -166,6 +166,19 @@ refuse_rate(const struct sg_cfg_limits *lim, int64_t reqs, int64_t tokens,
 	    reqs : tokens), wait);
 }
 
+/*
+ * What is left of a minute that started at start, at most the minute: a
+ * request is timed when it came, and another that came after it may
+ * have started the window first (another responder, another box).
+ */
+static int64_t
+left_ms(int64_t start, int64_t now)
+{
+	int64_t left = start + WINDOW_MS - now;
+
+	return left < 0 ? 0 : left > WINDOW_MS ? WINDOW_MS : left;
+}
+
 /* The minute of a key on this box's table. */
 static int
 take_local(const char *tenant, const struct sg_cfg_limits *lim,
@@ -194,10 +207,10 @@ take_local(const char *tenant, const struct sg_cfg_limits *lim,
 	tokens = e->win_tokens;
 	start = e->win_start;
 	unlock();
-	rate_head(lim, reqs, tokens, start + WINDOW_MS - now, head, sz);
+	rate_head(lim, reqs, tokens, left_ms(start, now), head, sz);
 	if (!ok)
-		return refuse_rate(lim, reqs, tokens, start + WINDOW_MS - now,
-		    head, sz, err);
+		return refuse_rate(lim, reqs, tokens, left_ms(start, now), head,
+		    sz, err);
 	cur.win_start = start;
 	return 0;
 }
@@ -214,11 +227,11 @@ take_shared(struct sg_store *st, const char *tenant,
 	    lim->rpm : 0, lim->tpm > 0 ? lim->tpm : 0, &r) != SG_STORE_OK)
 		return sg_error_set(err, 503, "server_error", NULL, NULL,
 		    "The store does not answer: %s", sg_store_errmsg(st));
-	rate_head(lim, r.requests, r.tokens, r.start_ms + WINDOW_MS - now, head,
+	rate_head(lim, r.requests, r.tokens, left_ms(r.start_ms, now), head,
 	    sz);
 	if (!r.ok)
-		return refuse_rate(lim, r.requests, r.tokens, r.start_ms +
-		    WINDOW_MS - now, head, sz, err);
+		return refuse_rate(lim, r.requests, r.tokens, left_ms(r.start_ms,
+		    now), head, sz, err);
 	cur.store = st;
 	cur.win_start = r.start_ms;
 	return 0;

@@ -101,6 +101,28 @@ rpm_window(void **state)
 	sg_lim_end(0, 0);
 }
 
+/* A request timed before the window's start (it came first, another
+ * started the window): told to wait the minute at most, as OpenAI's
+ * SDKs expect retry-after within it. */
+static void
+window_started_after(void **state)
+{
+	struct sg_cfg_limits l = limits(1, 0, 0, 0);
+	struct sg_error err;
+	char head[640];
+
+	(void)state;
+	assert_int_equal(sg_lim_admit(st, "t-late", &l, SG_LIM_MODEL, T0 + 900,
+	    head, sizeof(head), &err), 0);
+	sg_lim_end(0, 0);
+	assert_int_equal(sg_lim_admit(st, "t-late", &l, SG_LIM_MODEL, T0, head,
+	    sizeof(head), &err), -1);
+	assert_non_null(strstr(head, "retry-after: 60\r\n"));
+	assert_non_null(strstr(head, "retry-after-ms: 60000\r\n"));
+	assert_non_null(strstr(head, "x-ratelimit-reset-requests: 1m0s\r\n"));
+	assert_non_null(strstr(err.message, "Please try again in 1m0s."));
+}
+
 static void
 tpm_window(void **state)
 {
@@ -165,6 +187,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(durations),
 		cmocka_unit_test(rpm_window),
+		cmocka_unit_test(window_started_after),
 		cmocka_unit_test(tpm_window),
 		cmocka_unit_test(budget_and_sandbox),
 	};
