@@ -144,6 +144,36 @@ sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
 }
 
 /*
+ * A log copied whole is started over by the next write, which first
+ * writes the log's new header and syncs it (a millisecond on a disk):
+ * that write made here, by the reaper, not by a request's commit.
+ * Without waiting: a writer met is starting the log over itself.
+ */
+static void
+restart_log(struct sg_store *st)
+{
+	sqlite3_stmt *q = NULL;
+	char sql[48];
+	int v = -1;
+
+	sqlite3_busy_handler(st->db, NULL, NULL);
+	if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+	    SQLITE_OK) {
+		if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q,
+		    NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+			v = sqlite3_column_int(q, 0);
+		sqlite3_finalize(q);
+		/* The same version again: a page written, nothing changed. */
+		snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", v);
+		if (v < 0 || sqlite3_exec(st->db, sql, NULL, NULL, NULL) !=
+		    SQLITE_OK || sqlite3_exec(st->db, "COMMIT", NULL, NULL,
+		    NULL) != SQLITE_OK)
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	sqlite3_busy_handler(st->db, busy_wait, st);
+}
+
+/*
  * The WAL's frames copied into the database as far as no reader needs
  * them, waiting on no one. The reaper's, every tick: a commit that finds
  * the WAL past SQLite's threshold checkpoints it there and then, fsyncs
@@ -154,10 +184,13 @@ sg_sq_open(struct sg_store *st, const char *path, char *err, size_t errsz)
 int
 sg_sq_checkpoint(struct sg_store *st)
 {
-	int rc;
+	int rc, frames = 0, copied = 0;
 
 	rc = sqlite3_wal_checkpoint_v2(st->db, NULL,
-	    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	    SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
+	/* One frame is the restart's own write: idle, nothing more. */
+	if (rc == SQLITE_OK && frames > 1 && copied == frames)
+		restart_log(st);
 	return rc == SQLITE_OK || rc == SQLITE_BUSY ? SG_STORE_OK :
 	    dberr(st, "checkpoint");
 }

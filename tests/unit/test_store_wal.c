@@ -118,6 +118,66 @@ checkpoint_copies_the_log(void **state)
 	assert_int_equal(sg_store_checkpoint(fx->st), SG_STORE_OK);
 }
 
+/* The log's checkpoint count (its header's bytes 12-15), bumped by the
+ * write that starts the log over. */
+static unsigned
+log_round(const char *wal)
+{
+	unsigned char h[16];
+	FILE *f = fopen(wal, "rb");
+
+	assert_non_null(f);
+	assert_int_equal(fread(h, 1, sizeof(h), f), sizeof(h));
+	fclose(f);
+	return (unsigned)h[12] << 24 | (unsigned)h[13] << 16 |
+	    (unsigned)h[14] << 8 | h[15];
+}
+
+/* A log copied whole is started over by the checkpoint's side (with its
+ * header's sync there), so a request's commit after it only appends. */
+static void
+checkpoint_starts_the_log_over(void **state)
+{
+	struct fx *fx = *state;
+	struct sg_store *req;
+	char err[256];
+	struct stat was, now;
+	unsigned before, after;
+	int v0, v;
+
+	if (tu_store_url != NULL)
+		skip();
+	assert_int_equal(sg_store_version(fx->st, &v0), SG_STORE_OK);
+	assert_true(v0 > 0);
+	assert_int_equal(tu_store_open(fx->path, &req, err, sizeof(err), 0),
+	    SG_STORE_OK);
+	assert_int_equal(sg_st_exec(req, "CREATE TABLE w (n INTEGER); "
+	    "INSERT INTO w VALUES (1)"), SG_STORE_OK);
+	before = log_round(fx->wal);
+	assert_int_equal(sg_store_checkpoint(fx->st), SG_STORE_OK);
+	after = log_round(fx->wal);
+	assert_int_equal(after, before + 1);
+	assert_int_equal(sg_st_exec(req, "INSERT INTO w VALUES (2)"),
+	    SG_STORE_OK);
+	assert_int_equal(log_round(fx->wal), after);
+	assert_int_equal(sg_store_checkpoint(fx->st), SG_STORE_OK);
+	assert_int_equal(log_round(fx->wal), after + 1);
+	/* Idle, the log holds only that write: the reaper's ticks write
+	 * nothing more. */
+	assert_int_equal(stat(fx->wal, &was), 0);
+	usleep(20000);
+	assert_int_equal(sg_store_checkpoint(fx->st), SG_STORE_OK);
+	assert_int_equal(sg_store_checkpoint(fx->st), SG_STORE_OK);
+	assert_int_equal(stat(fx->wal, &now), 0);
+	assert_true(now.st_mtim.tv_sec == was.st_mtim.tv_sec &&
+	    now.st_mtim.tv_nsec == was.st_mtim.tv_nsec);
+	assert_int_equal(log_round(fx->wal), after + 1);
+	/* The schema's version written again as it was. */
+	assert_int_equal(sg_store_version(req, &v), SG_STORE_OK);
+	assert_int_equal(v, v0);
+	sg_store_close(req);
+}
+
 /* The first pauses are far below SQLite's first millisecond; they grow,
  * and stop growing where a long hold is asked for a few hundred times
  * a second. */
@@ -186,6 +246,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(commits_leave_the_log_alone,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(checkpoint_copies_the_log,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(checkpoint_starts_the_log_over,
 		    setup, teardown),
 		cmocka_unit_test(pauses_start_short),
 		cmocka_unit_test_setup_teardown(write_waits_for_another,
