@@ -115,6 +115,11 @@ $(B)/bench/loop_floor: $(B)/obj/bench/loop_floor.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl
 
+# The machine's own stalls (and a spinner that keeps a core from halting).
+$(B)/bench/stalls: $(B)/obj/bench/stalls.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+
 # Each fuzz target as a plain program that replays files (fuzz/replay.c).
 $(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay.o $(B)/libsandgate.a
 	@mkdir -p $(@D)
@@ -151,7 +156,7 @@ fuzz:
 # 64 connections, the interception loop, memory, the local sandbox.
 # Writes bench/RESULTS.md (its "make bench" part); BENCH_SECS per row.
 bench: all $(B)/bench/floor $(B)/bench/proxyfloor $(B)/bench/curl_floor \
-	    $(B)/bench/loop_floor
+	    $(B)/bench/loop_floor $(B)/bench/stalls
 	@sh tests/install-deps.sh bench
 	sh bench/run.sh
 

@@ -29,9 +29,13 @@ bench_cleanup() {
 
 # bench/fakes.mjs (the model on UP, e2b on E2B; a slow stream lasts SLOW
 # seconds, default 10): its pid in $upid (bench_cleanup stops it);
-# returns once it answers.
+# returns once it answers. Its young generation fixed at 64 MiB: V8's
+# default one, grown as it goes, was collected ~20 times a second under
+# the loop's load (0.3-1.2 ms each, its helper threads on both cores),
+# between the fakes' timed calls, where their clock cannot take it out.
 bench_fakes() { # UP E2B [SLOW]
-	SLOW_S=${3:-10} node "$root/bench/fakes.mjs" "$1" "$2" & upid=$!
+	SLOW_S=${3:-10} node --min-semi-space-size=64 --max-semi-space-size=64 \
+	    "$root/bench/fakes.mjs" "$1" "$2" & upid=$!
 	for i in $(seq 100); do
 		curl -sf -o /dev/null "http://127.0.0.1:$1/v1/models" && break
 		sleep 0.1

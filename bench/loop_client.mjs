@@ -9,11 +9,21 @@
 //             time in between (the sandbox run, a create). What the
 //             gateway spends turning one model answer into the next call.
 //   fakes     the fakes' own time per call, by kind
+//   gaps      each exchange's gap, from one call's end to the next call's
+//             start by the fakes' clock ("model->run": the turn's end to
+//             the run; "run->list", "list->model"), for the first round
+//             ("first model->run") and the later ones ("later ..."): where
+//             in a round the iteration's time goes
+//   stalled   iterations over 1 ms and over 2 ms, a second of the run: set
+//             against the machine's own stalls (bench/stalls.c)
 //
 // node bench/loop_client.mjs URL KEY MODEL C SECS [sticky]
 // With LOOP_FLOOR (bench/loop_floor, E2B_BASE its fake) the requests are
 // that program's, the same exchanges without the gateway (URL and KEY
-// unused, c=1): the same figures, the loop's floor.
+// unused, c=1): the same figures, the loop's floor. LOOP_GAP_MS pauses
+// that long after each request (for the floor too): nothing of the last
+// request (its trace written after its answer, the client reading it)
+// then runs beside the next one's rounds.
 import http from "node:http";
 import { execFileSync } from "node:child_process";
 
@@ -23,6 +33,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: C });
 const floorBin = process.env.LOOP_FLOOR;
 const u = floorBin ? null : new URL(url);
 const upBase = process.env.FAKE_UPSTREAM;
+const gapMs = Number(process.env.LOOP_GAP_MS || 0);
 const now = () => Number(process.hrtime.bigint() / 1000n);
 const totals = new Map();
 let n = 0, bad = 0, firstBad = "";
@@ -55,6 +66,7 @@ async function worker(slot, until) {
       continue;
     }
     totals.set(tag, now() - t0);
+    if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
   }
 }
 
@@ -83,7 +95,8 @@ if (floorBin) {
   elapsed = (now() - t0) / 1e6;
 }
 const times = await (await fetch(`${upBase}/__times`)).json();
-const gateway = [], iter = [], fakes = {};
+const gateway = [], iter = [], fakes = {}, gaps = {};
+const LOOPED = new Set(["model", "run", "list"]);
 for (const [tag, total] of totals) {
   const ev = (times[tag] || []).sort((a, b) => a[1] - b[1]);
   let own = 0;
@@ -92,6 +105,12 @@ for (const [tag, total] of totals) {
     (fakes[kind] ||= []).push(b - a);
   }
   gateway.push(total - own);
+  for (let i = 0, round = 0; i + 1 < ev.length; i++) {
+    const [k0, , end] = ev[i], [k1, start] = ev[i + 1];
+    if (k0 === "model") round++;
+    if (LOOPED.has(k0) && LOOPED.has(k1) && round > 0)
+      (gaps[`${round === 1 ? "first" : "later"} ${k0}->${k1}`] ||= []).push(start - end);
+  }
   const turns = ev.filter((e) => e[0] === "model");
   for (let i = 0; i + 1 < turns.length; i++) {
     const from = turns[i][2], to = turns[i + 1][1];
@@ -103,5 +122,7 @@ for (const [tag, total] of totals) {
 }
 console.log(JSON.stringify({ model, conc: C, sticky: !!sticky, reqs: totals.size, bad, firstBad,
   rps: totals.size / elapsed, total: stats([...totals.values()]), gateway: stats(gateway), iter: stats(iter),
-  fakes: Object.fromEntries(Object.entries(fakes).map(([k, v]) => [k, stats(v)])) }));
+  stalled: [1000, 2000].map((us) => +(iter.filter((v) => v > us).length / elapsed).toFixed(1)),
+  fakes: Object.fromEntries(Object.entries(fakes).map(([k, v]) => [k, stats(v)])),
+  gaps: Object.fromEntries(Object.entries(gaps).map(([k, v]) => [k, stats(v)])) }));
 agent.destroy();

@@ -11,7 +11,8 @@
  * time the gateway's; prints "req-<n> <µs>" a request (the client's
  * total). bench/loop_client.mjs (LOOP_FLOOR) reads the fakes' clock for
  * it as for the gateway: the iteration here is what three exchanges cost
- * on this machine, under the gateway's.
+ * on this machine, under the gateway's. LOOP_GAP_MS in the environment:
+ * a pause that long after each request, as bench/loop_client.mjs makes.
  *   loop_floor UPSTREAM_BASE E2B_BASE MODEL SECS FIRST
  */
 #define _POSIX_C_SOURCE 200809L
@@ -139,7 +140,9 @@ main(int argc, char **argv)
 	struct peer up = { 0 }, sb = { 0 };
 	char tag[32], body[8192], code[128];
 	double until, t0;
-	long n;
+	const char *gap_ms = getenv("LOOP_GAP_MS");
+	long n, ms = gap_ms != NULL ? atol(gap_ms) : 0;
+	struct timespec gap = { ms / 1000, (ms % 1000) * 1000000L };
 	int rounds, k;
 
 	if (argc != 6) {
@@ -169,6 +172,8 @@ main(int argc, char **argv)
 				return 1;
 		}
 		printf("%s %.0f\n", tag, now_us() - t0);
+		if (gap.tv_nsec > 0 || gap.tv_sec > 0)
+			nanosleep(&gap, NULL);
 	}
 	return 0;
 }

@@ -20,7 +20,7 @@ secs=${BENCH_SECS:-5}
 parts=${BENCH_PARTS:-floor cpu loop memory local pool oneshot store queue ledger background}
 bench_setup
 make -s -C "$root" build/bench/floor build/bench/proxyfloor build/bench/curl_floor \
-    build/bench/loop_floor
+    build/bench/loop_floor build/bench/stalls
 out="$dir/results.md"
 base=$((20000 + $$ % 9000))
 up=$base e2b=$((base + 1)) gw=$((base + 2))
@@ -202,69 +202,7 @@ part_cpu() {
 }
 
 # ---------------------------------------------------------------- 3: the loop
-part_loop() {
-	echo "### The interception loop against zero-latency fakes"
-	echo
-	echo "\`node bench/loop_client.mjs\` for ${secs}s per row: \`/v1/responses\` with"
-	echo "\`code_interpreter\`, models \`ci-1\` / \`ci-3\` of \`bench/fakes.mjs\` (one or three"
-	echo "code rounds, then the answer), the e2b tool on its fake. Ephemeral"
-	echo "(\`container_reuse = \"none\"\`): each request creates its sandbox, deleted"
-	echo "after its answer; sticky: each connection its own"
-	echo "session (made before timing). \`gateway\` = client total − the fakes' time on"
-	echo "that request; \`iteration\` = from the end of one model turn to the start of the"
-	echo "next, minus the fakes' time in between (the gateway's work per loop round)."
-	echo
-	echo "| rounds | mode | c | req/s | total p50 | total p99 | gateway p50 | gateway p99 | iteration p50 | iteration p99 |"
-	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-	for mode in ephemeral sticky; do
-		for m in ci-1 ci-3; do
-			for c in 1 64; do
-				s=; [ $mode = sticky ] && s=sticky
-				FAKE_UPSTREAM="http://127.0.0.1:$up" node "$here/loop_client.mjs" \
-				    "http://127.0.0.1:$gw/v1/responses" "$key" "$m" "$c" "$secs" $s > "$dir/loop.json"
-				cat "$dir/loop.json" >> "$dir/loop.raw"
-				node -e '
-const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-if (r.bad) console.error(`bench: ${r.bad} bad answers, first: ${r.firstBad}`);
-const us = (v) => v == null ? "-" : v + " µs";
-console.log(`| ${r.model.slice(3)} | ${process.argv[2]} | ${r.conc} | ${Math.round(r.rps)} | ${us(r.total.p50)} | ${us(r.total.p99)} | ` +
-  `${us(r.gateway.p50)} | ${us(r.gateway.p99)} | ${us(r.iter.p50)} | ${us(r.iter.p99)} |`);' "$dir/loop.json" $mode
-			done
-		done
-	done
-	echo
-	echo "The fakes' own time per call in the same runs (p50 / p99), and what each"
-	echo "sustains on its own (wrk, c=64): the gateway is the slower part."
-	echo
-	node -e '
-const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
-const all = {};
-for (const l of lines) for (const [k, v] of Object.entries(l.fakes)) (all[k] ||= []).push(v);
-for (const [k, v] of Object.entries(all)) {
-  const p50 = Math.max(...v.map((s) => s.p50)), p99 = Math.max(...v.map((s) => s.p99));
-  console.log(`- ${k}: p50 ≤ ${p50} µs, p99 ≤ ${p99} µs`);
-}' "$dir/loop.raw"
-	printf '{"model":"ci-1","input":"bench req-1","stream":true,"tools":[{"type":"function","name":"f"}]}' > "$dir/turn.body"
-	set -- $(wrk_row 64 "http://127.0.0.1:$up/v1/responses" "$dir/turn.body")
-	echo "- fake model turn alone: $1 req/s, p50 $2 µs"
-	printf '{"code":"print(\\"req-1 0\\")"}' > "$dir/run.body"
-	set -- $(HEADER="E2b-Sandbox-Id: ibench" wrk_row 64 "http://127.0.0.1:$e2b/execute" "$dir/run.body")
-	echo "- fake sandbox run alone: $1 req/s, p50 $2 µs"
-	echo "- one libcurl transfer at a time, nothing else (\`bench/curl_floor.c -t\`, chat JSON" \
-	    "from the fake model): $("$root/build/bench/curl_floor" -t \
-	    "http://127.0.0.1:$up/v1/chat/completions" 5000 | sed 's/^a transfer: //')"
-	for m in ci-1 ci-3; do
-		LOOP_FLOOR="$root/build/bench/loop_floor" E2B_BASE="http://127.0.0.1:$e2b" \
-		    FAKE_UPSTREAM="http://127.0.0.1:$up" node "$here/loop_client.mjs" - - "$m" 1 "$secs" |
-		    node -e '
-const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
-console.log(`- the loop floor, ${r.model.slice(3)} round(s) a request (\`bench/loop_floor.c\`: the ` +
-  `same exchanges by libcurl, no gateway, c=1): iteration p50 ${r.iter.p50} µs, p99 ${r.iter.p99} µs; ` +
-  `total p50 ${r.total.p50} µs`);'
-	done
-	curl -s "http://127.0.0.1:$up/__times" >/dev/null
-	echo
-}
+. "$here/part_loop.sh"
 
 # ---------------------------------------------------------------- 4: memory
 responders() { # master pid -> responder pids (not the reaper, runners)
