@@ -107,10 +107,14 @@ for (const [k, name] of [["model->run", "a turn ends, the run starts"],
 console.log(`\nIterations over 1 ms / over 2 ms, a second: the gateway ${gw.stalled[0]} / ${gw.stalled[1]}, ` +
   `the loop floor ${fl.stalled[0]} / ${fl.stalled[1]}.`);' "$dir/loop.raw" "$dir/floor-ci-3.json"
 	echo
+	# Their own pids: a bare wait would also wait for a gateway an
+	# earlier part restarted in this shell.
+	pids=
 	for c in $(seq 0 $((ncpu - 1))); do
 		taskset -c "$c" "$root/build/bench/stalls" "$secs" > "$dir/stalls.$c" &
+		pids="$pids $!"
 	done
-	wait
+	wait $pids
 	printf -- "- the machine's own stalls, nothing else running (\`bench/stalls.c\`, a thread pinned to each core for %ss):" "$secs"
 	for c in $(seq 0 $((ncpu - 1))); do
 		printf " core %s: %s;" "$c" "$(cat "$dir/stalls.$c")"
