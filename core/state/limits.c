@@ -179,6 +179,19 @@ left_ms(int64_t start, int64_t now)
 	return left < 0 ? 0 : left > WINDOW_MS ? WINDOW_MS : left;
 }
 
+/* The minute's headers in head, as the window stood after this request;
+ * refused (-1, err filled) when it was not let in. */
+static int
+window_answer(const struct sg_cfg_limits *lim, int ok, int64_t reqs,
+    int64_t tokens, int64_t start, int64_t now, char *head, size_t sz,
+    struct sg_error *err)
+{
+	int64_t left = left_ms(start, now);
+
+	rate_head(lim, reqs, tokens, left, head, sz);
+	return ok ? 0 : refuse_rate(lim, reqs, tokens, left, head, sz, err);
+}
+
 /* The minute of a key on this box's table. */
 static int
 take_local(const char *tenant, const struct sg_cfg_limits *lim,
@@ -207,10 +220,9 @@ take_local(const char *tenant, const struct sg_cfg_limits *lim,
 	tokens = e->win_tokens;
 	start = e->win_start;
 	unlock();
-	rate_head(lim, reqs, tokens, left_ms(start, now), head, sz);
-	if (!ok)
-		return refuse_rate(lim, reqs, tokens, left_ms(start, now), head,
-		    sz, err);
+	if (window_answer(lim, ok, reqs, tokens, start, now, head, sz,
+	    err) == -1)
+		return -1;
 	cur.win_start = start;
 	return 0;
 }
@@ -227,11 +239,9 @@ take_shared(struct sg_store *st, const char *tenant,
 	    lim->rpm : 0, lim->tpm > 0 ? lim->tpm : 0, &r) != SG_STORE_OK)
 		return sg_error_set(err, 503, "server_error", NULL, NULL,
 		    "The store does not answer: %s", sg_store_errmsg(st));
-	rate_head(lim, r.requests, r.tokens, left_ms(r.start_ms, now), head,
-	    sz);
-	if (!r.ok)
-		return refuse_rate(lim, r.requests, r.tokens, left_ms(r.start_ms,
-		    now), head, sz, err);
+	if (window_answer(lim, r.ok, r.requests, r.tokens, r.start_ms, now,
+	    head, sz, err) == -1)
+		return -1;
 	cur.store = st;
 	cur.win_start = r.start_ms;
 	return 0;
