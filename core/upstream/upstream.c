@@ -408,7 +408,7 @@ fail_transfer(struct relay *r, const struct sg_cfg_model *m, CURLcode rc,
 
 /* The call just made, for /metrics: no HTTP status means no answer. */
 static void
-count(CURL *h)
+measure(CURL *h)
 {
 	curl_off_t first = 0, total = 0;
 	long status = 0;
@@ -418,7 +418,6 @@ count(CURL *h)
 	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total);
 	sg_mx_upstream((int64_t)first / 1000, (int64_t)total / 1000,
 	    status == 0);
-	sg_use_call();
 }
 
 /* POST body to the model's upstream with r's callbacks; a curl code. */
@@ -461,8 +460,12 @@ post(struct sg_upstream *up, const struct sg_cfg_model *m, const char *body,
 	r->last_rx = sg_now_ms();
 	r->silence_ms = (int64_t)m->timeout * 1000;
 	r->next_alive = r->last_rx + ALIVE_EVERY_MS;
+	/* Counted before it is made: the ledger's row lives in shared
+	 * memory, so a responder killed mid-stream still owns the call the
+	 * upstream is answering. */
+	sg_use_call();
 	rc = curl_easy_perform(up->h);
-	count(up->h);
+	measure(up->h);
 	if (rc == CURLE_OK && !r->decided && decide(r) == -1)
 		rc = CURLE_WRITE_ERROR;
 	return rc;

@@ -1,14 +1,14 @@
 // The ledger is exact: 500 mixed requests of four keys (on PostgreSQL,
 // spread over two boxes sharing the store), with faults injected (upstream
 // 500s, cut streams, clients that abort, a responder killed while its code
-// runs), and the Usage API's totals equal what the fake upstreams sent, to
-// the token and to the call.
+// runs, another mid-stream), and the Usage API's totals equal what the fake
+// upstreams sent, to the token and to the call.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI from "openai";
-import { startStack, KEYS, sseEvents, storeKind } from "./harness.mjs";
+import { startStack, KEYS, sseEvents, storeKind, holdStream } from "./harness.mjs";
 
 const ADMIN = "sk-admin-" + crypto.randomBytes(8).toString("hex");
 const DAVE = "sk-dave-" + crypto.randomBytes(8).toString("hex");
@@ -105,7 +105,10 @@ test("500 mixed requests with faults: the Usage API equals what the upstreams se
 
   // A responder killed while its code runs: the turn before the kill was
   // reported, the request never ends, and its row is written all the same.
+  // Another killed while the upstream streams to it: the call is the
+  // upstream's as soon as it is sent, so the ledger owns it too.
   const box = boxes[0];
+  const held = await holdStream(box, DAVE, 60);
   const dying = box.call("POST", "/v1/responses", { model: "ci-turn", input: JSON.stringify({ code: "import time; time.sleep(8)" }),
     tools: CI }, DAVE).catch(() => null);
   for (let i = 0; i < 100; i++) {
@@ -116,6 +119,7 @@ test("500 mixed requests with faults: the Usage API equals what the upstreams se
   await sleep(500);
   for (const pid of box.processes().responders) try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
   await dying;
+  await held.done;
 
   // Both sides settle: the ledger within the reaper's drain, the fakes
   // once each cut exchange's next write fails (a slow stream's, 0.4 s on).
@@ -140,4 +144,7 @@ test("500 mixed requests with faults: the Usage API equals what the upstreams se
   const killed = box.sql("SELECT status, model_requests FROM usage WHERE model = 'ci-turn'");
   assert.deepEqual(killed.map((r) => [Number(r.status), Number(r.model_requests)]), [[0, 1]],
     "the killed responder's row: no status, its one call");
+  // Ours, and any of the last batch's aborted streams the kill caught.
+  const cut = box.sql("SELECT model_requests FROM usage WHERE model = 'slowstream' AND status = 0").map((r) => Number(r.model_requests));
+  assert.ok(cut.length >= 1 && cut.every((n) => n === 1), `killed mid-stream, each its one call: ${cut}`);
 });
